@@ -1,0 +1,257 @@
+/*
+ * PMIx client flavour: works under any PMIx server (our oshrun, Open MPI's
+ * mpirun, srun --mpi=pmix). Values travel as byte objects; barrier is a
+ * fence without data collection.
+ */
+#include "bootstrap/bootstrap_flavour.h"
+#include "util/env.h"
+#include "util/log.h"
+
+#include <pmix.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pmix_proc_t bootstrap_pmix_me;
+
+int bootstrap_pmix_detected(void)
+{
+    return getenv("PMIX_NAMESPACE") != NULL && getenv("PMIX_RANK") != NULL;
+}
+
+static util_status_t bootstrap_pmix_error(const char *what, pmix_status_t rc)
+{
+    util_error("PMIx %s failed: %s", what, PMIx_Error_string(rc));
+    return UTIL_ERR_RUNTIME;
+}
+
+static util_status_t bootstrap_pmix_get_u32(pmix_rank_t rank, const char *key, int optional,
+                                            uint32_t *value_p)
+{
+    pmix_proc_t proc;
+    pmix_value_t *val = NULL;
+    pmix_info_t info;
+    pmix_status_t rc;
+    bool opt = true;
+
+    PMIX_LOAD_PROCID(&proc, bootstrap_pmix_me.nspace, rank);
+    PMIX_INFO_LOAD(&info, PMIX_OPTIONAL, &opt, PMIX_BOOL);
+    rc = PMIx_Get(&proc, key, optional ? &info : NULL, optional ? 1 : 0, &val);
+    PMIX_INFO_DESTRUCT(&info);
+    if (rc != PMIX_SUCCESS) {
+        if (!optional) {
+            return bootstrap_pmix_error(key, rc);
+        }
+        return UTIL_ERR_NOT_FOUND;
+    }
+    switch (val->type) {
+    case PMIX_UINT32: *value_p = val->data.uint32; break;
+    case PMIX_UINT16: *value_p = val->data.uint16; break;
+    case PMIX_INT:    *value_p = (uint32_t)val->data.integer; break;
+    case PMIX_UINT64: *value_p = (uint32_t)val->data.uint64; break;
+    case PMIX_PROC_RANK: *value_p = val->data.rank; break;
+    default:
+        PMIX_VALUE_RELEASE(val);
+        util_error("PMIx %s has unexpected type %d", key, (int)val->type);
+        return UTIL_ERR_RUNTIME;
+    }
+    PMIX_VALUE_RELEASE(val);
+    return UTIL_OK;
+}
+
+/* Maps arbitrary node identifiers to dense ids in order of first appearance
+ * by rank, so node 0 holds rank 0 on every launcher. */
+static void bootstrap_pmix_densify(int *node_of, int size)
+{
+    for (int r = 0, next = 0; r < size; r++) {
+        int raw = node_of[r];
+        if (raw < 0) {
+            continue; /* already mapped */
+        }
+        for (int s = r; s < size; s++) {
+            if (node_of[s] == raw) {
+                node_of[s] = -1 - next;
+            }
+        }
+        next++;
+    }
+    for (int r = 0; r < size; r++) {
+        node_of[r] = -1 - node_of[r];
+    }
+}
+
+static util_status_t bootstrap_pmix_put(const char *key, const void *value, size_t size);
+static util_status_t bootstrap_pmix_commit(void);
+static util_status_t bootstrap_pmix_fence(int collect_data);
+static util_status_t bootstrap_pmix_get(int rank, const char *key, void *buf, size_t bufsize,
+                                        size_t *size_p);
+
+/* Fallback when the server gives no per-rank PMIX_NODEID: exchange hostnames. */
+static util_status_t bootstrap_pmix_node_ids_by_hostname(int *node_of, int size)
+{
+    char host[256] = {0}, other[256];
+    util_status_t status;
+    size_t got;
+
+    gethostname(host, sizeof(host) - 1);
+    status = bootstrap_pmix_put("rmb.hostname", host, strlen(host) + 1);
+    if (status == UTIL_OK) status = bootstrap_pmix_commit();
+    if (status == UTIL_OK) status = bootstrap_pmix_fence(1);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    /* raw id = lowest rank with the same hostname */
+    char (*names)[256] = malloc(sizeof(*names) * (size_t)size);
+    if (names == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < size; r++) {
+        status = bootstrap_pmix_get(r, "rmb.hostname", other, sizeof(other), &got);
+        if (status != UTIL_OK) {
+            break;
+        }
+        memcpy(names[r], other, sizeof(other));
+        node_of[r] = r;
+        for (int s = 0; s < r; s++) {
+            if (strcmp(names[s], names[r]) == 0) {
+                node_of[r] = node_of[s];
+                break;
+            }
+        }
+    }
+    free(names);
+    return status;
+}
+
+static util_status_t bootstrap_pmix_init(bootstrap_job_t *job)
+{
+    pmix_status_t rc;
+    util_status_t status;
+    uint32_t size, node;
+    int by_hostname = 0;
+
+    rc = PMIx_Init(&bootstrap_pmix_me, NULL, 0);
+    if (rc != PMIX_SUCCESS) {
+        return bootstrap_pmix_error("client initialization (is the launcher a PMIx server?)", rc);
+    }
+    status = bootstrap_pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, 0, &size);
+    if (status != UTIL_OK) {
+        goto err_finalize;
+    }
+    job->rank    = (int)bootstrap_pmix_me.rank;
+    job->size    = (int)size;
+    job->node_of = malloc(sizeof(int) * size);
+    if (job->node_of == NULL) {
+        status = UTIL_ERR_NO_MEMORY;
+        goto err_finalize;
+    }
+    for (uint32_t r = 0; r < size; r++) {
+        if (bootstrap_pmix_get_u32(r, PMIX_NODEID, 1, &node) != UTIL_OK) {
+            by_hostname = 1;
+            break;
+        }
+        job->node_of[r] = (int)node;
+    }
+    if (by_hostname) {
+        status = bootstrap_pmix_node_ids_by_hostname(job->node_of, job->size);
+        if (status != UTIL_OK) {
+            goto err_free;
+        }
+    }
+    bootstrap_pmix_densify(job->node_of, job->size);
+    return UTIL_OK;
+
+err_free:
+    free(job->node_of);
+    job->node_of = NULL;
+err_finalize:
+    PMIx_Finalize(NULL, 0);
+    return status;
+}
+
+static util_status_t bootstrap_pmix_finalize(void)
+{
+    pmix_status_t rc = PMIx_Finalize(NULL, 0);
+    return (rc == PMIX_SUCCESS) ? UTIL_OK : bootstrap_pmix_error("finalize", rc);
+}
+
+static util_status_t bootstrap_pmix_put(const char *key, const void *value, size_t size)
+{
+    pmix_value_t val;
+    pmix_status_t rc;
+
+    PMIX_VALUE_CONSTRUCT(&val);
+    val.type          = PMIX_BYTE_OBJECT;
+    val.data.bo.bytes = (char *)value;
+    val.data.bo.size  = size;
+    rc = PMIx_Put(PMIX_GLOBAL, key, &val); /* copies the value */
+    return (rc == PMIX_SUCCESS) ? UTIL_OK : bootstrap_pmix_error("put", rc);
+}
+
+static util_status_t bootstrap_pmix_commit(void)
+{
+    pmix_status_t rc = PMIx_Commit();
+    return (rc == PMIX_SUCCESS) ? UTIL_OK : bootstrap_pmix_error("commit", rc);
+}
+
+static util_status_t bootstrap_pmix_fence(int collect_data)
+{
+    pmix_info_t info;
+    bool collect = collect_data ? true : false;
+    pmix_status_t rc;
+
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    rc = PMIx_Fence(NULL, 0, &info, 1);
+    PMIX_INFO_DESTRUCT(&info);
+    return (rc == PMIX_SUCCESS) ? UTIL_OK : bootstrap_pmix_error("fence", rc);
+}
+
+static util_status_t bootstrap_pmix_get(int rank, const char *key, void *buf, size_t bufsize,
+                                        size_t *size_p)
+{
+    pmix_proc_t proc;
+    pmix_value_t *val = NULL;
+    pmix_status_t rc;
+    util_status_t status = UTIL_OK;
+
+    PMIX_LOAD_PROCID(&proc, bootstrap_pmix_me.nspace, (pmix_rank_t)rank);
+    rc = PMIx_Get(&proc, key, NULL, 0, &val);
+    if (rc == PMIX_ERR_NOT_FOUND) {
+        return UTIL_ERR_NOT_FOUND;
+    }
+    if (rc != PMIX_SUCCESS) {
+        return bootstrap_pmix_error("get", rc);
+    }
+    if (val->type != PMIX_BYTE_OBJECT) {
+        util_error("PMIx get of \"%s\" from rank %d: not a value put by rmb", key, rank);
+        status = UTIL_ERR_INVALID;
+    } else if (val->data.bo.size > bufsize) {
+        status = UTIL_ERR_TRUNCATED;
+    } else {
+        if (val->data.bo.size > 0) {
+            memcpy(buf, val->data.bo.bytes, val->data.bo.size);
+        }
+        *size_p = val->data.bo.size;
+    }
+    PMIX_VALUE_RELEASE(val);
+    return status;
+}
+
+__attribute__((noreturn)) static void bootstrap_pmix_abort(int code, const char *msg)
+{
+    fflush(stdout);
+    PMIx_Abort(code, msg ? msg : "", NULL, 0);
+    _exit(code); /* the launcher kills us; in case it does not, do not linger */
+}
+
+const bootstrap_flavour_ops_t bootstrap_pmix_ops = {
+    .name     = "pmix",
+    .init     = bootstrap_pmix_init,
+    .finalize = bootstrap_pmix_finalize,
+    .put      = bootstrap_pmix_put,
+    .commit   = bootstrap_pmix_commit,
+    .fence    = bootstrap_pmix_fence,
+    .get      = bootstrap_pmix_get,
+    .abort    = bootstrap_pmix_abort,
+};

@@ -1,0 +1,38 @@
+/*
+ * oshrun: launches N PEs on this machine and is itself their PMIx server,
+ * so no external runtime is needed. oshrun.c parses the command line,
+ * forks and supervises the PEs; oshrun_server.c is the PMIx server side.
+ *
+ * PMIx upcalls run on PMIx's own thread. They never touch the process table:
+ * they record what happened and wake the main loop through a pipe.
+ */
+#ifndef OSHRUN_H
+#define OSHRUN_H
+
+#include <limits.h>
+#include <pmix_server.h>
+#include <sys/types.h>
+
+typedef struct oshrun_job {
+    int np;              /* number of PEs */
+    int nodes;           /* emulated nodes; PEs are placed in blocks */
+    char **argv;         /* program and its arguments */
+    char tmpdir[PATH_MAX];
+    char nspace[PMIX_MAX_NSLEN + 1];
+    int wake_fd;         /* write end of the main loop's wake-up pipe */
+} oshrun_job_t;
+
+/* Node of a PE under block placement. */
+int oshrun_node_of(const oshrun_job_t *job, int rank);
+
+/* Starts the PMIx server with a private tmpdir and registers the job. */
+int oshrun_server_start(oshrun_job_t *job);
+/* Registers one PE and appends the PMIx client variables to *env_p. */
+int oshrun_server_setup_pe(oshrun_job_t *job, int rank, char ***env_p);
+/* Shuts the server down; clean = every PE ended normally. */
+void oshrun_server_stop(oshrun_job_t *job, int clean);
+
+/* What a PE reported through PMIx_Abort, if any (first one wins). */
+int oshrun_server_abort_info(int *rank_p, int *status_p, char *msg, size_t msglen);
+
+#endif
