@@ -1,0 +1,198 @@
+#define _GNU_SOURCE
+#include "tests/common/mp_run.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double mp_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+pid_t mp_start(char *const argv[], int *stdout_fd_p)
+{
+    int fds[2] = {-1, -1};
+    pid_t pid;
+
+    if (stdout_fd_p != NULL && pipe(fds) != 0) {
+        return -1;
+    }
+    pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        if (stdout_fd_p != NULL) {
+            dup2(fds[1], STDOUT_FILENO);
+            close(fds[0]);
+            close(fds[1]);
+        }
+        execvp(argv[0], argv);
+        fprintf(stderr, "mp_run: cannot execute %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    if (pid > 0) {
+        setpgid(pid, pid); /* both sides set it: no race with the exec */
+    }
+    if (stdout_fd_p != NULL) {
+        close(fds[1]);
+        *stdout_fd_p = fds[0];
+    }
+    return pid;
+}
+
+int mp_wait(pid_t pid, double limit_s, double *elapsed_p)
+{
+    double start = mp_now();
+    int wstatus;
+
+    for (;;) {
+        pid_t done = waitpid(pid, &wstatus, WNOHANG);
+
+        if (done == pid) {
+            break;
+        }
+        if (mp_now() - start > limit_s) {
+            fprintf(stderr, "mp_run: still running after %.0f s: killing it\n", limit_s);
+            kill(-pid, SIGKILL);
+            waitpid(pid, &wstatus, 0);
+            if (elapsed_p) *elapsed_p = mp_now() - start;
+            return MP_RUN_TIMEOUT;
+        }
+        usleep(5000);
+    }
+    if (elapsed_p) *elapsed_p = mp_now() - start;
+    if (WIFEXITED(wstatus)) {
+        return WEXITSTATUS(wstatus);
+    }
+    return WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus) : 255;
+}
+
+int mp_run(char *const argv[], double limit_s, double *elapsed_p)
+{
+    pid_t pid = mp_start(argv, NULL);
+    return pid < 0 ? 255 : mp_wait(pid, limit_s, elapsed_p);
+}
+
+const char *mp_test_path(const char *prog)
+{
+    static char path[4096];
+    const char *dir = getenv("TESTS_BUILDDIR");
+
+    snprintf(path, sizeof(path), "%s/%s", dir ? dir : ".", prog);
+    return path;
+}
+
+char **mp_oshrun_argv(int np, int nodes, const char *prog, const char *const args[])
+{
+    static char *argv[64];
+    static char np_text[16], nodes_text[16], prog_path[4096];
+    const char *oshrun = getenv("OSHRUN");
+    int n = 0;
+
+    snprintf(np_text, sizeof(np_text), "%d", np);
+    snprintf(nodes_text, sizeof(nodes_text), "%d", nodes);
+    snprintf(prog_path, sizeof(prog_path), "%s", mp_test_path(prog));
+    argv[n++] = (char *)(oshrun ? oshrun : "oshrun");
+    argv[n++] = "-n";
+    argv[n++] = np_text;
+    if (nodes > 1) {
+        argv[n++] = "--nodes";
+        argv[n++] = nodes_text;
+    }
+    argv[n++] = prog_path;
+    for (int i = 0; args != NULL && args[i] != NULL && n < 63; i++) {
+        argv[n++] = (char *)args[i];
+    }
+    argv[n] = NULL;
+    return argv;
+}
+
+int mp_count_alive(const char *comm)
+{
+    DIR *proc = opendir("/proc");
+    struct dirent *entry;
+    int count = 0;
+
+    while (proc != NULL && (entry = readdir(proc)) != NULL) {
+        char path[300], line[512], *name_end;
+        FILE *f;
+
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9') {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/%s/stat", entry->d_name);
+        f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        /* "pid (comm) state ..." */
+        if (fgets(line, sizeof(line), f) != NULL && (name_end = strrchr(line, ')')) != NULL) {
+            char *name = strchr(line, '(');
+            *name_end = '\0';
+            if (name != NULL && strcmp(name + 1, comm) == 0 && name_end[2] != 'Z') {
+                count++;
+            }
+        }
+        fclose(f);
+    }
+    if (proc != NULL) {
+        closedir(proc);
+    }
+    return count;
+}
+
+char *mp_shm_snapshot(void)
+{
+    DIR *dir = opendir("/dev/shm");
+    struct dirent *entry;
+    size_t len = 1;
+    char *list = calloc(1, 1);
+
+    while (dir != NULL && list != NULL && (entry = readdir(dir)) != NULL) {
+        size_t add = strlen(entry->d_name) + 1;
+        char *grown = realloc(list, len + add);
+        if (grown == NULL) {
+            break;
+        }
+        list = grown;
+        strcat(list, entry->d_name);
+        strcat(list, "\n");
+        len += add;
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    return list;
+}
+
+int mp_shm_new_entries(const char *before)
+{
+    DIR *dir = opendir("/dev/shm");
+    struct dirent *entry;
+    int fresh = 0;
+
+    while (dir != NULL && (entry = readdir(dir)) != NULL) {
+        char needle[300];
+
+        if (strncmp(entry->d_name, "rmb", 3) != 0) {
+            continue;
+        }
+        snprintf(needle, sizeof(needle), "%s\n", entry->d_name);
+        if (before == NULL || strstr(before, needle) == NULL) {
+            fprintf(stderr, "mp_run: /dev/shm/%s was left behind\n", entry->d_name);
+            fresh++;
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    return fresh;
+}

@@ -1,0 +1,39 @@
+/*
+ * Helpers for Check tests that launch multi-process jobs: run a command with
+ * a wall-clock limit (its whole process group is killed at the limit), build
+ * oshrun command lines, and check that a job left nothing behind.
+ * Paths come from the environment set by `make check`: OSHRUN (the launcher),
+ * TESTS_BUILDDIR (where test programs are), OMPI_MPIRUN (Open MPI's mpirun, or empty).
+ */
+#ifndef TESTS_MP_RUN_H
+#define TESTS_MP_RUN_H
+
+#include <sys/types.h>
+
+#define MP_RUN_TIMEOUT (-1) /* test_run's result when the limit killed the command */
+
+/* Runs argv (NULL-terminated) in its own process group; returns its exit
+ * status, 128+signal, or MP_RUN_TIMEOUT. *elapsed_p (may be NULL) gets seconds. */
+int mp_run(char *const argv[], double limit_s, double *elapsed_p);
+
+/* Starts argv in its own process group with stdout on a pipe; returns the
+ * pid and sets *stdout_fd_p. mp_wait() collects it like mp_run(). */
+pid_t mp_start(char *const argv[], int *stdout_fd_p);
+int mp_wait(pid_t pid, double limit_s, double *elapsed_p);
+
+/* "oshrun -n np [--nodes k] <TESTS_BUILDDIR>/prog args..." into a static
+ * argv (valid until the next call); nodes <= 1 omits --nodes. */
+char **mp_oshrun_argv(int np, int nodes, const char *prog, const char *const args[]);
+
+/* Path of a test program in TESTS_BUILDDIR (static buffer). */
+const char *mp_test_path(const char *prog);
+
+/* Processes named comm (exact, not zombies) that are alive now. */
+int mp_count_alive(const char *comm);
+
+/* Names in /dev/shm starting with "rmb" that were not in before (a
+ * newline-separated snapshot from mp_shm_snapshot); 0 if none. */
+char *mp_shm_snapshot(void);
+int mp_shm_new_entries(const char *before);
+
+#endif
