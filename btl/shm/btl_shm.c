@@ -32,6 +32,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -445,10 +446,11 @@ static util_status_t btl_shm_amo_locked(btl_ep_t *ep, btl_amo_op_t op, unsigned 
     util_status_t status;
 
     while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE) != 0) {
-        while (__atomic_load_n(lock, __ATOMIC_RELAXED) != 0) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
+        /* The holder may be descheduled (more PEs than cores): yield. */
+        for (unsigned spins = 0; __atomic_load_n(lock, __ATOMIC_RELAXED) != 0; spins++) {
+            if (spins >= 128) {
+                sched_yield();
+            }
         }
     }
     if (size == 4) {
