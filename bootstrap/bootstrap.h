@@ -45,7 +45,13 @@ const int *bootstrap_local_ranks(void);
  * every rank. get copies rank's value for key into buf (bufsize bytes);
  * *size_p receives the stored size. A value larger than bufsize returns
  * UTIL_ERR_TRUNCATED with nothing copied; a missing key UTIL_ERR_NOT_FOUND.
- * Keys are at most BOOTSTRAP_KEY_MAX-1 characters. */
+ * Keys are at most BOOTSTRAP_KEY_MAX-1 characters.
+ *
+ * get also works without a fence for a key the peer publishes later (put +
+ * commit): under PMIx the server holds the request until the peer commits,
+ * for a bounded time (about 2 s here), then get returns UTIL_ERR_TIMEOUT and
+ * the caller may retry. This is how channels bootstrap lazily, pairwise,
+ * with no global synchronization. */
 util_status_t bootstrap_put(const char *key, const void *value, size_t size);
 util_status_t bootstrap_commit(void);
 util_status_t bootstrap_fence(void);

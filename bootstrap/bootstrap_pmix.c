@@ -220,6 +220,12 @@ static util_status_t bootstrap_pmix_get(int rank, const char *key, void *buf, si
     if (rc == PMIX_ERR_NOT_FOUND) {
         return UTIL_ERR_NOT_FOUND;
     }
+    if (rc == PMIX_ERR_TIMEOUT) {
+        /* The peer has not committed the key (yet): the server waited its
+         * direct-modex timeout. Callers that expect it later retry. */
+        util_debug("PMIx get of \"%s\" from rank %d timed out", key, rank);
+        return UTIL_ERR_TIMEOUT;
+    }
     if (rc != PMIX_SUCCESS) {
         return bootstrap_pmix_error("get", rc);
     }
