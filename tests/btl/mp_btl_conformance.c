@@ -220,7 +220,7 @@ START_TEST(test_sizes)
         sizes[nsizes++] = odd[k];
     }
     src = malloc(T_BULK);
-    back = malloc(T_BULK);
+    back = malloc(T_BULK + 1); /* + guard byte */
     T_ASSERT(src != NULL && back != NULL, "malloc");
     for (int k = 0; k < nsizes; k++) {
         size_t size = sizes[k];
