@@ -1,0 +1,1094 @@
+/*
+ * rmalloc allocator instance: block records kept out of band (so shadows
+ * work), address-neighbour links on every block, segregated size classes
+ * and an address-ordered treap (max-size augmented) over the free blocks.
+ */
+#include "rmalloc/rmalloc_vmem.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define NIL          UINT32_MAX
+#define SL_BITS      3
+#define SL_COUNT     (1u << SL_BITS)
+#define FL_COUNT     64
+#define CLASS_COUNT  (FL_COUNT * SL_COUNT)
+#define MAX_REGION_UNITS (UINT64_C(1) << 40)
+#define SCAN_LIMIT   32 /* entries looked at inside one size class */
+
+enum { BLK_UNUSED = 0, BLK_FREE = RMALLOC_BLOCK_FREE, BLK_ALLOC = RMALLOC_BLOCK_ALLOC,
+       BLK_DUMMY = RMALLOC_BLOCK_DUMMY };
+
+typedef struct {
+    uint64_t start, units;
+    uint32_t prev, next;   /* address order, every block */
+    uint32_t state;
+    uint32_t cls;          /* size class while free */
+    union {
+        struct {           /* free: class list and treap */
+            uint32_t bprev, bnext;
+            uint32_t left, right, parent, prio;
+            uint64_t max;  /* largest units in the subtree */
+        } f;
+        struct {           /* allocated or dummy */
+            uint64_t id, peer_id, fifo_seq, payload;
+            uint32_t peer_block;
+        } a;
+    } u;
+} blk_t;
+
+typedef struct {
+    uint32_t blk;
+    uint32_t released;
+    uint64_t units;
+} fifo_ent_t;
+
+struct rmalloc_vmem {
+    blk_t       *blk;
+    uint32_t     cap, unused_head;
+    uint32_t     root, first;
+    uint32_t     bins[CLASS_COUNT];
+    uint64_t     fl_map;
+    uint8_t      sl_map[FL_COUNT];
+    uint64_t     total, used, live;
+    uint8_t     *base;
+    unsigned     shift;
+    rmalloc_heuristic_t heuristic;
+    unsigned     flags;
+    uint32_t     header_bytes;
+    uint64_t     cursor;     /* next-fit position (units) */
+    uint32_t     cursor_blk; /* hint: block starting at the cursor */
+    uint64_t     rng;
+    uint64_t     stamp, seq;
+    fifo_ent_t  *fifo;       /* ring mode: allocation order */
+    uint64_t     fifo_mask, fifo_head, fifo_tail;
+    uint64_t     released;
+};
+
+static const char *heuristic_names[RMALLOC_HEURISTIC_COUNT] = {
+    "first-fit", "next-fit", "best-fit", "worst-fit", "random-fit"
+};
+
+static uint64_t vmem_stamp_counter;
+
+const char *rmalloc_heuristic_name(rmalloc_heuristic_t heuristic)
+{
+    return ((unsigned)heuristic < RMALLOC_HEURISTIC_COUNT) ? heuristic_names[heuristic] : "?";
+}
+
+util_status_t rmalloc_heuristic_parse(const char *text, rmalloc_heuristic_t *heuristic_p)
+{
+    static const char *short_names[RMALLOC_HEURISTIC_COUNT] = {
+        "first", "next", "best", "worst", "random"
+    };
+    for (unsigned i = 0; i < RMALLOC_HEURISTIC_COUNT; i++) {
+        if (!strcasecmp(text, short_names[i]) || !strcasecmp(text, heuristic_names[i])) {
+            *heuristic_p = (rmalloc_heuristic_t)i;
+            return UTIL_OK;
+        }
+    }
+    util_error("unknown rmalloc heuristic '%s' (first, next, best, worst, random)", text);
+    return UTIL_ERR_INVALID;
+}
+
+static inline uint64_t rng_next(uint64_t *s)
+{
+    /* xorshift64*: cheap and deterministic for a given seed. */
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * UINT64_C(2685821657736338717);
+}
+
+/* ---- size classes ------------------------------------------------------ */
+
+static inline unsigned cls_of(uint64_t s)
+{
+    if (s < SL_COUNT)
+        return (unsigned)s;
+    unsigned l = 63u - (unsigned)__builtin_clzll(s);
+    return (l - SL_BITS + 1) * SL_COUNT + ((unsigned)(s >> (l - SL_BITS)) & (SL_COUNT - 1));
+}
+
+/* Smallest class whose every block holds at least s units. */
+static inline unsigned cls_ceil(uint64_t s)
+{
+    if (s < SL_COUNT)
+        return (unsigned)s;
+    unsigned l = 63u - (unsigned)__builtin_clzll(s);
+    return cls_of(s + ((UINT64_C(1) << (l - SL_BITS)) - 1));
+}
+
+static inline void bin_insert(rmalloc_vmem_t *vm, uint32_t i)
+{
+    blk_t   *b = &vm->blk[i];
+    unsigned c = cls_of(b->units);
+    b->cls       = c;
+    b->u.f.bprev = NIL;
+    b->u.f.bnext = vm->bins[c];
+    if (vm->bins[c] != NIL)
+        vm->blk[vm->bins[c]].u.f.bprev = i;
+    vm->bins[c] = i;
+    vm->fl_map |= UINT64_C(1) << (c / SL_COUNT);
+    vm->sl_map[c / SL_COUNT] |= (uint8_t)(1u << (c % SL_COUNT));
+}
+
+static inline void bin_remove(rmalloc_vmem_t *vm, uint32_t i)
+{
+    blk_t   *b = &vm->blk[i];
+    unsigned c = b->cls;
+    if (b->u.f.bprev != NIL)
+        vm->blk[b->u.f.bprev].u.f.bnext = b->u.f.bnext;
+    else
+        vm->bins[c] = b->u.f.bnext;
+    if (b->u.f.bnext != NIL)
+        vm->blk[b->u.f.bnext].u.f.bprev = b->u.f.bprev;
+    if (vm->bins[c] == NIL) {
+        vm->sl_map[c / SL_COUNT] &= (uint8_t)~(1u << (c % SL_COUNT));
+        if (!vm->sl_map[c / SL_COUNT])
+            vm->fl_map &= ~(UINT64_C(1) << (c / SL_COUNT));
+    }
+}
+
+/* After a free block's size changed: move it if its class changed. */
+static inline void bin_reclass(rmalloc_vmem_t *vm, uint32_t i)
+{
+    if (cls_of(vm->blk[i].units) != vm->blk[i].cls) {
+        bin_remove(vm, i);
+        bin_insert(vm, i);
+    }
+}
+
+/* First non-empty class >= c, or NIL. */
+static inline uint32_t bin_find(const rmalloc_vmem_t *vm, unsigned c)
+{
+    unsigned fl = c / SL_COUNT;
+    if (fl >= FL_COUNT)
+        return NIL;
+    unsigned sl_map = vm->sl_map[fl] & (0xffu << (c % SL_COUNT));
+    if (!sl_map) {
+        uint64_t fl_map = (fl + 1 < FL_COUNT) ? vm->fl_map & (~UINT64_C(0) << (fl + 1)) : 0;
+        if (!fl_map)
+            return NIL;
+        fl     = (unsigned)__builtin_ctzll(fl_map);
+        sl_map = vm->sl_map[fl];
+    }
+    return vm->bins[fl * SL_COUNT + (unsigned)__builtin_ctz(sl_map)];
+}
+
+/* ---- address-ordered treap over free blocks ----------------------------- */
+
+static inline uint64_t t_max(const rmalloc_vmem_t *vm, uint32_t i)
+{
+    return (i == NIL) ? 0 : vm->blk[i].u.f.max;
+}
+
+static inline void t_update(rmalloc_vmem_t *vm, uint32_t i)
+{
+    blk_t   *b = &vm->blk[i];
+    uint64_t m = b->units, l = t_max(vm, b->u.f.left), r = t_max(vm, b->u.f.right);
+    if (l > m) m = l;
+    if (r > m) m = r;
+    b->u.f.max = m;
+}
+
+/* Recomputes maxima from i upwards, stopping once nothing changes. */
+static inline void t_fix_up(rmalloc_vmem_t *vm, uint32_t i)
+{
+    while (i != NIL) {
+        uint64_t old = vm->blk[i].u.f.max;
+        t_update(vm, i);
+        if (vm->blk[i].u.f.max == old)
+            return;
+        i = vm->blk[i].u.f.parent;
+    }
+}
+
+static inline void t_replace_child(rmalloc_vmem_t *vm, uint32_t parent, uint32_t old,
+                                   uint32_t new_)
+{
+    if (parent == NIL)
+        vm->root = new_;
+    else if (vm->blk[parent].u.f.left == old)
+        vm->blk[parent].u.f.left = new_;
+    else
+        vm->blk[parent].u.f.right = new_;
+}
+
+/* Rotates x above its parent. */
+static void t_rotate_up(rmalloc_vmem_t *vm, uint32_t x)
+{
+    blk_t   *bx = &vm->blk[x];
+    uint32_t p  = bx->u.f.parent;
+    blk_t   *bp = &vm->blk[p];
+    uint32_t g  = bp->u.f.parent;
+    if (bp->u.f.left == x) {
+        bp->u.f.left = bx->u.f.right;
+        if (bx->u.f.right != NIL)
+            vm->blk[bx->u.f.right].u.f.parent = p;
+        bx->u.f.right = p;
+    } else {
+        bp->u.f.right = bx->u.f.left;
+        if (bx->u.f.left != NIL)
+            vm->blk[bx->u.f.left].u.f.parent = p;
+        bx->u.f.left = p;
+    }
+    bp->u.f.parent = x;
+    bx->u.f.parent = g;
+    t_replace_child(vm, g, p, x);
+    t_update(vm, p);
+    t_update(vm, x);
+}
+
+static void t_insert(rmalloc_vmem_t *vm, uint32_t i)
+{
+    blk_t   *b = &vm->blk[i];
+    uint32_t p = NIL, x = vm->root;
+    b->u.f.left = b->u.f.right = NIL;
+    b->u.f.prio = (uint32_t)rng_next(&vm->rng);
+    b->u.f.max  = b->units;
+    while (x != NIL) {
+        p = x;
+        x = (b->start < vm->blk[x].start) ? vm->blk[x].u.f.left : vm->blk[x].u.f.right;
+    }
+    b->u.f.parent = p;
+    if (p == NIL)
+        vm->root = i;
+    else if (b->start < vm->blk[p].start)
+        vm->blk[p].u.f.left = i;
+    else
+        vm->blk[p].u.f.right = i;
+    while (vm->blk[i].u.f.parent != NIL &&
+           vm->blk[i].u.f.prio > vm->blk[vm->blk[i].u.f.parent].u.f.prio)
+        t_rotate_up(vm, i);
+    t_fix_up(vm, vm->blk[i].u.f.parent);
+}
+
+static void t_remove(rmalloc_vmem_t *vm, uint32_t i)
+{
+    for (;;) {
+        blk_t   *b = &vm->blk[i];
+        uint32_t l = b->u.f.left, r = b->u.f.right;
+        if (l == NIL && r == NIL)
+            break;
+        if (r == NIL || (l != NIL && vm->blk[l].u.f.prio > vm->blk[r].u.f.prio))
+            t_rotate_up(vm, l);
+        else
+            t_rotate_up(vm, r);
+    }
+    uint32_t p = vm->blk[i].u.f.parent;
+    t_replace_child(vm, p, i, NIL);
+    t_fix_up(vm, p);
+}
+
+/* Free block containing unit u, or NIL. */
+static uint32_t t_containing(const rmalloc_vmem_t *vm, uint64_t u)
+{
+    uint32_t x = vm->root, best = NIL;
+    while (x != NIL) {
+        if (vm->blk[x].start <= u) {
+            best = x;
+            x    = vm->blk[x].u.f.right;
+        } else {
+            x = vm->blk[x].u.f.left;
+        }
+    }
+    if (best != NIL && vm->blk[best].start + vm->blk[best].units > u)
+        return best;
+    return NIL;
+}
+
+/* Lowest-address free block with start >= lo and at least need units. */
+static uint32_t t_first_from(const rmalloc_vmem_t *vm, uint32_t x, uint64_t need, uint64_t lo)
+{
+    while (x != NIL && vm->blk[x].u.f.max >= need) {
+        const blk_t *b = &vm->blk[x];
+        if (b->start >= lo) {
+            uint32_t r = t_first_from(vm, b->u.f.left, need, lo);
+            if (r != NIL)
+                return r;
+            if (b->units >= need)
+                return x;
+        }
+        x = b->u.f.right;
+    }
+    return NIL;
+}
+
+/* ---- block records ----------------------------------------------------- */
+
+static util_status_t blk_reserve(rmalloc_vmem_t *vm, unsigned count)
+{
+    uint32_t n = 0;
+    for (uint32_t i = vm->unused_head; i != NIL && n < count; i = vm->blk[i].next)
+        n++;
+    if (n >= count)
+        return UTIL_OK;
+    if (vm->cap >= NIL / 2) {
+        util_error("rmalloc: too many blocks (%u)", vm->cap);
+        return UTIL_ERR_NO_MEMORY;
+    }
+    uint32_t new_cap = vm->cap ? vm->cap * 2 : 64;
+    blk_t   *blk     = realloc(vm->blk, (size_t)new_cap * sizeof(*blk));
+    if (blk == NULL) {
+        util_error("rmalloc: cannot grow block table to %u entries", new_cap);
+        return UTIL_ERR_NO_MEMORY;
+    }
+    for (uint32_t i = new_cap; i-- > vm->cap;) {
+        blk[i].state = BLK_UNUSED;
+        blk[i].next  = vm->unused_head;
+        vm->unused_head = i;
+    }
+    vm->blk = blk;
+    vm->cap = new_cap;
+    return UTIL_OK;
+}
+
+/* Takes a reserved record (blk_reserve() was called: never reallocates). */
+static inline uint32_t blk_new(rmalloc_vmem_t *vm)
+{
+    uint32_t i      = vm->unused_head;
+    vm->unused_head = vm->blk[i].next;
+    return i;
+}
+
+static inline void blk_release(rmalloc_vmem_t *vm, uint32_t i)
+{
+    blk_t *b = &vm->blk[i];
+    if (b->prev != NIL)
+        vm->blk[b->prev].next = b->next;
+    else
+        vm->first = b->next;
+    if (b->next != NIL)
+        vm->blk[b->next].prev = b->prev;
+    b->state        = BLK_UNUSED;
+    b->next         = vm->unused_head;
+    vm->unused_head = i;
+}
+
+/* Links record n into the address list right after record after. */
+static inline void blk_link_after(rmalloc_vmem_t *vm, uint32_t after, uint32_t n)
+{
+    blk_t *a = &vm->blk[after], *b = &vm->blk[n];
+    b->prev = after;
+    b->next = a->next;
+    if (a->next != NIL)
+        vm->blk[a->next].prev = n;
+    a->next = n;
+}
+
+static inline void blk_link_before(rmalloc_vmem_t *vm, uint32_t before, uint32_t n)
+{
+    blk_t *a = &vm->blk[before], *b = &vm->blk[n];
+    b->next = before;
+    b->prev = a->prev;
+    if (a->prev != NIL)
+        vm->blk[a->prev].next = n;
+    else
+        vm->first = n;
+    a->prev = n;
+}
+
+static inline void free_insert(rmalloc_vmem_t *vm, uint32_t i)
+{
+    vm->blk[i].state = BLK_FREE;
+    bin_insert(vm, i);
+    t_insert(vm, i);
+}
+
+static inline void free_remove(rmalloc_vmem_t *vm, uint32_t i)
+{
+    bin_remove(vm, i);
+    t_remove(vm, i);
+}
+
+/* A free block's size changed in place (its order is unchanged). */
+static inline void free_resized(rmalloc_vmem_t *vm, uint32_t i)
+{
+    bin_reclass(vm, i);
+    t_fix_up(vm, i);
+}
+
+/* Cuts [s, s + n) out of free block f (two records reserved) and returns the
+ * new allocated record. The free remainders keep their place in the tree. */
+static uint32_t carve(rmalloc_vmem_t *vm, uint32_t f, uint64_t s, uint64_t n, uint32_t state)
+{
+    blk_t   *bf    = &vm->blk[f];
+    uint64_t front = s - bf->start;
+    uint64_t back  = bf->start + bf->units - (s + n);
+    uint32_t a;
+
+    if (front == 0 && back == 0) {
+        free_remove(vm, f);
+        a = f;
+    } else if (front == 0) {
+        a = blk_new(vm);
+        bf = &vm->blk[f];
+        blk_link_before(vm, f, a);
+        bf->start += n;
+        bf->units -= n;
+        free_resized(vm, f);
+    } else {
+        a = blk_new(vm);
+        bf = &vm->blk[f];
+        blk_link_after(vm, f, a);
+        bf->units = front;
+        free_resized(vm, f);
+        if (back) {
+            uint32_t c = blk_new(vm);
+            vm->blk[c].start = s + n;
+            vm->blk[c].units = back;
+            blk_link_after(vm, a, c);
+            free_insert(vm, c);
+        }
+    }
+    blk_t *ba = &vm->blk[a];
+    ba->start          = s;
+    ba->units          = n;
+    ba->state          = state;
+    ba->u.a.id         = (vm->stamp << 40) | (++vm->seq & ((UINT64_C(1) << 40) - 1));
+    ba->u.a.peer_id    = 0;
+    ba->u.a.peer_block = NIL;
+    ba->u.a.payload    = 0;
+    ba->u.a.fifo_seq   = 0;
+    vm->used += n;
+    return a;
+}
+
+/* Returns allocated/dummy record i to the free space, coalescing. */
+static void release_block(rmalloc_vmem_t *vm, uint32_t i)
+{
+    blk_t   *b    = &vm->blk[i];
+    uint32_t p    = b->prev, n = b->next;
+    int      pf   = (p != NIL && vm->blk[p].state == BLK_FREE);
+    int      nf   = (n != NIL && vm->blk[n].state == BLK_FREE);
+    uint64_t size = b->units;
+
+    vm->used -= size;
+    if (vm->cursor_blk == i)
+        vm->cursor_blk = NIL;
+    if (pf && nf) {
+        uint64_t nsize = vm->blk[n].units;
+        free_remove(vm, n);
+        if (vm->cursor_blk == n)
+            vm->cursor_blk = NIL;
+        blk_release(vm, n);
+        blk_release(vm, i);
+        vm->blk[p].units += size + nsize;
+        free_resized(vm, p);
+    } else if (pf) {
+        blk_release(vm, i);
+        vm->blk[p].units += size;
+        free_resized(vm, p);
+    } else if (nf) {
+        blk_release(vm, i);
+        vm->blk[n].start -= size;
+        vm->blk[n].units += size;
+        if (vm->cursor_blk == n)
+            vm->cursor_blk = NIL;
+        free_resized(vm, n);
+    } else {
+        free_insert(vm, i);
+    }
+}
+
+static inline void fill_desc(const rmalloc_vmem_t *vm, uint32_t i, raddr_t *d)
+{
+    const blk_t *b = &vm->blk[i];
+    d->start      = b->start;
+    d->end        = b->start + b->units;
+    d->id         = b->u.a.id;
+    d->wrap_from  = 0;
+    d->payload    = b->u.a.payload;
+    d->block      = i;
+    d->unit_shift = (uint16_t)vm->shift;
+    d->flags      = 0;
+}
+
+/* Record of a live allocation described by d, or NIL. */
+static uint32_t lookup(const rmalloc_vmem_t *vm, const raddr_t *d)
+{
+    if (d->block >= vm->cap || d->id == 0)
+        return NIL;
+    const blk_t *b = &vm->blk[d->block];
+    if (b->state != BLK_ALLOC || b->u.a.id != d->id || b->start != d->start ||
+        b->start + b->units != d->end)
+        return NIL;
+    return d->block;
+}
+
+/* ---- ring FIFO ---------------------------------------------------------- */
+
+static util_status_t fifo_push(rmalloc_vmem_t *vm, uint32_t i)
+{
+    if (vm->fifo_tail - vm->fifo_head > vm->fifo_mask) {
+        uint64_t    cap  = (vm->fifo_mask + 1) * 2;
+        fifo_ent_t *fifo = malloc(cap * sizeof(*fifo));
+        if (fifo == NULL) {
+            util_error("rmalloc: cannot grow ring FIFO to %llu entries", (unsigned long long)cap);
+            return UTIL_ERR_NO_MEMORY;
+        }
+        for (uint64_t s = vm->fifo_head; s != vm->fifo_tail; s++)
+            fifo[s & (cap - 1)] = vm->fifo[s & vm->fifo_mask];
+        free(vm->fifo);
+        vm->fifo      = fifo;
+        vm->fifo_mask = cap - 1;
+    }
+    fifo_ent_t *e = &vm->fifo[vm->fifo_tail & vm->fifo_mask];
+    e->blk      = i;
+    e->released = 0;
+    e->units    = vm->blk[i].units;
+    vm->blk[i].u.a.fifo_seq = vm->fifo_tail++;
+    return UTIL_OK;
+}
+
+/* Pops released entries and dummies from the head, counting their units. */
+static void fifo_pop_released(rmalloc_vmem_t *vm)
+{
+    while (vm->fifo_head != vm->fifo_tail) {
+        fifo_ent_t *e = &vm->fifo[vm->fifo_head & vm->fifo_mask];
+        if (!e->released) {
+            if (vm->blk[e->blk].state != BLK_DUMMY)
+                return;
+            release_block(vm, e->blk);
+        }
+        vm->released += e->units;
+        vm->fifo_head++;
+    }
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+util_status_t rmalloc_vmem_create(const rmalloc_vmem_config_t *config, rmalloc_vmem_t **vmem_p)
+{
+    util_status_t   status;
+    rmalloc_vmem_t *vm;
+
+    if (config == NULL || vmem_p == NULL || config->unit == 0 ||
+        (config->unit & (config->unit - 1)) ||
+        (unsigned)config->heuristic >= RMALLOC_HEURISTIC_COUNT) {
+        util_error("rmalloc: invalid instance configuration");
+        return UTIL_ERR_INVALID;
+    }
+    uint64_t total = config->size / config->unit;
+    if (total == 0 || total > MAX_REGION_UNITS) {
+        util_error("rmalloc: region of %llu bytes with unit %llu holds %llu units (1..2^40)",
+                   (unsigned long long)config->size, (unsigned long long)config->unit,
+                   (unsigned long long)total);
+        return UTIL_ERR_INVALID;
+    }
+    if ((config->flags & RMALLOC_VMEM_RING) && config->heuristic != RMALLOC_NEXT_FIT) {
+        util_error("rmalloc: ring mode needs the next-fit heuristic");
+        return UTIL_ERR_INVALID;
+    }
+
+    vm = calloc(1, sizeof(*vm));
+    if (vm == NULL) {
+        util_error("rmalloc: cannot allocate an instance");
+        return UTIL_ERR_NO_MEMORY;
+    }
+    vm->unused_head  = NIL;
+    vm->root         = NIL;
+    vm->cursor_blk   = NIL;
+    vm->total        = total;
+    vm->base         = config->base;
+    vm->shift        = (unsigned)__builtin_ctzll(config->unit);
+    vm->heuristic    = config->heuristic;
+    vm->flags        = config->flags;
+    vm->header_bytes = config->header_bytes;
+    vm->rng          = config->seed ? config->seed : UINT64_C(0x9e3779b97f4a7c15);
+    /* A per-instance stamp in every id makes another instance's descriptor
+     * fail validation even when block index and sequence happen to match. */
+    vm->stamp = __atomic_add_fetch(&vmem_stamp_counter, 1, __ATOMIC_RELAXED) % 0xffffff + 1;
+    for (unsigned c = 0; c < CLASS_COUNT; c++)
+        vm->bins[c] = NIL;
+
+    status = blk_reserve(vm, 64);
+    if (status != UTIL_OK)
+        goto err_free_vm;
+    if (vm->flags & RMALLOC_VMEM_RING) {
+        vm->fifo = malloc(64 * sizeof(*vm->fifo));
+        if (vm->fifo == NULL) {
+            util_error("rmalloc: cannot allocate the ring FIFO");
+            status = UTIL_ERR_NO_MEMORY;
+            goto err_free_blk;
+        }
+        vm->fifo_mask = 63;
+    }
+    uint32_t i = blk_new(vm);
+    vm->blk[i].start = 0;
+    vm->blk[i].units = total;
+    vm->blk[i].prev  = vm->blk[i].next = NIL;
+    vm->first        = i;
+    free_insert(vm, i);
+    *vmem_p = vm;
+    return UTIL_OK;
+
+err_free_blk:
+    free(vm->blk);
+err_free_vm:
+    free(vm);
+    return status;
+}
+
+void rmalloc_vmem_destroy(rmalloc_vmem_t *vmem)
+{
+    if (vmem == NULL)
+        return;
+    free(vmem->fifo);
+    free(vmem->blk);
+    free(vmem);
+}
+
+uint64_t rmalloc_vmem_units_for(const rmalloc_vmem_t *vm, uint64_t payload)
+{
+    uint64_t bytes = payload;
+    if (vm->header_bytes)
+        bytes = ((payload + 7u) & ~(uint64_t)7u) + vm->header_bytes;
+    if (payload > (UINT64_C(1) << 62) || bytes == 0)
+        return 0;
+    uint64_t units = (bytes + (UINT64_C(1) << vm->shift) - 1) >> vm->shift;
+    return (units > RMALLOC_MAX_UNITS) ? 0 : units;
+}
+
+/* Free block chosen by the heuristic for `need` units, or NIL. */
+static uint32_t pick(rmalloc_vmem_t *vm, uint64_t need)
+{
+    uint32_t i, best;
+
+    switch (vm->heuristic) {
+    case RMALLOC_FIRST_FIT:
+        return t_first_from(vm, vm->root, need, 0);
+    case RMALLOC_NEXT_FIT:
+        i = t_first_from(vm, vm->root, need, vm->cursor);
+        return (i != NIL) ? i : t_first_from(vm, vm->root, need, 0);
+    case RMALLOC_BEST_FIT:
+        /* Exact inside the request's own class, then the smallest class
+         * whose blocks all fit (within 1/8 of the best). */
+        best = NIL;
+        i    = vm->bins[cls_of(need)];
+        for (unsigned n = 0; i != NIL && n < SCAN_LIMIT; n++, i = vm->blk[i].u.f.bnext) {
+            if (vm->blk[i].units >= need &&
+                (best == NIL || vm->blk[i].units < vm->blk[best].units)) {
+                best = i;
+                if (vm->blk[i].units == need)
+                    break;
+            }
+        }
+        return (best != NIL) ? best : bin_find(vm, cls_ceil(need));
+    case RMALLOC_WORST_FIT:
+        if (!vm->fl_map)
+            return NIL;
+        {
+            unsigned fl = 63u - (unsigned)__builtin_clzll(vm->fl_map);
+            unsigned sl = 31u - (unsigned)__builtin_clz(vm->sl_map[fl]);
+            best = NIL;
+            i    = vm->bins[fl * SL_COUNT + sl];
+            for (unsigned n = 0; i != NIL && n < SCAN_LIMIT; n++, i = vm->blk[i].u.f.bnext)
+                if (best == NIL || vm->blk[i].units > vm->blk[best].units)
+                    best = i;
+        }
+        return (vm->blk[best].units >= need) ? best : NIL;
+    case RMALLOC_RANDOM_FIT: {
+        unsigned lo = cls_ceil(need);
+        if (!vm->fl_map || lo / SL_COUNT >= FL_COUNT)
+            return NIL;
+        unsigned top = (63u - (unsigned)__builtin_clzll(vm->fl_map) + 1) * SL_COUNT;
+        if (top <= lo)
+            return bin_find(vm, lo);
+        i = bin_find(vm, lo + (unsigned)(rng_next(&vm->rng) % (top - lo)));
+        return (i != NIL) ? i : bin_find(vm, lo);
+    }
+    default:
+        return NIL;
+    }
+}
+
+static inline uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) & ~(a - 1);
+}
+
+/* Ring mode: place at the cursor, or at 0 behind a dummy. */
+static util_status_t ring_alloc(rmalloc_vmem_t *vm, uint64_t units, uint64_t align,
+                                uint32_t *a_p, uint64_t *wrap_from_p)
+{
+    uint64_t s = align_up(vm->cursor, align);
+    uint32_t f;
+
+    if (s + units <= vm->total) {
+        f = t_containing(vm, vm->cursor);
+        if (f == NIL || vm->blk[f].start + vm->blk[f].units < s + units)
+            return UTIL_ERR_NO_RESOURCE;
+        *a_p         = carve(vm, f, s, units, BLK_ALLOC);
+        *wrap_from_p = UINT64_MAX;
+        return UTIL_OK;
+    }
+    if (units > vm->total)
+        return UTIL_ERR_NO_RESOURCE;
+    /* Wrap: [cursor, total) must be free for the dummy, [0, units) for us. */
+    uint32_t d = NIL;
+    if (vm->cursor < vm->total) {
+        d = t_containing(vm, vm->cursor);
+        if (d == NIL || vm->blk[d].start + vm->blk[d].units != vm->total)
+            return UTIL_ERR_NO_RESOURCE;
+    }
+    f = t_containing(vm, 0);
+    if (f == NIL)
+        return UTIL_ERR_NO_RESOURCE;
+    uint64_t f_end = (f == d) ? vm->cursor : vm->blk[f].start + vm->blk[f].units;
+    if (f_end < units)
+        return UTIL_ERR_NO_RESOURCE;
+    uint64_t wrap_from = vm->cursor;
+    if (d != NIL) {
+        uint32_t dummy = carve(vm, d, vm->cursor, vm->total - vm->cursor, BLK_DUMMY);
+        util_status_t status = fifo_push(vm, dummy);
+        if (status != UTIL_OK) {
+            release_block(vm, dummy);
+            return status;
+        }
+        f = t_containing(vm, 0);
+    }
+    *a_p         = carve(vm, f, 0, units, BLK_ALLOC);
+    *wrap_from_p = wrap_from;
+    return UTIL_OK;
+}
+
+util_status_t rmalloc_vmem_alloc(rmalloc_vmem_t *vm, uint64_t payload, uint64_t align,
+                                 raddr_t *desc_p)
+{
+    util_status_t status;
+    uint64_t      units = rmalloc_vmem_units_for(vm, payload);
+    uint64_t      au    = 1, wrap_from = UINT64_MAX;
+    uint32_t      f, a;
+
+    if (units == 0 || units > vm->total || (align & (align - 1)))
+        return UTIL_ERR_INVALID;
+    if (align > (UINT64_C(1) << vm->shift))
+        au = align >> vm->shift;
+    status = blk_reserve(vm, 4);
+    if (status != UTIL_OK)
+        return status;
+
+    if (vm->flags & RMALLOC_VMEM_RING) {
+        status = ring_alloc(vm, units, au, &a, &wrap_from);
+        if (status != UTIL_OK)
+            return status;
+        status = fifo_push(vm, a);
+        if (status != UTIL_OK) {
+            release_block(vm, a);
+            return status;
+        }
+    } else {
+        /* Next-fit fast path: the free block right at the cursor. */
+        if (vm->heuristic == RMALLOC_NEXT_FIT) {
+            f = vm->cursor_blk;
+            if (f == NIL || vm->blk[f].state != BLK_FREE || vm->blk[f].start != vm->cursor)
+                f = t_containing(vm, vm->cursor);
+            if (f != NIL) {
+                uint64_t s = align_up(vm->cursor, au);
+                if (s + units <= vm->blk[f].start + vm->blk[f].units) {
+                    a = carve(vm, f, s, units, BLK_ALLOC);
+                    goto found;
+                }
+            }
+        }
+        f = pick(vm, units + au - 1);
+        if (f == NIL)
+            return UTIL_ERR_NO_RESOURCE;
+        a = carve(vm, f, align_up(vm->blk[f].start, au), units, BLK_ALLOC);
+    }
+found:
+    vm->blk[a].u.a.payload = payload;
+    vm->live++;
+    vm->cursor     = vm->blk[a].start + vm->blk[a].units;
+    vm->cursor_blk = vm->blk[a].next;
+    if (vm->cursor >= vm->total && !(vm->flags & RMALLOC_VMEM_RING)) {
+        vm->cursor     = 0;
+        vm->cursor_blk = vm->first;
+    }
+    fill_desc(vm, a, desc_p);
+    if (wrap_from != UINT64_MAX) {
+        desc_p->flags |= RMALLOC_DESC_WRAPPED;
+        desc_p->wrap_from = wrap_from;
+    }
+    return UTIL_OK;
+}
+
+util_status_t rmalloc_vmem_free(rmalloc_vmem_t *vm, const raddr_t *desc)
+{
+    uint32_t i = (desc != NULL) ? lookup(vm, desc) : NIL;
+    if (i == NIL) {
+        util_debug("rmalloc: free of a descriptor this instance did not issue or already freed");
+        return UTIL_ERR_INVALID;
+    }
+    vm->live--;
+    if (vm->flags & RMALLOC_VMEM_RING) {
+        vm->fifo[vm->blk[i].u.a.fifo_seq & vm->fifo_mask].released = 1;
+        release_block(vm, i);
+        fifo_pop_released(vm);
+        return UTIL_OK;
+    }
+    release_block(vm, i);
+    return UTIL_OK;
+}
+
+util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vm, const raddr_t *desc, uint64_t payload,
+                                   raddr_t *desc_p)
+{
+    uint32_t i = lookup(vm, desc);
+    uint64_t units;
+
+    if (i == NIL)
+        return UTIL_ERR_INVALID;
+    if (vm->flags & RMALLOC_VMEM_RING)
+        return UTIL_ERR_UNSUPPORTED;
+    units = rmalloc_vmem_units_for(vm, payload);
+    if (units == 0)
+        return UTIL_ERR_INVALID;
+    if (blk_reserve(vm, 2) != UTIL_OK)
+        return UTIL_ERR_NO_MEMORY;
+
+    blk_t   *b = &vm->blk[i];
+    uint32_t n = b->next;
+    if (units < b->units) {
+        uint64_t diff = b->units - units;
+        b->units = units;
+        vm->used -= diff;
+        if (n != NIL && vm->blk[n].state == BLK_FREE) {
+            vm->blk[n].start -= diff;
+            vm->blk[n].units += diff;
+            free_resized(vm, n);
+        } else {
+            uint32_t c = blk_new(vm);
+            vm->blk[c].start = vm->blk[i].start + units;
+            vm->blk[c].units = diff;
+            blk_link_after(vm, i, c);
+            free_insert(vm, c);
+        }
+    } else if (units > b->units) {
+        uint64_t diff = units - b->units;
+        if (n == NIL || vm->blk[n].state != BLK_FREE || vm->blk[n].units < diff)
+            return UTIL_ERR_NO_RESOURCE;
+        if (vm->blk[n].units == diff) {
+            free_remove(vm, n);
+            if (vm->cursor_blk == n)
+                vm->cursor_blk = NIL;
+            blk_release(vm, n);
+        } else {
+            vm->blk[n].start += diff;
+            vm->blk[n].units -= diff;
+            free_resized(vm, n);
+        }
+        vm->blk[i].units = units;
+        vm->used += diff;
+    }
+    vm->blk[i].u.a.payload = payload;
+    fill_desc(vm, i, desc_p);
+    return UTIL_OK;
+}
+
+util_status_t rmalloc_vmem_claim(rmalloc_vmem_t *vm, uint64_t start, uint64_t units,
+                                 uint64_t payload, uint64_t peer_id, uint32_t peer_block,
+                                 raddr_t *desc_p)
+{
+    if ((vm->flags & RMALLOC_VMEM_RING) || units == 0 || units > RMALLOC_MAX_UNITS ||
+        start >= vm->total || units > vm->total - start)
+        return UTIL_ERR_INVALID;
+    if (blk_reserve(vm, 2) != UTIL_OK)
+        return UTIL_ERR_NO_MEMORY;
+    uint32_t f = t_containing(vm, start);
+    if (f == NIL || vm->blk[f].start + vm->blk[f].units < start + units) {
+        util_debug("rmalloc: claim of [%llu, %llu) overlaps allocated memory",
+                   (unsigned long long)start, (unsigned long long)(start + units));
+        return UTIL_ERR_INVALID;
+    }
+    uint32_t a = carve(vm, f, start, units, BLK_ALLOC);
+    vm->blk[a].u.a.payload    = payload;
+    vm->blk[a].u.a.peer_id    = peer_id;
+    vm->blk[a].u.a.peer_block = peer_block;
+    vm->live++;
+    fill_desc(vm, a, desc_p);
+    return UTIL_OK;
+}
+
+util_status_t rmalloc_vmem_peer(const rmalloc_vmem_t *vm, const raddr_t *desc,
+                                uint64_t *peer_id_p, uint32_t *peer_block_p)
+{
+    uint32_t i = lookup(vm, desc);
+    if (i == NIL)
+        return UTIL_ERR_INVALID;
+    *peer_id_p    = vm->blk[i].u.a.peer_id;
+    *peer_block_p = vm->blk[i].u.a.peer_block;
+    return UTIL_OK;
+}
+
+uint64_t rmalloc_vmem_ring_take_released(rmalloc_vmem_t *vm)
+{
+    uint64_t r   = vm->released;
+    vm->released = 0;
+    return r;
+}
+
+util_status_t rmalloc_vmem_ring_retire(rmalloc_vmem_t *vm, uint64_t units)
+{
+    uint64_t sum = 0, s;
+
+    if (!(vm->flags & RMALLOC_VMEM_RING))
+        return UTIL_ERR_INVALID;
+    for (s = vm->fifo_head; s != vm->fifo_tail && sum < units; s++)
+        sum += vm->fifo[s & vm->fifo_mask].units;
+    if (sum != units) {
+        util_error("rmalloc: peer released %llu units, not a block boundary of this ring",
+                   (unsigned long long)units);
+        return UTIL_ERR_INVALID;
+    }
+    while (vm->fifo_head != s) {
+        uint32_t b = vm->fifo[vm->fifo_head & vm->fifo_mask].blk;
+        if (vm->blk[b].state == BLK_ALLOC)
+            vm->live--;
+        release_block(vm, b);
+        vm->fifo_head++;
+    }
+    return UTIL_OK;
+}
+
+void *rmalloc_vmem_ptr(const rmalloc_vmem_t *vm, const raddr_t *desc)
+{
+    if (vm->base == NULL || desc == NULL || !rmalloc_desc_valid(desc))
+        return NULL;
+    return vm->base + (desc->start << vm->shift);
+}
+
+uint64_t rmalloc_vmem_total_units(const rmalloc_vmem_t *vm)
+{
+    return vm->total;
+}
+
+uint64_t rmalloc_vmem_used_units(const rmalloc_vmem_t *vm)
+{
+    return vm->used;
+}
+
+uint64_t rmalloc_vmem_live_count(const rmalloc_vmem_t *vm)
+{
+    return vm->live;
+}
+
+unsigned rmalloc_vmem_unit_shift(const rmalloc_vmem_t *vm)
+{
+    return vm->shift;
+}
+
+void rmalloc_vmem_walk(const rmalloc_vmem_t *vm,
+                       void (*fn)(const rmalloc_block_info_t *block, void *arg), void *arg)
+{
+    for (uint32_t i = vm->first; i != NIL; i = vm->blk[i].next) {
+        rmalloc_block_info_t info = {vm->blk[i].start, vm->blk[i].start + vm->blk[i].units,
+                                     (int)vm->blk[i].state};
+        fn(&info, arg);
+    }
+}
+
+#define CHECK_(_cond, ...)                                                    \
+    do {                                                                      \
+        if (!(_cond)) {                                                       \
+            util_error("rmalloc check: " __VA_ARGS__);                        \
+            return UTIL_ERR_STATE;                                            \
+        }                                                                     \
+    } while (0)
+
+/* In-order walk of the treap: order, parents, heap priorities, maxima. */
+static util_status_t check_tree(const rmalloc_vmem_t *vm, uint32_t x, uint32_t parent,
+                                uint64_t *last_end, uint64_t *count, unsigned depth)
+{
+    if (x == NIL)
+        return UTIL_OK;
+    const blk_t *b = &vm->blk[x];
+    CHECK_(depth < 4096, "tree too deep");
+    CHECK_(b->state == BLK_FREE, "tree holds a non-free block %u", x);
+    CHECK_(b->u.f.parent == parent, "bad parent link at %u", x);
+    CHECK_(parent == NIL || b->u.f.prio <= vm->blk[parent].u.f.prio, "heap order at %u", x);
+    if (check_tree(vm, b->u.f.left, x, last_end, count, depth + 1) != UTIL_OK)
+        return UTIL_ERR_STATE;
+    CHECK_(b->start >= *last_end, "tree out of address order at %u", x);
+    *last_end = b->start + b->units;
+    (*count)++;
+    if (check_tree(vm, b->u.f.right, x, last_end, count, depth + 1) != UTIL_OK)
+        return UTIL_ERR_STATE;
+    uint64_t m = b->units, l = t_max(vm, b->u.f.left), r = t_max(vm, b->u.f.right);
+    if (l > m) m = l;
+    if (r > m) m = r;
+    CHECK_(b->u.f.max == m, "stale subtree maximum at %u", x);
+    return UTIL_OK;
+}
+
+util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
+{
+    uint64_t pos = 0, used = 0, live = 0, nfree = 0, nbin = 0, ntree = 0, last_end = 0;
+    uint32_t prev = NIL;
+    int      prev_free = 0;
+
+    for (uint32_t i = vm->first; i != NIL; prev = i, i = vm->blk[i].next) {
+        const blk_t *b = &vm->blk[i];
+        CHECK_(b->prev == prev, "bad address back link at block %u", i);
+        CHECK_(b->start == pos, "gap or overlap at unit %llu", (unsigned long long)pos);
+        CHECK_(b->units > 0, "empty block %u", i);
+        CHECK_(b->state != BLK_UNUSED, "unused record %u in the address list", i);
+        if (b->state == BLK_FREE) {
+            CHECK_(!prev_free, "adjacent free blocks at unit %llu", (unsigned long long)pos);
+            CHECK_(b->cls == cls_of(b->units), "block %u in the wrong size class", i);
+            nfree++;
+        } else {
+            used += b->units;
+            live += (b->state == BLK_ALLOC);
+        }
+        prev_free = (b->state == BLK_FREE);
+        pos += b->units;
+        CHECK_(pos <= vm->total, "blocks run past the region");
+    }
+    CHECK_(pos == vm->total, "blocks cover %llu of %llu units", (unsigned long long)pos,
+           (unsigned long long)vm->total);
+    CHECK_(used == vm->used, "used units %llu, counted %llu", (unsigned long long)vm->used,
+           (unsigned long long)used);
+    CHECK_(live == vm->live, "live count %llu, counted %llu", (unsigned long long)vm->live,
+           (unsigned long long)live);
+    for (unsigned c = 0; c < CLASS_COUNT; c++) {
+        int bit = !!(vm->sl_map[c / SL_COUNT] & (1u << (c % SL_COUNT)));
+        CHECK_(bit == (vm->bins[c] != NIL), "class bitmap out of date for class %u", c);
+        uint32_t p = NIL;
+        for (uint32_t i = vm->bins[c]; i != NIL; p = i, i = vm->blk[i].u.f.bnext) {
+            CHECK_(vm->blk[i].state == BLK_FREE && vm->blk[i].cls == c,
+                   "class %u lists block %u wrongly", c, i);
+            CHECK_(vm->blk[i].u.f.bprev == p, "class %u back link", c);
+            nbin++;
+        }
+    }
+    for (unsigned fl = 0; fl < FL_COUNT; fl++)
+        CHECK_(!!(vm->fl_map & (UINT64_C(1) << fl)) == !!vm->sl_map[fl], "first-level bitmap");
+    CHECK_(nbin == nfree, "%llu free blocks, %llu in size classes", (unsigned long long)nfree,
+           (unsigned long long)nbin);
+    if (check_tree(vm, vm->root, NIL, &last_end, &ntree, 0) != UTIL_OK)
+        return UTIL_ERR_STATE;
+    CHECK_(ntree == nfree, "%llu free blocks, %llu in the tree", (unsigned long long)nfree,
+           (unsigned long long)ntree);
+    if (vm->flags & RMALLOC_VMEM_RING) {
+        uint64_t fused = 0;
+        for (uint64_t s = vm->fifo_head; s != vm->fifo_tail; s++) {
+            const fifo_ent_t *e = &vm->fifo[s & vm->fifo_mask];
+            if (e->released)
+                continue;
+            CHECK_(vm->blk[e->blk].state == BLK_ALLOC || vm->blk[e->blk].state == BLK_DUMMY,
+                   "ring entry %llu points at a free block", (unsigned long long)s);
+            CHECK_(vm->blk[e->blk].units == e->units, "ring entry size");
+            fused += e->units;
+        }
+        CHECK_(fused == vm->used, "ring holds %llu units, %llu used", (unsigned long long)fused,
+               (unsigned long long)vm->used);
+    }
+    return UTIL_OK;
+}
