@@ -101,6 +101,34 @@ static void check_exchange(void)
                          &small, 1) == UTIL_ERR_INVALID, "long key not refused");
 }
 
+/* Pairwise exchange with no fence: each rank publishes late, its partner
+ * reads as soon as it can (retrying while the key is not there yet). */
+static void check_lazy_exchange(void)
+{
+    int me = bootstrap_rank(), n = bootstrap_size(), peer = me ^ 1;
+    long mine = 5000L + me, theirs = -1;
+    char key[32];
+    size_t size = 0;
+    util_status_t status;
+
+    if (peer >= n) {
+        return;
+    }
+    usleep((useconds_t)((me & 1) * 300000)); /* odd ranks publish 0.3 s late */
+    snprintf(key, sizeof(key), "late.%d", me);
+    EXPECT(bootstrap_put(key, &mine, sizeof(mine)) == UTIL_OK && bootstrap_commit() == UTIL_OK,
+           "publish %s", key);
+    snprintf(key, sizeof(key), "late.%d", peer);
+    for (int tries = 0; tries < 10; tries++) {
+        status = bootstrap_get(peer, key, &theirs, sizeof(theirs), &size);
+        if (status != UTIL_ERR_TIMEOUT) {
+            break;
+        }
+    }
+    EXPECT(status == UTIL_OK && theirs == 5000L + peer, "lazy get of %s: status %d value %ld", key,
+           (int)status, theirs);
+}
+
 static void check_barrier(void)
 {
     int me = bootstrap_rank(), n = bootstrap_size();
@@ -174,6 +202,7 @@ int main(int argc, char **argv)
     } else {
         check_identity(expected_np);
         check_exchange();
+        check_lazy_exchange();
         check_barrier();
         check_allgather();
         if (bootstrap_rank() == 0 && failures == 0) {
