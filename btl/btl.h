@@ -171,6 +171,7 @@ struct btl_iface {
     char                   key[32];   /* bootstrap key prefix, unique per ctx */
 };
 
+/* iface and peer are set by btl_ctx_connect after ops.ep_connect returns. */
 struct btl_ep {
     btl_iface_t *iface;
     int          peer;
@@ -182,6 +183,8 @@ struct btl_mr {
     size_t       size;
 };
 
+/* ep is set by btl_rkey_unpack after ops.rkey_unpack returns; the backend
+ * fills the rest (ls_valid = 0 unless the range is mapped here). */
 struct btl_rkey {
     btl_ep_t *ep;
     uint64_t  remote_base;  /* owner's address of the registered range */
