@@ -735,6 +735,31 @@ START_TEST(test_contract)
     T_ASSERT(btl_rkey_unpack(ep, junk, sizeof(junk), &rk) != UTIL_OK, "junk key accepted");
     T_ASSERT(btl_ctx_create("no-such-backend", &ctx) == UTIL_ERR_UNSUPPORTED, "bogus backend");
     util_log_level = saved_level;
+    if (_i == 0) {
+        /* per-peer selection (RMB_BTL unset or auto): on-node peers get the
+         * on-node backend when one is built */
+        const char *env = getenv("RMB_BTL");
+        const btl_component_t *local = NULL;
+        for (int c = 0; c < btl_component_count() && local == NULL; c++) {
+            if (btl_component_at(c)->on_node_only) {
+                local = btl_component_at(c);
+            }
+        }
+        if (env == NULL || strcmp(env, "auto") == 0) {
+            T_OK(btl_ctx_create(NULL, &ctx));
+            for (int p = 0; p < t_size; p++) {
+                const char *name = btl_ctx_backend_of(ctx, p);
+                if (local != NULL && bootstrap_node_of(p) == bootstrap_node_id()) {
+                    T_ASSERT(name != NULL && strcmp(name, local->name) == 0,
+                             "auto: on-node peer %d uses %s", p, name ? name : "nothing");
+                } else if (name != NULL) {
+                    T_ASSERT(!btl_component_find(name)->on_node_only,
+                             "auto: off-node peer %d uses %s", p, name);
+                }
+            }
+            T_OK(btl_ctx_destroy(ctx));
+        }
+    }
     if (btl_ep_caps(ep) & BTL_CAP_LOAD_STORE) {
         uint64_t v = 0x1122334455667788ull, got;
         T_OK(btl_rkey_ptr(be->remote.rkey[to], be->remote.base[to] + 64, &ptr));
