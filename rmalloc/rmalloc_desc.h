@@ -20,6 +20,10 @@ enum {
                                       [wrap_from, end of region) */
 };
 
+/* rpipe/rmalloc.h (public) defines the same struct under the same guard,
+ * so user code sees the descriptor without internal headers. */
+#ifndef RMALLOC_RADDR_DEFINED
+#define RMALLOC_RADDR_DEFINED
 typedef struct raddr {
     uint64_t start;      /* first unit (start boundary tag) */
     uint64_t end;        /* one past the last unit (end boundary tag) */
@@ -30,6 +34,7 @@ typedef struct raddr {
     uint16_t unit_shift; /* granularity = 1 << unit_shift bytes */
     uint16_t flags;
 } raddr_t;
+#endif
 
 /* The null descriptor (id 0 is never issued). */
 #define RMALLOC_ADDR_NULL ((raddr_t){0, 0, 0, 0, 0, 0, 0, 0})
