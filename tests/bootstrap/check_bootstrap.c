@@ -189,6 +189,7 @@ START_TEST(test_external_kill9)
     ck_assert_int_gt(job, 0);
     victim = read_pe_pid(out_fd, 5, 8);
     ck_assert_int_gt(victim, 0);
+    ck_assert_int_eq(mp_count_alive(PROG), 8); /* the survivor check sees live PEs */
     ck_assert_int_eq(kill(victim, SIGKILL), 0);
     ck_assert_int_eq(mp_wait(job, 30, &elapsed), 128 + SIGKILL);
     ck_assert_msg(elapsed < 3.0, "oshrun took %.2f s to end after kill -9 of a PE", elapsed);

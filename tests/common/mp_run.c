@@ -115,33 +115,31 @@ char **mp_oshrun_argv(int np, int nodes, const char *prog, const char *const arg
     return argv;
 }
 
-int mp_count_alive(const char *comm)
+int mp_count_alive(const char *prog)
 {
-    DIR *proc = opendir("/proc");
+    char want[4096], exe[4096], link[300];
+    DIR *proc;
     struct dirent *entry;
     int count = 0;
 
+    /* Compare executables, not names: the same program run from another
+     * build tree (or a zombie, which has no exe) does not count. */
+    if (realpath(mp_test_path(prog), want) == NULL) {
+        return 0;
+    }
+    proc = opendir("/proc");
     while (proc != NULL && (entry = readdir(proc)) != NULL) {
-        char path[300], line[512], *name_end;
-        FILE *f;
+        ssize_t n;
 
         if (entry->d_name[0] < '0' || entry->d_name[0] > '9') {
             continue;
         }
-        snprintf(path, sizeof(path), "/proc/%s/stat", entry->d_name);
-        f = fopen(path, "r");
-        if (f == NULL) {
-            continue;
+        snprintf(link, sizeof(link), "/proc/%s/exe", entry->d_name);
+        n = readlink(link, exe, sizeof(exe) - 1);
+        if (n > 0) {
+            exe[n] = '\0';
+            count += (strcmp(exe, want) == 0);
         }
-        /* "pid (comm) state ..." */
-        if (fgets(line, sizeof(line), f) != NULL && (name_end = strrchr(line, ')')) != NULL) {
-            char *name = strchr(line, '(');
-            *name_end = '\0';
-            if (name != NULL && strcmp(name + 1, comm) == 0 && name_end[2] != 'Z') {
-                count++;
-            }
-        }
-        fclose(f);
     }
     if (proc != NULL) {
         closedir(proc);

@@ -28,8 +28,9 @@ char **mp_oshrun_argv(int np, int nodes, const char *prog, const char *const arg
 /* Path of a test program in TESTS_BUILDDIR (static buffer). */
 const char *mp_test_path(const char *prog);
 
-/* Processes named comm (exact, not zombies) that are alive now. */
-int mp_count_alive(const char *comm);
+/* Live processes running the test program prog (path relative to
+ * TESTS_BUILDDIR, as for mp_test_path); zombies do not count. */
+int mp_count_alive(const char *prog);
 
 /* Names in /dev/shm starting with "rmb" that were not in before (a
  * newline-separated snapshot from mp_shm_snapshot); 0 if none. */

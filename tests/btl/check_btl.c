@@ -1,0 +1,83 @@
+/*
+ * Runs the btl conformance suite (mp_btl_conformance, one program for
+ * every backend) under oshrun in each configuration: shm with 2 and 4
+ * PEs, the network backend between emulated nodes, and every backend
+ * forced for all peers with each libfabric provider we support here.
+ */
+#include "btl/btl.h"
+#include "tests/common/mp_run.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "btl/mp_btl_conformance"
+
+static void run_suite(int np, int nodes, const char *force, const char *provider)
+{
+    char *before = mp_shm_snapshot();
+
+    setenv("RMB_BTL", force, 1);
+    /* The suite loops over every backend of the context; run just the one
+     * under test ("auto" = whatever serves the peers, i.e. all). */
+    if (strcmp(force, "auto") != 0) {
+        setenv("BTL_CONF_ONLY", force, 1);
+    } else {
+        unsetenv("BTL_CONF_ONLY");
+    }
+    if (provider != NULL) {
+        setenv("FI_PROVIDER", provider, 1);
+    } else {
+        unsetenv("FI_PROVIDER");
+    }
+    ck_assert_int_eq(mp_run(mp_oshrun_argv(np, nodes, PROG, NULL), 240, NULL), 0);
+    ck_assert_int_eq(mp_count_alive(PROG), 0);
+    ck_assert_int_eq(mp_shm_new_entries(before), 0);
+    free(before);
+}
+
+START_TEST(test_shm_2) { run_suite(2, 1, "shm", NULL); }
+END_TEST
+START_TEST(test_shm_4) { run_suite(4, 1, "shm", NULL); }
+END_TEST
+START_TEST(test_auto_2_nodes) { run_suite(4, 2, "auto", NULL); }
+END_TEST
+
+static const char *const providers[] = {"tcp;ofi_rxm", "sockets"};
+
+START_TEST(test_ofi_forced)
+{
+    int np = (_i & 1) ? 4 : 2;
+    const char *provider = providers[_i / 2];
+
+    if (btl_component_find("ofi") == NULL) {
+        printf("SKIP btl/ofi: not built (apt-get install libfabric-dev)\n");
+        return;
+    }
+    run_suite(np, 1, "ofi", provider);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s   = suite_create("btl");
+    TCase *shm = tcase_create("shm");
+    TCase *ofi = tcase_create("ofi");
+    SRunner *r;
+    int failed;
+
+    tcase_set_timeout(shm, 300);
+    tcase_add_test(shm, test_shm_2);
+    tcase_add_test(shm, test_shm_4);
+    tcase_add_test(shm, test_auto_2_nodes);
+    suite_add_tcase(s, shm);
+    tcase_set_timeout(ofi, 300);
+    tcase_add_loop_test(ofi, test_ofi_forced, 0, 4);
+    suite_add_tcase(s, ofi);
+    r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
