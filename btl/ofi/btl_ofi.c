@@ -1,0 +1,1280 @@
+/*
+ * btl/ofi: peers through libfabric (FI_EP_RDM, FI_RMA, FI_ATOMIC).
+ *
+ * Provider. RMB_OFI_PROVIDER (or libfabric's own FI_PROVIDER) names one,
+ * e.g. "tcp;ofi_rxm", "sockets", "shm"; without either we take the first
+ * RDM provider fi_getinfo offers that is not shm (shm reaches one node only)
+ * and that opens.
+ *
+ * Addresses. iface_open enables the endpoint and publishes its fi_getname
+ * bytes with bootstrap_put; the context commits and fences once. ep_connect
+ * (first use of a peer) reads the peer's bytes and fi_av_insert's them:
+ * connecting lazily keeps start-up O(1) per process.
+ *
+ * Memory registration. We accept every MR mode a provider may ask for:
+ * FI_MR_LOCAL (local buffers need a descriptor: the caller's btl_mem_t, a
+ * registered bounce buffer, or the iface's registered scratch words for
+ * atomics), FI_MR_VIRT_ADDR (remote addresses are virtual, else offsets from
+ * the registered base, kept in the rkey), FI_MR_PROV_KEY (the key comes from
+ * fi_mr_key, else we hand out iface-unique keys), FI_MR_ENDPOINT (the MR is
+ * bound to our endpoint and enabled) and FI_MR_ALLOCATED (we only register
+ * memory that exists). Keys longer than 8 bytes (FI_MR_RAW) are not taken.
+ *
+ * Completions. No CQ entries are asked for (FI_SELECTIVE_COMPLETION); two
+ * counters count finished writes/base atomics and reads/fetching atomics.
+ * Every write and atomic carries FI_DELIVERY_COMPLETE, so a counter that
+ * caught up with what we posted means the data is in the target's memory:
+ * quiet is "wait for both counters". Errors surface on the counters' error
+ * counts; their cause is read from the CQ (fi_cq_readerr) and logged.
+ * Calls return after local completion (puts up to the inject size are
+ * copied by the provider at once); a btl_comp_t is never left pending.
+ *
+ * Put-with-flag (RMB_OFI_FLAG_ORDER=auto|native|fence|wait). native: the
+ * flag write follows the payload at once, because the provider promises
+ * write-after-write placement order (FI_ORDER_RMA_WAW and a
+ * max_order_waw_size covering the payload). fence: the flag carries
+ * FI_FENCE (provider has the FI_FENCE capability). wait: we wait for the
+ * payload's delivery completion, then post the flag (a round trip, always
+ * correct). auto picks native, else fence, else wait: sockets gets native,
+ * tcp;ofi_rxm gets wait (it reports max_order_waw_size 0 once FI_ATOMIC is
+ * asked for).
+ *
+ * Atomics. fi_query_atomic tells at open which (op, 32/64-bit) pairs the
+ * provider has in base, fetching and compare form. A missing form is
+ * emulated: base through the fetching form, fetching through a
+ * compare-and-swap loop; without compare-and-swap for a size the op returns
+ * UTIL_ERR_UNSUPPORTED.
+ *
+ * Progress. Providers with manual data progress (tcp;ofi_rxm, shm) only
+ * serve incoming RMA and atomics while someone calls into them. A helper
+ * thread polls every RMB_OFI_PROGRESS_USEC microseconds so that a peer
+ * blocked outside the btl (in a bootstrap barrier) still serves our
+ * quiet; 0 turns it off.
+ *
+ * fence(ep) waits for every operation of the iface to be delivered.
+ */
+#include "btl/btl.h"
+#include "bootstrap/bootstrap.h"
+#include "util/env.h"
+#include "util/log.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BTL_OFI_API_VERSION FI_VERSION(1, 10)
+#define BTL_OFI_ADDR_MAX    128 /* bytes of a published fi_getname address */
+#define BTL_OFI_SPINS_BEFORE_YIELD 256
+
+#define BTL_OFI_MR_MODES                                                                   \
+    (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
+
+typedef enum {
+    BTL_OFI_FLAG_NATIVE,
+    BTL_OFI_FLAG_FENCE,
+    BTL_OFI_FLAG_WAIT
+} btl_ofi_flag_order_t;
+
+/* Which forms of an atomic the provider has for one size. */
+enum {
+    BTL_OFI_AMO_BASE  = 1u << 0,
+    BTL_OFI_AMO_FETCH = 1u << 1
+};
+
+/* Packed remote key. */
+typedef struct {
+    uint64_t base;
+    uint64_t len;
+    uint64_t key;
+} btl_ofi_packed_t;
+
+/* Words atomics read and write locally: registered once, so FI_MR_LOCAL
+ * providers get a descriptor without a registration per call. */
+typedef struct {
+    uint64_t operand;
+    uint64_t compare;
+    uint64_t result;
+    uint64_t flag; /* source of flag writes */
+} btl_ofi_scratch_t;
+
+typedef struct {
+    btl_mr_t       super;
+    struct fid_mr *mr;
+    void          *desc;
+    uint64_t       key;
+} btl_ofi_mr_t;
+
+typedef struct {
+    btl_iface_t          super;
+    struct fi_info      *info;
+    struct fid_fabric   *fabric;
+    struct fid_domain   *domain;
+    struct fid_av       *av;
+    struct fid_cq       *cq;
+    struct fid_cntr     *wr_cntr;
+    struct fid_cntr     *rd_cntr;
+    struct fid_ep       *ep;
+    uint64_t             mr_mode;
+    int                  virt_addr;
+    size_t               inject_size;
+    uint64_t             comp_flag; /* completion level of writes and atomics */
+    btl_ofi_flag_order_t flag_order;
+    uint64_t             wr_posted, rd_posted;    /* operations we posted */
+    uint64_t             wr_err_seen, rd_err_seen; /* errors already reported */
+    uint64_t             next_key;
+    unsigned             progress_calls;
+    unsigned             amo[BTL_AMO_LAST][2];    /* BTL_OFI_AMO_* by [op][size == 8] */
+    btl_ofi_scratch_t    scratch;
+    btl_ofi_mr_t        *scratch_mr;
+    void                *bounce;
+    size_t               bounce_size;
+    btl_ofi_mr_t        *bounce_mr;
+    pthread_t            thread;
+    int                  thread_running;
+    int                  thread_stop;
+    long                 progress_usec;
+} btl_ofi_iface_t;
+
+typedef struct {
+    btl_ep_t   super;
+    fi_addr_t  addr;
+} btl_ofi_ep_t;
+
+typedef struct {
+    btl_rkey_t super;
+    uint64_t   key;
+    uint64_t   offset; /* subtracted from remote addresses (0 with FI_MR_VIRT_ADDR) */
+} btl_ofi_rkey_t;
+
+#define btl_ofi_container_of(_ptr, _type, _member) \
+    ((_type *)((char *)(_ptr) - offsetof(_type, _member)))
+
+static inline btl_ofi_iface_t *btl_ofi_iface(btl_iface_t *iface)
+{
+    return btl_ofi_container_of(iface, btl_ofi_iface_t, super);
+}
+
+static inline btl_ofi_ep_t *btl_ofi_ep(btl_ep_t *ep)
+{
+    return btl_ofi_container_of(ep, btl_ofi_ep_t, super);
+}
+
+static inline btl_ofi_rkey_t *btl_ofi_rkey(btl_rkey_t *rkey)
+{
+    return btl_ofi_container_of(rkey, btl_ofi_rkey_t, super);
+}
+
+static inline btl_ofi_mr_t *btl_ofi_mr(btl_mr_t *mr)
+{
+    return btl_ofi_container_of(mr, btl_ofi_mr_t, super);
+}
+
+/* A libfabric return code as a status; the caller has logged the cause. */
+static util_status_t btl_ofi_status(ssize_t ret)
+{
+    switch (-ret) {
+    case FI_ENOMEM:     return UTIL_ERR_NO_MEMORY;
+    case FI_EAGAIN:     return UTIL_ERR_NO_RESOURCE;
+    case FI_ENOSYS:
+    case FI_EOPNOTSUPP:
+    case FI_ENODATA:    return UTIL_ERR_UNSUPPORTED;
+    case FI_EINVAL:
+    case FI_EBADFLAGS:  return UTIL_ERR_INVALID;
+    case FI_ETIMEDOUT:  return UTIL_ERR_TIMEOUT;
+    case FI_EHOSTUNREACH:
+    case FI_ECONNREFUSED:
+    case FI_ECONNRESET: return UTIL_ERR_UNREACHABLE;
+    default:            return UTIL_ERR_IO;
+    }
+}
+
+static util_status_t btl_ofi_fail(const char *call, ssize_t ret)
+{
+    util_error("btl/ofi: %s: %s", call, fi_strerror((int)-ret));
+    return btl_ofi_status(ret);
+}
+
+/* ---- completion ---- */
+
+/* Drives the provider and reports an error completion, if one is queued. */
+static util_status_t btl_ofi_poll(btl_ofi_iface_t *oif)
+{
+    struct fi_cq_err_entry err;
+    struct fi_cq_entry entry;
+    ssize_t ret = fi_cq_read(oif->cq, &entry, 1);
+
+    if (ret >= 0 || ret == -FI_EAGAIN) {
+        return UTIL_OK;
+    }
+    if (ret != -FI_EAVAIL) {
+        return btl_ofi_fail("fi_cq_read", ret);
+    }
+    memset(&err, 0, sizeof(err));
+    ret = fi_cq_readerr(oif->cq, &err, 0);
+    if (ret < 0) {
+        return btl_ofi_fail("fi_cq_readerr", ret);
+    }
+    util_error("btl/ofi: operation failed: %s (%s)", fi_strerror(err.err),
+               fi_cq_strerror(oif->cq, err.prov_errno, err.err_data, NULL, 0));
+    return btl_ofi_status(-(ssize_t)err.err);
+}
+
+/* Waits until cntr counted `posted` operations. Completions in error are
+ * counted on the error side; their cause is logged once. */
+static util_status_t btl_ofi_cntr_wait(btl_ofi_iface_t *oif, struct fid_cntr *cntr,
+                                       uint64_t posted, uint64_t *err_seen)
+{
+    unsigned spins = 0;
+
+    for (;;) {
+        uint64_t done = fi_cntr_read(cntr);
+        uint64_t errs = fi_cntr_readerr(cntr);
+
+        if (errs > *err_seen) {
+            util_status_t status = btl_ofi_poll(oif);
+            util_error("btl/ofi: %llu operation(s) completed in error",
+                       (unsigned long long)(errs - *err_seen));
+            *err_seen = errs;
+            return status != UTIL_OK ? status : UTIL_ERR_IO;
+        }
+        if (done + errs >= posted) {
+            return UTIL_OK;
+        }
+
+        util_status_t status = btl_ofi_poll(oif);
+        if (status != UTIL_OK) {
+            return status;
+        }
+        /* Providers with their own progress threads (sockets) and peers on
+         * the same cores need the CPU more than our spinning does. */
+        if (++spins >= BTL_OFI_SPINS_BEFORE_YIELD) {
+            sched_yield();
+        }
+    }
+}
+
+static util_status_t btl_ofi_wait_writes(btl_ofi_iface_t *oif)
+{
+    return btl_ofi_cntr_wait(oif, oif->wr_cntr, oif->wr_posted, &oif->wr_err_seen);
+}
+
+static util_status_t btl_ofi_wait_reads(btl_ofi_iface_t *oif)
+{
+    return btl_ofi_cntr_wait(oif, oif->rd_cntr, oif->rd_posted, &oif->rd_err_seen);
+}
+
+/* Progress then retry when the provider is out of resources. */
+static util_status_t btl_ofi_retry(btl_ofi_iface_t *oif, const char *call, ssize_t ret)
+{
+    if (ret != -FI_EAGAIN) {
+        return btl_ofi_fail(call, ret);
+    }
+    return btl_ofi_poll(oif);
+}
+
+/* ---- addressing ---- */
+static inline uint64_t btl_ofi_raddr(btl_rkey_t *rkey, uint64_t raddr)
+{
+    return raddr - btl_ofi_rkey(rkey)->offset;
+}
+
+static inline void *btl_ofi_desc(btl_ofi_iface_t *oif, btl_mem_t *lmem)
+{
+    btl_mr_t *mr;
+
+    if (lmem == NULL || !(oif->mr_mode & FI_MR_LOCAL)) {
+        return NULL;
+    }
+    mr = lmem->mr[oif->super.index];
+    return mr != NULL ? btl_ofi_mr(mr)->desc : NULL;
+}
+
+/* ---- writes ---- */
+
+/* Posts one write. Small writes are injected (the source is free at once);
+ * every write asks for delivery completion and is counted in wr_posted. */
+static util_status_t btl_ofi_write_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
+                                        const void *src, size_t len, void *desc, uint64_t raddr,
+                                        btl_rkey_t *rkey, uint64_t extra_flags)
+{
+    struct iovec iov = {(void *)(uintptr_t)src, len};
+    struct fi_rma_iov rma = {btl_ofi_raddr(rkey, raddr), len, btl_ofi_rkey(rkey)->key};
+    struct fi_msg_rma msg = {
+        .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oep->addr,
+        .rma_iov = &rma, .rma_iov_count = 1, .context = NULL, .data = 0
+    };
+    uint64_t flags = oif->comp_flag | extra_flags;
+    util_status_t status;
+    ssize_t ret;
+
+    if (len <= oif->inject_size) {
+        flags |= FI_INJECT;
+    }
+    while ((ret = fi_writemsg(oif->ep, &msg, flags)) != 0) {
+        status = btl_ofi_retry(oif, "fi_writemsg", ret);
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    oif->wr_posted++;
+    return UTIL_OK;
+}
+
+/* A write that is locally complete on return. Large sources without a
+ * registration on FI_MR_LOCAL providers go through the bounce buffer. */
+static util_status_t btl_ofi_write(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src,
+                                   size_t len, btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey)
+{
+    void *desc = btl_ofi_desc(oif, lmem);
+    util_status_t status;
+
+    if (len <= oif->inject_size) {
+        return btl_ofi_write_post(oif, oep, src, len, NULL, raddr, rkey, 0);
+    }
+    if (desc != NULL || !(oif->mr_mode & FI_MR_LOCAL)) {
+        status = btl_ofi_write_post(oif, oep, src, len, desc, raddr, rkey, 0);
+        if (status != UTIL_OK) {
+            return status;
+        }
+        return btl_ofi_wait_writes(oif);
+    }
+    while (len > 0) {
+        size_t chunk = len < oif->bounce_size ? len : oif->bounce_size;
+
+        memcpy(oif->bounce, src, chunk);
+        status = btl_ofi_write_post(oif, oep, oif->bounce, chunk, oif->bounce_mr->desc, raddr,
+                                    rkey, 0);
+        if (status == UTIL_OK) {
+            status = btl_ofi_wait_writes(oif);
+        }
+        if (status != UTIL_OK) {
+            return status;
+        }
+        src = (const char *)src + chunk;
+        raddr += chunk;
+        len -= chunk;
+    }
+    return UTIL_OK;
+}
+
+static util_status_t btl_ofi_read_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void *dst,
+                                       size_t len, void *desc, uint64_t raddr, btl_rkey_t *rkey)
+{
+    struct iovec iov = {dst, len};
+    struct fi_rma_iov rma = {btl_ofi_raddr(rkey, raddr), len, btl_ofi_rkey(rkey)->key};
+    struct fi_msg_rma msg = {
+        .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oep->addr,
+        .rma_iov = &rma, .rma_iov_count = 1, .context = NULL, .data = 0
+    };
+    util_status_t status;
+    ssize_t ret;
+
+    while ((ret = fi_readmsg(oif->ep, &msg, 0)) != 0) {
+        status = btl_ofi_retry(oif, "fi_readmsg", ret);
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    oif->rd_posted++;
+    return UTIL_OK;
+}
+
+static util_status_t btl_ofi_read(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void *dst,
+                                  size_t len, btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey)
+{
+    void *desc = btl_ofi_desc(oif, lmem);
+    util_status_t status;
+
+    if (len == 0) {
+        return UTIL_OK;
+    }
+    if (desc != NULL || !(oif->mr_mode & FI_MR_LOCAL)) {
+        status = btl_ofi_read_post(oif, oep, dst, len, desc, raddr, rkey);
+        if (status != UTIL_OK) {
+            return status;
+        }
+        return btl_ofi_wait_reads(oif);
+    }
+    while (len > 0) {
+        size_t chunk = len < oif->bounce_size ? len : oif->bounce_size;
+
+        status = btl_ofi_read_post(oif, oep, oif->bounce, chunk, oif->bounce_mr->desc, raddr,
+                                   rkey);
+        if (status == UTIL_OK) {
+            status = btl_ofi_wait_reads(oif);
+        }
+        if (status != UTIL_OK) {
+            return status;
+        }
+        memcpy(dst, oif->bounce, chunk);
+        dst = (char *)dst + chunk;
+        raddr += chunk;
+        len -= chunk;
+    }
+    return UTIL_OK;
+}
+
+static util_status_t btl_ofi_put(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
+                                 uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp)
+{
+    if (len == 0) {
+        return UTIL_OK;
+    }
+    return btl_ofi_write(btl_ofi_iface(ep->iface), btl_ofi_ep(ep), src, len, lmem, raddr, rkey);
+}
+
+static util_status_t btl_ofi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
+                                 uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp)
+{
+    return btl_ofi_read(btl_ofi_iface(ep->iface), btl_ofi_ep(ep), dst, len, lmem, raddr, rkey);
+}
+
+/* The 8-byte flag, from the registered scratch word. */
+static util_status_t btl_ofi_flag_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
+                                       uint64_t flag_raddr, btl_rkey_t *flag_rkey,
+                                       uint64_t value, uint64_t extra_flags)
+{
+    if ((flag_raddr & 7) != 0) {
+        util_error("btl/ofi: flag address 0x%llx is not 8-byte aligned",
+                   (unsigned long long)flag_raddr);
+        return UTIL_ERR_INVALID;
+    }
+    oif->scratch.flag = value;
+    /* 8 bytes are injected whenever inject_size allows; otherwise the
+     * scratch word must stay put until the write completed. */
+    if (oif->inject_size >= sizeof(uint64_t)) {
+        return btl_ofi_write_post(oif, oep, &oif->scratch.flag, sizeof(uint64_t),
+                                  oif->scratch_mr->desc, flag_raddr, flag_rkey, extra_flags);
+    }
+    util_status_t status = btl_ofi_write_post(oif, oep, &oif->scratch.flag, sizeof(uint64_t),
+                                              oif->scratch_mr->desc, flag_raddr, flag_rkey,
+                                              extra_flags);
+    return status != UTIL_OK ? status : btl_ofi_wait_writes(oif);
+}
+
+static util_status_t btl_ofi_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
+                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
+                                      btl_comp_t *comp)
+{
+    btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    btl_ofi_ep_t *oep = btl_ofi_ep(ep);
+    void *desc = btl_ofi_desc(oif, lmem);
+    int direct = len <= oif->inject_size || desc != NULL || !(oif->mr_mode & FI_MR_LOCAL);
+    util_status_t status;
+
+    if (len == 0) {
+        return btl_ofi_flag_post(oif, oep, flag_raddr, flag_rkey, flag_value, 0);
+    }
+    if (oif->flag_order == BTL_OFI_FLAG_WAIT || !direct) {
+        /* Payload delivered (btl_ofi_write waits only for large ones). */
+        status = btl_ofi_write(oif, oep, src, len, lmem, raddr, rkey);
+        if (status == UTIL_OK) {
+            status = btl_ofi_wait_writes(oif);
+        }
+        if (status != UTIL_OK) {
+            return status;
+        }
+        return btl_ofi_flag_post(oif, oep, flag_raddr, flag_rkey, flag_value, 0);
+    }
+    status = btl_ofi_write_post(oif, oep, src, len, desc, raddr, rkey, 0);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    status = btl_ofi_flag_post(oif, oep, flag_raddr, flag_rkey, flag_value,
+                               oif->flag_order == BTL_OFI_FLAG_FENCE ? FI_FENCE : 0);
+    if (status != UTIL_OK || len <= oif->inject_size) {
+        return status;
+    }
+    return btl_ofi_wait_writes(oif); /* local completion of the payload */
+}
+
+static util_status_t btl_ofi_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
+                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
+                                      btl_comp_t *comp)
+{
+    btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    util_status_t status = btl_ofi_read(oif, btl_ofi_ep(ep), dst, len, lmem, raddr, rkey);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    return btl_ofi_flag_post(oif, btl_ofi_ep(ep), flag_raddr, flag_rkey, flag_value, 0);
+}
+
+/* ---- atomics ---- */
+static const enum fi_op btl_ofi_amo_op[BTL_AMO_LAST] = {
+    [BTL_AMO_FETCH] = FI_ATOMIC_READ,
+    [BTL_AMO_SET]   = FI_ATOMIC_WRITE,
+    [BTL_AMO_SWAP]  = FI_ATOMIC_WRITE,
+    [BTL_AMO_CSWAP] = FI_CSWAP,
+    [BTL_AMO_ADD]   = FI_SUM,
+    [BTL_AMO_AND]   = FI_BAND,
+    [BTL_AMO_OR]    = FI_BOR,
+    [BTL_AMO_XOR]   = FI_BXOR,
+};
+
+static uint64_t btl_ofi_amo_apply(btl_amo_op_t op, uint64_t old, uint64_t operand)
+{
+    switch (op) {
+    case BTL_AMO_SET:
+    case BTL_AMO_SWAP: return operand;
+    case BTL_AMO_ADD:  return old + operand;
+    case BTL_AMO_AND:  return old & operand;
+    case BTL_AMO_OR:   return old | operand;
+    case BTL_AMO_XOR:  return old ^ operand;
+    default:           return old;
+    }
+}
+
+static util_status_t btl_ofi_amo_check(btl_amo_op_t op, unsigned size, uint64_t raddr)
+{
+    if ((size != 4 && size != 8) || (raddr & (size - 1)) != 0 || (unsigned)op >= BTL_AMO_LAST) {
+        util_error("btl/ofi: bad atomic (op %d, size %u, address 0x%llx)", (int)op, size,
+                   (unsigned long long)raddr);
+        return UTIL_ERR_INVALID;
+    }
+    return UTIL_OK;
+}
+
+/* One native fetching (or compare, for CSWAP) atomic; waits for the result. */
+static util_status_t btl_ofi_amo_fetch_native(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
+                                              btl_amo_op_t op, unsigned size, uint64_t raddr,
+                                              btl_rkey_t *rkey, uint64_t operand,
+                                              uint64_t compare, uint64_t *result_p)
+{
+    enum fi_datatype dt = size == 8 ? FI_UINT64 : FI_UINT32;
+    void *desc = oif->scratch_mr->desc;
+    struct fi_ioc src = {&oif->scratch.operand, 1};
+    struct fi_ioc cmp = {&oif->scratch.compare, 1};
+    struct fi_ioc res = {&oif->scratch.result, 1};
+    struct fi_rma_ioc rma = {btl_ofi_raddr(rkey, raddr), 1, btl_ofi_rkey(rkey)->key};
+    struct fi_msg_atomic msg = {
+        .msg_iov = &src, .desc = &desc, .iov_count = 1, .addr = oep->addr,
+        .rma_iov = &rma, .rma_iov_count = 1, .datatype = dt, .op = btl_ofi_amo_op[op],
+        .context = NULL, .data = 0
+    };
+    void *res_desc = desc, *cmp_desc = desc;
+    util_status_t status;
+    ssize_t ret;
+
+    /* The scratch words hold the value in their first `size` bytes. */
+    if (size == 8) {
+        oif->scratch.operand = operand;
+        oif->scratch.compare = compare;
+    } else {
+        uint32_t op32 = (uint32_t)operand, cmp32 = (uint32_t)compare;
+        memcpy(&oif->scratch.operand, &op32, 4);
+        memcpy(&oif->scratch.compare, &cmp32, 4);
+    }
+    oif->scratch.result = 0;
+    for (;;) {
+        if (op == BTL_AMO_CSWAP) {
+            ret = fi_compare_atomicmsg(oif->ep, &msg, &cmp, &cmp_desc, 1, &res, &res_desc, 1, 0);
+        } else {
+            ret = fi_fetch_atomicmsg(oif->ep, &msg, &res, &res_desc, 1, 0);
+        }
+        if (ret == 0) {
+            break;
+        }
+        status = btl_ofi_retry(oif, op == BTL_AMO_CSWAP ? "fi_compare_atomicmsg"
+                                                         : "fi_fetch_atomicmsg", ret);
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    oif->rd_posted++;
+    status = btl_ofi_wait_reads(oif);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (size == 8) {
+        *result_p = oif->scratch.result;
+    } else {
+        uint32_t r32;
+        memcpy(&r32, &oif->scratch.result, 4);
+        *result_p = r32;
+    }
+    return UTIL_OK;
+}
+
+/* Any fetching op as a compare-and-swap loop (provider lacks the op). */
+static util_status_t btl_ofi_amo_cas_loop(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
+                                          btl_amo_op_t op, unsigned size, uint64_t raddr,
+                                          btl_rkey_t *rkey, uint64_t operand, uint64_t *result_p)
+{
+    uint64_t mask = size == 8 ? ~(uint64_t)0 : 0xffffffffu;
+    uint64_t guess = 0, got;
+    util_status_t status;
+
+    for (;;) {
+        uint64_t next = btl_ofi_amo_apply(op, guess, operand) & mask;
+        status = btl_ofi_amo_fetch_native(oif, oep, BTL_AMO_CSWAP, size, raddr, rkey, next,
+                                          guess, &got);
+        if (status != UTIL_OK) {
+            return status;
+        }
+        if (got == guess) {
+            *result_p = got;
+            return UTIL_OK;
+        }
+        guess = got;
+    }
+}
+
+static util_status_t btl_ofi_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
+                                       uint64_t compare, uint64_t *result_p)
+{
+    btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    util_status_t status = btl_ofi_amo_check(op, size, raddr);
+    int wide = size == 8;
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (oif->amo[op][wide] & BTL_OFI_AMO_FETCH) {
+        return btl_ofi_amo_fetch_native(oif, btl_ofi_ep(ep), op, size, raddr, rkey, operand,
+                                        compare, result_p);
+    }
+    if (op != BTL_AMO_CSWAP && (oif->amo[BTL_AMO_CSWAP][wide] & BTL_OFI_AMO_FETCH)) {
+        return btl_ofi_amo_cas_loop(oif, btl_ofi_ep(ep), op, size, raddr, rkey, operand,
+                                    result_p);
+    }
+    util_error("btl/ofi: provider %s has no %u-bit atomic %d nor compare-and-swap to emulate it",
+               oif->info->fabric_attr->prov_name, size * 8, (int)op);
+    return UTIL_ERR_UNSUPPORTED;
+}
+
+static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
+{
+    btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    btl_ofi_ep_t *oep = btl_ofi_ep(ep);
+    util_status_t status = btl_ofi_amo_check(op, size, raddr);
+    uint64_t old;
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (op == BTL_AMO_FETCH || op == BTL_AMO_SWAP || op == BTL_AMO_CSWAP) {
+        util_error("btl/ofi: atomic op %d has no non-fetching form", (int)op);
+        return UTIL_ERR_INVALID;
+    }
+    if (oif->amo[op][size == 8] & BTL_OFI_AMO_BASE) {
+        void *desc = oif->scratch_mr->desc;
+        struct fi_ioc src = {&oif->scratch.operand, 1};
+        struct fi_rma_ioc rma = {btl_ofi_raddr(rkey, raddr), 1, btl_ofi_rkey(rkey)->key};
+        struct fi_msg_atomic msg = {
+            .msg_iov = &src, .desc = &desc, .iov_count = 1, .addr = oep->addr,
+            .rma_iov = &rma, .rma_iov_count = 1,
+            .datatype = size == 8 ? FI_UINT64 : FI_UINT32, .op = btl_ofi_amo_op[op],
+            .context = NULL, .data = 0
+        };
+        ssize_t ret;
+
+        if (size == 8) {
+            oif->scratch.operand = operand;
+        } else {
+            uint32_t op32 = (uint32_t)operand;
+            memcpy(&oif->scratch.operand, &op32, 4);
+        }
+        while ((ret = fi_atomicmsg(oif->ep, &msg, FI_INJECT | oif->comp_flag)) != 0) {
+            status = btl_ofi_retry(oif, "fi_atomicmsg", ret);
+            if (status != UTIL_OK) {
+                return status;
+            }
+        }
+        oif->wr_posted++;
+        return UTIL_OK;
+    }
+    return btl_ofi_amo_fetch(ep, op, size, raddr, rkey, operand, 0, &old);
+}
+
+/* ---- ordering ---- */
+static util_status_t btl_ofi_quiet(btl_iface_t *iface)
+{
+    btl_ofi_iface_t *oif = btl_ofi_iface(iface);
+    util_status_t status = btl_ofi_wait_writes(oif);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    return btl_ofi_wait_reads(oif);
+}
+
+static util_status_t btl_ofi_fence(btl_ep_t *ep)
+{
+    return btl_ofi_quiet(ep->iface);
+}
+
+static util_status_t btl_ofi_progress(btl_iface_t *iface)
+{
+    btl_ofi_iface_t *oif = btl_ofi_iface(iface);
+
+    (void)fi_cntr_read(oif->rd_cntr); /* util counters drive the endpoint */
+    /* A caller polling a flag in a loop lets threads on its cores (the
+     * provider's, our peers') run now and then. */
+    if (++oif->progress_calls % BTL_OFI_SPINS_BEFORE_YIELD == 0) {
+        sched_yield();
+    }
+    return btl_ofi_poll(oif);
+}
+
+/* Serves peers' RMA and atomics while this process is busy elsewhere. */
+static void *btl_ofi_progress_thread(void *arg)
+{
+    btl_ofi_iface_t *oif = arg;
+
+    while (!__atomic_load_n(&oif->thread_stop, __ATOMIC_ACQUIRE)) {
+        (void)fi_cntr_read(oif->rd_cntr);
+        (void)fi_cntr_read(oif->wr_cntr);
+        usleep((useconds_t)oif->progress_usec);
+    }
+    return NULL;
+}
+
+/* ---- memory registration ---- */
+static util_status_t btl_ofi_reg(btl_ofi_iface_t *oif, void *addr, size_t size,
+                                 btl_ofi_mr_t **mr_p)
+{
+    btl_ofi_mr_t *mr;
+    int ret;
+
+    mr = calloc(1, sizeof(*mr));
+    if (mr == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    ret = fi_mr_reg(oif->domain, addr, size,
+                    FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
+                    (oif->mr_mode & FI_MR_PROV_KEY) ? 0 : oif->next_key, 0, &mr->mr, NULL);
+    if (ret != 0) {
+        util_error("btl/ofi: fi_mr_reg(%p, %zu): %s", addr, size, fi_strerror(-ret));
+        free(mr);
+        return btl_ofi_status(ret);
+    }
+    if (oif->mr_mode & FI_MR_ENDPOINT) {
+        ret = fi_mr_bind(mr->mr, &oif->ep->fid, 0);
+        if (ret == 0) {
+            ret = fi_mr_enable(mr->mr);
+        }
+        if (ret != 0) {
+            util_error("btl/ofi: binding MR to the endpoint: %s", fi_strerror(-ret));
+            fi_close(&mr->mr->fid);
+            free(mr);
+            return btl_ofi_status(ret);
+        }
+    }
+    oif->next_key++;
+    mr->key = fi_mr_key(mr->mr);
+    if (mr->key == FI_KEY_NOTAVAIL) {
+        util_error("btl/ofi: provider key needs FI_MR_RAW (longer than 8 bytes): unsupported");
+        fi_close(&mr->mr->fid);
+        free(mr);
+        return UTIL_ERR_UNSUPPORTED;
+    }
+    mr->desc = fi_mr_desc(mr->mr);
+    mr->super.iface = &oif->super;
+    mr->super.addr = addr;
+    mr->super.size = size;
+    *mr_p = mr;
+    return UTIL_OK;
+}
+
+static void btl_ofi_unreg(btl_ofi_mr_t *mr)
+{
+    int ret = fi_close(&mr->mr->fid);
+
+    if (ret != 0) {
+        util_warn("btl/ofi: fi_close(mr): %s", fi_strerror(-ret));
+    }
+    free(mr);
+}
+
+static util_status_t btl_ofi_mem_reg(btl_iface_t *iface, void *addr, size_t size,
+                                     btl_mr_t **mr_p)
+{
+    btl_ofi_mr_t *mr;
+    util_status_t status = btl_ofi_reg(btl_ofi_iface(iface), addr, size, &mr);
+
+    if (status == UTIL_OK) {
+        *mr_p = &mr->super;
+    }
+    return status;
+}
+
+static util_status_t btl_ofi_mem_dereg(btl_mr_t *mr)
+{
+    btl_ofi_unreg(btl_ofi_mr(mr));
+    return UTIL_OK;
+}
+
+static util_status_t btl_ofi_rkey_pack(btl_mr_t *mr_base, void *buf, size_t bufsize,
+                                       size_t *size_p)
+{
+    btl_ofi_mr_t *mr = btl_ofi_mr(mr_base);
+    btl_ofi_packed_t packed;
+
+    if (bufsize < sizeof(packed)) {
+        return UTIL_ERR_TRUNCATED;
+    }
+    packed.base = (uint64_t)(uintptr_t)mr->super.addr;
+    packed.len = mr->super.size;
+    packed.key = mr->key;
+    memcpy(buf, &packed, sizeof(packed));
+    *size_p = sizeof(packed);
+    return UTIL_OK;
+}
+
+static util_status_t btl_ofi_rkey_unpack(btl_ep_t *ep, const void *buf, size_t size,
+                                         btl_rkey_t **rkey_p)
+{
+    btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    btl_ofi_packed_t packed;
+    btl_ofi_rkey_t *rk;
+
+    if (size != sizeof(packed)) {
+        util_error("btl/ofi: packed key from peer %d has %zu bytes, expected %zu", ep->peer,
+                   size, sizeof(packed));
+        return UTIL_ERR_INVALID;
+    }
+    memcpy(&packed, buf, sizeof(packed));
+    rk = calloc(1, sizeof(*rk));
+    if (rk == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    rk->super.remote_base = packed.base;
+    rk->super.length = packed.len;
+    rk->key = packed.key;
+    rk->offset = oif->virt_addr ? 0 : packed.base;
+    *rkey_p = &rk->super;
+    return UTIL_OK;
+}
+
+static util_status_t btl_ofi_rkey_release(btl_rkey_t *rkey)
+{
+    free(btl_ofi_rkey(rkey));
+    return UTIL_OK;
+}
+
+/* ---- endpoints ---- */
+static util_status_t btl_ofi_ep_connect(btl_iface_t *iface, int peer, btl_ep_t **ep_p)
+{
+    btl_ofi_iface_t *oif = btl_ofi_iface(iface);
+    uint8_t addr[BTL_OFI_ADDR_MAX];
+    char key[BOOTSTRAP_KEY_MAX];
+    btl_ofi_ep_t *oep;
+    size_t got;
+    util_status_t status;
+    int ret;
+
+    status = btl_iface_key(iface, "addr", key, sizeof(key));
+    if (status != UTIL_OK) {
+        return status;
+    }
+    status = bootstrap_get(peer, key, addr, sizeof(addr), &got);
+    if (status != UTIL_OK) {
+        util_error("btl/ofi: no address for peer %d (%s): %s", peer, key,
+                   util_status_string(status));
+        return status;
+    }
+    oep = calloc(1, sizeof(*oep));
+    if (oep == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    ret = fi_av_insert(oif->av, addr, 1, &oep->addr, 0, NULL);
+    if (ret != 1) {
+        util_error("btl/ofi: fi_av_insert for peer %d: %s", peer,
+                   ret < 0 ? fi_strerror(-ret) : "address rejected");
+        free(oep);
+        return ret < 0 ? btl_ofi_status(ret) : UTIL_ERR_UNREACHABLE;
+    }
+    *ep_p = &oep->super;
+    return UTIL_OK;
+}
+
+static util_status_t btl_ofi_ep_disconnect(btl_ep_t *ep)
+{
+    /* The AV entry goes with the AV at iface_close: peers may still be
+     * reaching us until then, and removal is optional for providers. */
+    free(btl_ofi_ep(ep));
+    return UTIL_OK;
+}
+
+/* ---- iface ---- */
+static void btl_ofi_close_fid(struct fid *fid, const char *what)
+{
+    int ret;
+
+    if (fid == NULL) {
+        return;
+    }
+    ret = fi_close(fid);
+    if (ret != 0) {
+        util_warn("btl/ofi: fi_close(%s): %s", what, fi_strerror(-ret));
+    }
+}
+
+static void btl_ofi_teardown(btl_ofi_iface_t *oif)
+{
+    if (oif->thread_running) {
+        __atomic_store_n(&oif->thread_stop, 1, __ATOMIC_RELEASE);
+        pthread_join(oif->thread, NULL);
+        oif->thread_running = 0;
+    }
+    btl_ofi_close_fid(oif->ep != NULL ? &oif->ep->fid : NULL, "ep");
+    if (oif->scratch_mr != NULL) {
+        btl_ofi_unreg(oif->scratch_mr);
+    }
+    if (oif->bounce_mr != NULL) {
+        btl_ofi_unreg(oif->bounce_mr);
+    }
+    free(oif->bounce);
+    btl_ofi_close_fid(oif->av != NULL ? &oif->av->fid : NULL, "av");
+    btl_ofi_close_fid(oif->wr_cntr != NULL ? &oif->wr_cntr->fid : NULL, "write counter");
+    btl_ofi_close_fid(oif->rd_cntr != NULL ? &oif->rd_cntr->fid : NULL, "read counter");
+    btl_ofi_close_fid(oif->cq != NULL ? &oif->cq->fid : NULL, "cq");
+    btl_ofi_close_fid(oif->domain != NULL ? &oif->domain->fid : NULL, "domain");
+    btl_ofi_close_fid(oif->fabric != NULL ? &oif->fabric->fid : NULL, "fabric");
+    if (oif->info != NULL) {
+        fi_freeinfo(oif->info);
+    }
+    free(oif);
+}
+
+static util_status_t btl_ofi_iface_close(btl_iface_t *iface)
+{
+    btl_ofi_teardown(btl_ofi_iface(iface));
+    return UTIL_OK;
+}
+
+/* Which atomic forms the provider offers, per op and size. */
+static void btl_ofi_query_atomics(btl_ofi_iface_t *oif)
+{
+    for (int op = 0; op < BTL_AMO_LAST; op++) {
+        for (int wide = 0; wide < 2; wide++) {
+            enum fi_datatype dt = wide ? FI_UINT64 : FI_UINT32;
+            struct fi_atomic_attr attr;
+            uint64_t fetch_flag = op == BTL_AMO_CSWAP ? FI_COMPARE_ATOMIC : FI_FETCH_ATOMIC;
+
+            oif->amo[op][wide] = 0;
+            if (op != BTL_AMO_FETCH && op != BTL_AMO_SWAP && op != BTL_AMO_CSWAP &&
+                fi_query_atomic(oif->domain, dt, btl_ofi_amo_op[op], &attr, 0) == 0) {
+                oif->amo[op][wide] |= BTL_OFI_AMO_BASE;
+            }
+            if (fi_query_atomic(oif->domain, dt, btl_ofi_amo_op[op], &attr, fetch_flag) == 0) {
+                oif->amo[op][wide] |= BTL_OFI_AMO_FETCH;
+            }
+        }
+    }
+}
+
+/* 1 when every 32-bit (or 64-bit) op works, natively or emulated. */
+static int btl_ofi_amo_complete(btl_ofi_iface_t *oif, int wide)
+{
+    if (oif->amo[BTL_AMO_CSWAP][wide] & BTL_OFI_AMO_FETCH) {
+        return 1;
+    }
+    for (int op = 0; op < BTL_AMO_LAST; op++) {
+        if (!(oif->amo[op][wide] & BTL_OFI_AMO_FETCH)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static util_status_t btl_ofi_getinfo(struct fi_info **info_p)
+{
+    struct fi_info *hints, *list = NULL, *pick;
+    const char *prov = NULL;
+    util_status_t status;
+    int ret;
+
+    status = util_env_get_string("RMB_OFI_PROVIDER", &prov);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    hints = fi_allocinfo();
+    if (hints == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    hints->caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    hints->mode = 0;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = BTL_OFI_MR_MODES;
+    hints->domain_attr->threading = FI_THREAD_SAFE; /* the progress thread */
+    hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+    if (prov != NULL && prov[0] != '\0') {
+        hints->fabric_attr->prov_name = strdup(prov);
+        if (hints->fabric_attr->prov_name == NULL) {
+            fi_freeinfo(hints);
+            return UTIL_ERR_NO_MEMORY;
+        }
+    }
+    ret = fi_getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &list);
+    fi_freeinfo(hints);
+    if (ret != 0) {
+        util_error("btl/ofi: no RDM provider with RMA and atomics%s%s: %s",
+                   prov != NULL && prov[0] != '\0' ? " named " : "",
+                   prov != NULL ? prov : "", fi_strerror(-ret));
+        return btl_ofi_status(ret);
+    }
+    /* Without an explicit choice, skip shm: it reaches one node only. */
+    pick = list;
+    if ((prov == NULL || prov[0] == '\0') && getenv("FI_PROVIDER") == NULL) {
+        for (pick = list; pick != NULL; pick = pick->next) {
+            if (strcmp(pick->fabric_attr->prov_name, "shm") != 0) {
+                break;
+            }
+        }
+        if (pick == NULL) {
+            pick = list;
+        }
+    }
+    *info_p = fi_dupinfo(pick);
+    fi_freeinfo(list);
+    return *info_p != NULL ? UTIL_OK : UTIL_ERR_NO_MEMORY;
+}
+
+static util_status_t btl_ofi_choose_flag_order(btl_ofi_iface_t *oif)
+{
+    const char *choice = NULL;
+    struct fi_info *info = oif->info;
+    int has_fence = (info->caps & FI_FENCE) != 0;
+    int ordered = (info->tx_attr->msg_order & (FI_ORDER_RMA_WAW | FI_ORDER_WAW)) != 0 &&
+                  info->ep_attr->max_order_waw_size >= (size_t)-1 / 2;
+    util_status_t status = util_env_get_string("RMB_OFI_FLAG_ORDER", &choice);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (strcmp(choice, "auto") == 0) {
+        oif->flag_order = ordered ? BTL_OFI_FLAG_NATIVE
+                                  : has_fence ? BTL_OFI_FLAG_FENCE : BTL_OFI_FLAG_WAIT;
+    } else if (strcmp(choice, "native") == 0) {
+        oif->flag_order = BTL_OFI_FLAG_NATIVE;
+    } else if (strcmp(choice, "fence") == 0 && has_fence) {
+        oif->flag_order = BTL_OFI_FLAG_FENCE;
+    } else if (strcmp(choice, "wait") == 0) {
+        oif->flag_order = BTL_OFI_FLAG_WAIT;
+    } else {
+        util_error("RMB_OFI_FLAG_ORDER=\"%s\": expected auto, native, wait%s", choice,
+                   has_fence ? " or fence" : " (provider has no FI_FENCE)");
+        return UTIL_ERR_INVALID;
+    }
+    return UTIL_OK;
+}
+
+static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
+
+static const btl_ops_t btl_ofi_ops = {
+    .iface_close   = btl_ofi_iface_close,
+    .ep_connect    = btl_ofi_ep_connect,
+    .ep_disconnect = btl_ofi_ep_disconnect,
+    .mem_alloc     = btl_stub_mem_alloc,
+    .mem_reg       = btl_ofi_mem_reg,
+    .mem_dereg     = btl_ofi_mem_dereg,
+    .rkey_pack     = btl_ofi_rkey_pack,
+    .rkey_unpack   = btl_ofi_rkey_unpack,
+    .rkey_release  = btl_ofi_rkey_release,
+    .put           = btl_ofi_put,
+    .get           = btl_ofi_get,
+    .put_flag      = btl_ofi_put_flag,
+    .get_flag      = btl_ofi_get_flag,
+    .amo_post      = btl_ofi_amo_post,
+    .amo_fetch     = btl_ofi_amo_fetch,
+    .fence         = btl_ofi_fence,
+    .quiet         = btl_ofi_quiet,
+    .progress      = btl_ofi_progress,
+};
+
+const btl_component_t btl_ofi_component = {
+    .name         = "ofi",
+    .on_node_only = 0,
+    .iface_open   = btl_ofi_iface_open,
+};
+
+static const char *btl_ofi_flag_order_name(btl_ofi_flag_order_t order)
+{
+    switch (order) {
+    case BTL_OFI_FLAG_NATIVE: return "native";
+    case BTL_OFI_FLAG_FENCE:  return "fence";
+    default:                  return "wait";
+    }
+}
+
+static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
+{
+    struct fi_av_attr av_attr = {0};
+    struct fi_cq_attr cq_attr = {0};
+    struct fi_cntr_attr cntr_attr = {0};
+    uint8_t addr[BTL_OFI_ADDR_MAX];
+    size_t addrlen = sizeof(addr);
+    char key[BOOTSTRAP_KEY_MAX];
+    btl_ofi_iface_t *oif;
+    unsigned caps;
+    util_status_t status;
+    int ret;
+
+    oif = calloc(1, sizeof(*oif));
+    if (oif == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    oif->super.ops = btl_ofi_ops;
+    btl_iface_base_init(&oif->super, &btl_ofi_component, ctx, index, 0);
+    oif->next_key = 1;
+    status = util_env_get_int("RMB_OFI_PROGRESS_USEC", &oif->progress_usec);
+    if (status == UTIL_OK) {
+        status = util_env_get_size("RMB_OFI_BOUNCE_SIZE", &oif->bounce_size);
+    }
+    if (status == UTIL_OK) {
+        status = btl_ofi_getinfo(&oif->info);
+    }
+    if (status != UTIL_OK) {
+        goto err;
+    }
+    oif->mr_mode = oif->info->domain_attr->mr_mode;
+    oif->virt_addr = (oif->mr_mode & FI_MR_VIRT_ADDR) != 0;
+    oif->inject_size = oif->info->tx_attr->inject_size;
+    oif->comp_flag = FI_DELIVERY_COMPLETE;
+    status = btl_ofi_choose_flag_order(oif);
+    if (status != UTIL_OK) {
+        goto err;
+    }
+
+    ret = fi_fabric(oif->info->fabric_attr, &oif->fabric, NULL);
+    if (ret != 0) {
+        status = btl_ofi_fail("fi_fabric", ret);
+        goto err;
+    }
+    ret = fi_domain(oif->fabric, oif->info, &oif->domain, NULL);
+    if (ret != 0) {
+        status = btl_ofi_fail("fi_domain", ret);
+        goto err;
+    }
+    av_attr.type = oif->info->domain_attr->av_type != FI_AV_UNSPEC
+                       ? oif->info->domain_attr->av_type : FI_AV_TABLE;
+    ret = fi_av_open(oif->domain, &av_attr, &oif->av, NULL);
+    if (ret != 0) {
+        status = btl_ofi_fail("fi_av_open", ret);
+        goto err;
+    }
+    cq_attr.format = FI_CQ_FORMAT_CONTEXT;
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    ret = fi_cq_open(oif->domain, &cq_attr, &oif->cq, NULL);
+    if (ret != 0) {
+        status = btl_ofi_fail("fi_cq_open", ret);
+        goto err;
+    }
+    cntr_attr.events = FI_CNTR_EVENTS_COMP;
+    cntr_attr.wait_obj = FI_WAIT_UNSPEC;
+    ret = fi_cntr_open(oif->domain, &cntr_attr, &oif->wr_cntr, NULL);
+    if (ret == 0) {
+        ret = fi_cntr_open(oif->domain, &cntr_attr, &oif->rd_cntr, NULL);
+    }
+    if (ret != 0) {
+        status = btl_ofi_fail("fi_cntr_open", ret);
+        goto err;
+    }
+    ret = fi_endpoint(oif->domain, oif->info, &oif->ep, NULL);
+    if (ret != 0) {
+        status = btl_ofi_fail("fi_endpoint", ret);
+        goto err;
+    }
+    ret = fi_ep_bind(oif->ep, &oif->av->fid, 0);
+    if (ret == 0) {
+        ret = fi_ep_bind(oif->ep, &oif->cq->fid,
+                         FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION);
+    }
+    if (ret == 0) {
+        ret = fi_ep_bind(oif->ep, &oif->wr_cntr->fid, FI_WRITE);
+    }
+    if (ret == 0) {
+        ret = fi_ep_bind(oif->ep, &oif->rd_cntr->fid, FI_READ);
+    }
+    if (ret != 0) {
+        status = btl_ofi_fail("fi_ep_bind", ret);
+        goto err;
+    }
+    ret = fi_enable(oif->ep);
+    if (ret != 0) {
+        status = btl_ofi_fail("fi_enable", ret);
+        goto err;
+    }
+    ret = fi_getname(&oif->ep->fid, addr, &addrlen);
+    if (ret != 0) {
+        status = btl_ofi_fail("fi_getname", ret);
+        goto err;
+    }
+
+    /* After fi_enable: FI_MR_ENDPOINT binds MRs to the enabled endpoint. */
+    status = btl_ofi_reg(oif, &oif->scratch, sizeof(oif->scratch), &oif->scratch_mr);
+    if (status != UTIL_OK) {
+        goto err;
+    }
+    if (oif->mr_mode & FI_MR_LOCAL) {
+        if (oif->bounce_size < 4096) {
+            oif->bounce_size = 4096;
+        }
+        if (posix_memalign(&oif->bounce, 4096, oif->bounce_size) != 0) {
+            status = UTIL_ERR_NO_MEMORY;
+            goto err;
+        }
+        status = btl_ofi_reg(oif, oif->bounce, oif->bounce_size, &oif->bounce_mr);
+        if (status != UTIL_OK) {
+            goto err;
+        }
+    }
+
+    btl_ofi_query_atomics(oif);
+    caps = BTL_CAP_ANY_MEMORY;
+    if (btl_ofi_amo_complete(oif, 0)) {
+        caps |= BTL_CAP_AMO32;
+    }
+    if (btl_ofi_amo_complete(oif, 1)) {
+        caps |= BTL_CAP_AMO64;
+    }
+    if (oif->flag_order != BTL_OFI_FLAG_WAIT) {
+        caps |= BTL_CAP_FLAG_ORDERED;
+    }
+    oif->super.caps = caps;
+
+    status = btl_iface_key(&oif->super, "addr", key, sizeof(key));
+    if (status == UTIL_OK) {
+        status = bootstrap_put(key, addr, addrlen);
+    }
+    if (status != UTIL_OK) {
+        goto err;
+    }
+    if (oif->info->domain_attr->data_progress == FI_PROGRESS_MANUAL && oif->progress_usec > 0) {
+        ret = pthread_create(&oif->thread, NULL, btl_ofi_progress_thread, oif);
+        if (ret != 0) {
+            util_error("btl/ofi: progress thread: %s", strerror(ret));
+            status = UTIL_ERR_NO_RESOURCE;
+            goto err;
+        }
+        oif->thread_running = 1;
+    }
+    util_debug("btl/ofi: provider %s, domain %s, mr_mode 0x%llx, inject %zu, flag order %s, "
+               "progress thread %s", oif->info->fabric_attr->prov_name,
+               oif->info->domain_attr->name, (unsigned long long)oif->mr_mode, oif->inject_size,
+               btl_ofi_flag_order_name(oif->flag_order), oif->thread_running ? "on" : "off");
+    *iface_p = &oif->super;
+    return UTIL_OK;
+
+err:
+    btl_ofi_teardown(oif);
+    return status;
+}
