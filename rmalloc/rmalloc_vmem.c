@@ -21,11 +21,13 @@
 enum { BLK_UNUSED = 0, BLK_FREE = RMALLOC_BLOCK_FREE, BLK_ALLOC = RMALLOC_BLOCK_ALLOC,
        BLK_DUMMY = RMALLOC_BLOCK_DUMMY };
 
+/* One block record: exactly one 64-byte cache line. */
 typedef struct {
     uint64_t start, units;
     uint32_t prev, next;   /* address order, every block */
-    uint32_t state;
-    uint32_t cls;          /* size class while free */
+    uint16_t state;
+    uint16_t cls;          /* size class while free */
+    uint32_t pad_;
     union {
         struct {           /* free: class list and treap */
             uint32_t bprev, bnext;
@@ -33,11 +35,14 @@ typedef struct {
             uint64_t max;  /* largest units in the subtree */
         } f;
         struct {           /* allocated or dummy */
-            uint64_t id, peer_id, fifo_seq, payload;
+            uint64_t id, peer_id, payload;
+            uint32_t fifo_seq; /* ring position (mod 2^32, FIFO < 2^32) */
             uint32_t peer_block;
         } a;
     } u;
 } blk_t;
+
+_Static_assert(sizeof(blk_t) == 64, "a block record is one cache line");
 
 typedef struct {
     uint32_t blk;
@@ -47,8 +52,9 @@ typedef struct {
 
 struct rmalloc_vmem {
     blk_t       *blk;
-    uint32_t     cap, unused_head;
+    uint32_t     cap, unused_head, unused_count;
     uint32_t     root, first;
+    int          tree;       /* the address tree is maintained */
     uint32_t     bins[CLASS_COUNT];
     uint64_t     fl_map;
     uint8_t      sl_map[FL_COUNT];
@@ -127,7 +133,7 @@ static inline void bin_insert(rmalloc_vmem_t *vm, uint32_t i)
 {
     blk_t   *b = &vm->blk[i];
     unsigned c = cls_of(b->units);
-    b->cls       = c;
+    b->cls       = (uint16_t)c;
     b->u.f.bprev = NIL;
     b->u.f.bnext = vm->bins[c];
     if (vm->bins[c] != NIL)
@@ -285,7 +291,7 @@ static void t_remove(rmalloc_vmem_t *vm, uint32_t i)
     t_fix_up(vm, p);
 }
 
-/* Free block containing unit u, or NIL. */
+/* Free block containing unit u, or NIL (the tree must be on). */
 static uint32_t t_containing(const rmalloc_vmem_t *vm, uint64_t u)
 {
     uint32_t x = vm->root, best = NIL;
@@ -323,26 +329,27 @@ static uint32_t t_first_from(const rmalloc_vmem_t *vm, uint32_t x, uint64_t need
 
 static util_status_t blk_reserve(rmalloc_vmem_t *vm, unsigned count)
 {
-    uint32_t n = 0;
-    for (uint32_t i = vm->unused_head; i != NIL && n < count; i = vm->blk[i].next)
-        n++;
-    if (n >= count)
+    if (vm->unused_count >= count)
         return UTIL_OK;
     if (vm->cap >= NIL / 2) {
         util_error("rmalloc: too many blocks (%u)", vm->cap);
         return UTIL_ERR_NO_MEMORY;
     }
     uint32_t new_cap = vm->cap ? vm->cap * 2 : 64;
-    blk_t   *blk     = realloc(vm->blk, (size_t)new_cap * sizeof(*blk));
-    if (blk == NULL) {
+    blk_t   *blk;
+    if (posix_memalign((void **)&blk, 64, (size_t)new_cap * sizeof(*blk))) {
         util_error("rmalloc: cannot grow block table to %u entries", new_cap);
         return UTIL_ERR_NO_MEMORY;
     }
+    if (vm->cap)
+        memcpy(blk, vm->blk, (size_t)vm->cap * sizeof(*blk));
+    free(vm->blk);
     for (uint32_t i = new_cap; i-- > vm->cap;) {
         blk[i].state = BLK_UNUSED;
         blk[i].next  = vm->unused_head;
         vm->unused_head = i;
     }
+    vm->unused_count += new_cap - vm->cap;
     vm->blk = blk;
     vm->cap = new_cap;
     return UTIL_OK;
@@ -353,6 +360,7 @@ static inline uint32_t blk_new(rmalloc_vmem_t *vm)
 {
     uint32_t i      = vm->unused_head;
     vm->unused_head = vm->blk[i].next;
+    vm->unused_count--;
     return i;
 }
 
@@ -368,6 +376,7 @@ static inline void blk_release(rmalloc_vmem_t *vm, uint32_t i)
     b->state        = BLK_UNUSED;
     b->next         = vm->unused_head;
     vm->unused_head = i;
+    vm->unused_count++;
 }
 
 /* Links record n into the address list right after record after. */
@@ -397,20 +406,36 @@ static inline void free_insert(rmalloc_vmem_t *vm, uint32_t i)
 {
     vm->blk[i].state = BLK_FREE;
     bin_insert(vm, i);
-    t_insert(vm, i);
+    if (vm->tree)
+        t_insert(vm, i);
 }
 
 static inline void free_remove(rmalloc_vmem_t *vm, uint32_t i)
 {
     bin_remove(vm, i);
-    t_remove(vm, i);
+    if (vm->tree)
+        t_remove(vm, i);
+}
+
+/* The address tree costs O(log n) per change, so instances that never
+ * search by address (best/worst/random-fit without claims) do without it;
+ * the first address lookup builds it and it is maintained from then on. */
+static void tree_enable(rmalloc_vmem_t *vm)
+{
+    if (vm->tree)
+        return;
+    vm->tree = 1;
+    for (uint32_t i = vm->first; i != NIL; i = vm->blk[i].next)
+        if (vm->blk[i].state == BLK_FREE)
+            t_insert(vm, i);
 }
 
 /* A free block's size changed in place (its order is unchanged). */
 static inline void free_resized(rmalloc_vmem_t *vm, uint32_t i)
 {
     bin_reclass(vm, i);
-    t_fix_up(vm, i);
+    if (vm->tree)
+        t_fix_up(vm, i);
 }
 
 /* Cuts [s, s + n) out of free block f (two records reserved) and returns the
@@ -449,7 +474,7 @@ static uint32_t carve(rmalloc_vmem_t *vm, uint32_t f, uint64_t s, uint64_t n, ui
     blk_t *ba = &vm->blk[a];
     ba->start          = s;
     ba->units          = n;
-    ba->state          = state;
+    ba->state          = (uint16_t)state;
     ba->u.a.id         = (vm->stamp << 40) | (++vm->seq & ((UINT64_C(1) << 40) - 1));
     ba->u.a.peer_id    = 0;
     ba->u.a.peer_block = NIL;
@@ -542,7 +567,7 @@ static util_status_t fifo_push(rmalloc_vmem_t *vm, uint32_t i)
     e->blk      = i;
     e->released = 0;
     e->units    = vm->blk[i].units;
-    vm->blk[i].u.a.fifo_seq = vm->fifo_tail++;
+    vm->blk[i].u.a.fifo_seq = (uint32_t)vm->fifo_tail++;
     return UTIL_OK;
 }
 
@@ -604,6 +629,8 @@ util_status_t rmalloc_vmem_create(const rmalloc_vmem_config_t *config, rmalloc_v
     /* A per-instance stamp in every id makes another instance's descriptor
      * fail validation even when block index and sequence happen to match. */
     vm->stamp = __atomic_add_fetch(&vmem_stamp_counter, 1, __ATOMIC_RELAXED) % 0xffffff + 1;
+    vm->tree         = (config->heuristic == RMALLOC_FIRST_FIT ||
+                        config->heuristic == RMALLOC_NEXT_FIT);
     for (unsigned c = 0; c < CLASS_COUNT; c++)
         vm->bins[c] = NIL;
 
@@ -901,6 +928,7 @@ util_status_t rmalloc_vmem_claim(rmalloc_vmem_t *vm, uint64_t start, uint64_t un
         return UTIL_ERR_INVALID;
     if (blk_reserve(vm, 2) != UTIL_OK)
         return UTIL_ERR_NO_MEMORY;
+    tree_enable(vm);
     uint32_t f = t_containing(vm, start);
     if (f == NIL || vm->blk[f].start + vm->blk[f].units < start + units) {
         util_debug("rmalloc: claim of [%llu, %llu) overlaps allocated memory",
@@ -1057,6 +1085,11 @@ util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
            (unsigned long long)used);
     CHECK_(live == vm->live, "live count %llu, counted %llu", (unsigned long long)vm->live,
            (unsigned long long)live);
+    uint64_t nunused = 0;
+    for (uint32_t i = vm->unused_head; i != NIL; i = vm->blk[i].next)
+        nunused++;
+    CHECK_(nunused == vm->unused_count, "unused records %llu, counted %llu",
+           (unsigned long long)vm->unused_count, (unsigned long long)nunused);
     for (unsigned c = 0; c < CLASS_COUNT; c++) {
         int bit = !!(vm->sl_map[c / SL_COUNT] & (1u << (c % SL_COUNT)));
         CHECK_(bit == (vm->bins[c] != NIL), "class bitmap out of date for class %u", c);
@@ -1072,7 +1105,9 @@ util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
         CHECK_(!!(vm->fl_map & (UINT64_C(1) << fl)) == !!vm->sl_map[fl], "first-level bitmap");
     CHECK_(nbin == nfree, "%llu free blocks, %llu in size classes", (unsigned long long)nfree,
            (unsigned long long)nbin);
-    if (check_tree(vm, vm->root, NIL, &last_end, &ntree, 0) != UTIL_OK)
+    if (!vm->tree)
+        ntree = nfree;
+    else if (check_tree(vm, vm->root, NIL, &last_end, &ntree, 0) != UTIL_OK)
         return UTIL_ERR_STATE;
     CHECK_(ntree == nfree, "%llu free blocks, %llu in the tree", (unsigned long long)nfree,
            (unsigned long long)ntree);

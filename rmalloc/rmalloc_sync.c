@@ -1,0 +1,736 @@
+/*
+ * Shadow synchronization protocols over the rmalloc_sync transport.
+ *
+ * Sync buffer layout (same on both sides; words are 64-bit):
+ *   0   freed     BLOCK: units the consumer released, in allocation order
+ *   8   tag_state my outbound tag queue: VALID or INV (Alg. 10/11)
+ *   16  sync_state        READY or SYNC (set by the reader, remote cswap)
+ *   24  len               tags in the queue
+ *   32  gen               bumped each time a drained full queue is reused
+ *   40  ch_head   my inbound channel ring: records pushed by the peer
+ *   48  ch_tail            records I consumed (the peer reads it)
+ *   64  tags[queue_len]    my outbound tags (48 bytes each)
+ *   ... ring[queue_len]    my inbound channel records (48 bytes each)
+ * Each tag and record carries a stamp (generation and index, or sequence)
+ * so a reader never applies a torn or stale entry: it stops and retries.
+ */
+#include "rmalloc/rmalloc_sync.h"
+#include "util/env.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define OFF_FREED     0
+#define OFF_TAG_STATE 8
+#define OFF_SYNC      16
+#define OFF_LEN       24
+#define OFF_GEN       32
+#define OFF_CH_HEAD   40
+#define OFF_CH_TAIL   48
+#define OFF_TAGS      64
+
+enum { TAG_INV = 0, TAG_VALID = 1 };
+enum { SYNC_READY = 0, SYNC_SYNC = 1 };
+enum { PEND_NONE = 0, PEND_FREED, PEND_TAGS, PEND_TAIL };
+
+typedef struct {
+    uint64_t start, units, payload;
+    uint64_t peer_id;    /* the producer's allocation id */
+    uint32_t peer_block; /* the producer's block record */
+    uint32_t check;      /* checksum of the other fields */
+    uint64_t stamp;
+} rec_t;
+
+_Static_assert(sizeof(rec_t) == 48, "tag layout");
+
+/* A one-sided read may see a record half written; the stamp says which
+ * slot and generation it belongs to, the checksum that it is whole. */
+static inline uint32_t rec_check(const rec_t *r)
+{
+    uint64_t h = r->start * UINT64_C(0x9e3779b97f4a7c15);
+    h = (h ^ r->units) * UINT64_C(0xbf58476d1ce4e5b9);
+    h = (h ^ r->payload) * UINT64_C(0x94d049bb133111eb);
+    h = (h ^ r->peer_id) * UINT64_C(0x9e3779b97f4a7c15);
+    h = (h ^ r->peer_block ^ (r->stamp << 7)) * UINT64_C(0xbf58476d1ce4e5b9);
+    return (uint32_t)(h >> 32) | 1u; /* never 0: a zeroed slot fails */
+}
+
+static inline void rec_seal(rec_t *r, uint64_t stamp)
+{
+    r->stamp = stamp;
+    r->check = rec_check(r);
+}
+
+static inline int rec_valid(const rec_t *r, uint64_t stamp)
+{
+    return r->stamp == stamp && r->check == rec_check(r);
+}
+
+#define TAG_WINDOW 16 /* tags fetched per read */
+_Static_assert(sizeof(rec_t) <= RMALLOC_SYNC_MAX_WRITE, "a record fits one inject");
+
+struct rmalloc_sync_ep {
+    rmalloc_sync_config_t    cfg;
+    rmalloc_sync_transport_t tr;
+    uint8_t                 *buf;
+    size_t                   buf_size;
+    uint64_t                 ring_off;
+    rmalloc_vmem_t          *vm;
+    int                      pending;
+    int                      unflushed; /* some operation returned IN_PROGRESS */
+    int                      pulled_new;
+    uint64_t                 word;    /* landing spot of 8-byte reads */
+    uint8_t                 *scratch; /* landing spot of tag queue reads */
+    uint64_t                 window;  /* tags asked for by the read in flight */
+    uint64_t                 freed_seen, freed_total;
+    uint64_t                 seen_gen, consumed;
+    uint64_t                 ch_sent, peer_tail, ch_tail, head_owed;
+    raddr_t                 *ready;   /* consumer: claimed, not yet taken */
+    size_t                   ready_cap, ready_head, ready_tail;
+    rmalloc_sync_stats_t     stats;
+};
+
+static const char *protocol_names[RMALLOC_SYNC_PROTOCOL_COUNT] = {"channel", "block", "tag"};
+
+const char *rmalloc_sync_protocol_name(rmalloc_sync_protocol_t protocol)
+{
+    return ((unsigned)protocol < RMALLOC_SYNC_PROTOCOL_COUNT) ? protocol_names[protocol] : "?";
+}
+
+static inline uint64_t *word_at(rmalloc_sync_ep_t *ep, uint64_t off)
+{
+    return (uint64_t *)(void *)(ep->buf + off);
+}
+
+/* Words of my buffer that the peer may write are read with acquire. */
+static inline uint64_t load_word(rmalloc_sync_ep_t *ep, uint64_t off)
+{
+    return __atomic_load_n(word_at(ep, off), __ATOMIC_ACQUIRE);
+}
+
+static inline void store_word(rmalloc_sync_ep_t *ep, uint64_t off, uint64_t v)
+{
+    __atomic_store_n(word_at(ep, off), v, __ATOMIC_RELEASE);
+}
+
+util_status_t rmalloc_sync_parse_watermark(const char *text, double *watermark_p)
+{
+    char  *end;
+    double w;
+
+    if (!strcasecmp(text, "half")) {
+        *watermark_p = RMALLOC_WATERMARK_HALF;
+        return UTIL_OK;
+    }
+    if (!strcasecmp(text, "full")) {
+        *watermark_p = RMALLOC_WATERMARK_FULL;
+        return UTIL_OK;
+    }
+    w = strtod(text, &end);
+    if (end == text || *end != '\0' || !(w > 0.0 && w <= 1.0)) {
+        util_error("rmalloc watermark '%s' is not half, full or a fraction in (0,1]", text);
+        return UTIL_ERR_INVALID;
+    }
+    *watermark_p = w;
+    return UTIL_OK;
+}
+
+util_status_t rmalloc_sync_config_init(rmalloc_sync_config_t *config)
+{
+    util_status_t status;
+    const char   *text;
+    size_t        unit;
+    long          value;
+
+    memset(config, 0, sizeof(*config));
+    config->unit         = 64;
+    config->header_bytes = 8;
+    config->watermark    = RMALLOC_WATERMARK_FULL;
+    config->retries      = 4;
+    config->queue_len    = 256;
+    config->heuristic    = RMALLOC_NEXT_FIT;
+    config->protocol     = RMALLOC_SYNC_BLOCK;
+
+    if ((status = util_env_get_string("RMB_RMALLOC_HEURISTIC", &text)) != UTIL_OK ||
+        (status = rmalloc_heuristic_parse(text, &config->heuristic)) != UTIL_OK)
+        return status;
+    if ((status = util_env_get_string("RMB_RMALLOC_SYNC", &text)) != UTIL_OK)
+        return status;
+    for (value = 0; value < RMALLOC_SYNC_PROTOCOL_COUNT; value++)
+        if (!strcasecmp(text, protocol_names[value]))
+            break;
+    if (value == RMALLOC_SYNC_PROTOCOL_COUNT) {
+        util_error("RMB_RMALLOC_SYNC='%s': use channel, block or tag", text);
+        return UTIL_ERR_INVALID;
+    }
+    config->protocol = (rmalloc_sync_protocol_t)value;
+    if ((status = util_env_get_size("RMB_RMALLOC_UNIT", &unit)) != UTIL_OK)
+        return status;
+    config->unit = unit;
+    if ((status = util_env_get_string("RMB_RMALLOC_WATERMARK", &text)) != UTIL_OK ||
+        (status = rmalloc_sync_parse_watermark(text, &config->watermark)) != UTIL_OK)
+        return status;
+    if ((status = util_env_get_int("RMB_RMALLOC_RETRIES", &value)) != UTIL_OK)
+        return status;
+    if (value < 0 || value > 1000000) {
+        util_error("RMB_RMALLOC_RETRIES=%ld is out of range (0..1000000)", value);
+        return UTIL_ERR_INVALID;
+    }
+    config->retries = (unsigned)value;
+    if ((status = util_env_get_int("RMB_RMALLOC_QUEUE_LEN", &value)) != UTIL_OK)
+        return status;
+    if (value < 1 || value > (1L << 20)) {
+        util_error("RMB_RMALLOC_QUEUE_LEN=%ld is out of range (1..1048576)", value);
+        return UTIL_ERR_INVALID;
+    }
+    config->queue_len = (uint32_t)value;
+    return UTIL_OK;
+}
+
+size_t rmalloc_sync_buffer_size(const rmalloc_sync_config_t *config)
+{
+    return OFF_TAGS + 2 * (size_t)config->queue_len * sizeof(rec_t);
+}
+
+util_status_t rmalloc_sync_create(const rmalloc_sync_config_t *config, void *sync_buf,
+                                  const rmalloc_sync_transport_t *transport,
+                                  rmalloc_sync_ep_t **ep_p)
+{
+    util_status_t         status;
+    rmalloc_sync_ep_t    *ep;
+    rmalloc_vmem_config_t vcfg;
+
+    if (config == NULL || sync_buf == NULL || transport == NULL || transport->ops == NULL ||
+        ((uintptr_t)sync_buf & 7) || config->queue_len == 0 ||
+        (unsigned)config->protocol >= RMALLOC_SYNC_PROTOCOL_COUNT ||
+        !(config->watermark > 0.0 && config->watermark <= 1.0)) {
+        util_error("rmalloc: invalid sync endpoint configuration");
+        return UTIL_ERR_INVALID;
+    }
+    if (config->protocol == RMALLOC_SYNC_BLOCK && config->heuristic != RMALLOC_NEXT_FIT) {
+        util_error("rmalloc: the block protocol needs next-fit, not %s",
+                   rmalloc_heuristic_name(config->heuristic));
+        return UTIL_ERR_INVALID;
+    }
+
+    ep = calloc(1, sizeof(*ep));
+    if (ep == NULL) {
+        util_error("rmalloc: cannot allocate a sync endpoint");
+        return UTIL_ERR_NO_MEMORY;
+    }
+    ep->cfg      = *config;
+    ep->tr       = *transport;
+    ep->buf      = sync_buf;
+    ep->buf_size = rmalloc_sync_buffer_size(config);
+    ep->ring_off = OFF_TAGS + (uint64_t)config->queue_len * sizeof(rec_t);
+    memset(sync_buf, 0, ep->buf_size);
+
+    ep->scratch = malloc(TAG_WINDOW * sizeof(rec_t));
+    if (ep->scratch == NULL) {
+        util_error("rmalloc: cannot allocate the sync scratch buffer");
+        status = UTIL_ERR_NO_MEMORY;
+        goto err_free_ep;
+    }
+
+    /* PUT: the consumer owns the memory; GET: the producer does. */
+    int is_local = (config->direction == RMALLOC_SYNC_PUT) == (config->role == RMALLOC_SYNC_CONSUMER);
+    memset(&vcfg, 0, sizeof(vcfg));
+    vcfg.base         = is_local ? config->base : NULL;
+    vcfg.size         = config->size;
+    vcfg.unit         = config->unit;
+    vcfg.heuristic    = config->heuristic;
+    vcfg.header_bytes = config->header_bytes;
+    vcfg.flags        = (config->protocol == RMALLOC_SYNC_BLOCK) ? RMALLOC_VMEM_RING : 0;
+    vcfg.seed         = config->seed;
+    status = rmalloc_vmem_create(&vcfg, &ep->vm);
+    if (status != UTIL_OK)
+        goto err_free_scratch;
+    *ep_p = ep;
+    return UTIL_OK;
+
+err_free_scratch:
+    free(ep->scratch);
+err_free_ep:
+    free(ep);
+    return status;
+}
+
+void rmalloc_sync_destroy(rmalloc_sync_ep_t *ep)
+{
+    if (ep == NULL)
+        return;
+    rmalloc_vmem_destroy(ep->vm);
+    free(ep->ready);
+    free(ep->scratch);
+    free(ep);
+}
+
+rmalloc_vmem_t *rmalloc_sync_vmem(rmalloc_sync_ep_t *ep)
+{
+    return ep->vm;
+}
+
+void rmalloc_sync_get_stats(const rmalloc_sync_ep_t *ep, rmalloc_sync_stats_t *stats_p)
+{
+    *stats_p = ep->stats;
+}
+
+/* ---- applying what the peer sent ---------------------------------------- */
+
+static util_status_t ready_push(rmalloc_sync_ep_t *ep, const raddr_t *d)
+{
+    if (ep->ready_tail - ep->ready_head == ep->ready_cap) {
+        size_t   cap   = ep->ready_cap ? ep->ready_cap * 2 : 64;
+        raddr_t *ready = malloc(cap * sizeof(*ready));
+        if (ready == NULL) {
+            util_error("rmalloc: cannot grow the ready queue to %zu", cap);
+            return UTIL_ERR_NO_MEMORY;
+        }
+        for (size_t s = ep->ready_head; s != ep->ready_tail; s++)
+            ready[s - ep->ready_head] = ep->ready[s % ep->ready_cap];
+        ep->ready_tail -= ep->ready_head;
+        ep->ready_head  = 0;
+        free(ep->ready);
+        ep->ready     = ready;
+        ep->ready_cap = cap;
+    }
+    ep->ready[ep->ready_tail++ % ep->ready_cap] = *d;
+    return UTIL_OK;
+}
+
+/* A record from the peer: an allocation (consumer) or a free (producer). */
+static util_status_t apply_rec(rmalloc_sync_ep_t *ep, const rec_t *r)
+{
+    util_status_t status;
+    raddr_t       d;
+
+    ep->stats.applied++;
+    if (ep->cfg.role == RMALLOC_SYNC_CONSUMER) {
+        status = rmalloc_vmem_claim(ep->vm, r->start, r->units, r->payload, r->peer_id,
+                                    r->peer_block, &d);
+        if (status == UTIL_OK)
+            status = ready_push(ep, &d);
+    } else {
+        memset(&d, 0, sizeof(d));
+        d.start = r->start;
+        d.end   = r->start + r->units;
+        d.id    = r->peer_id;
+        d.block = r->peer_block;
+        status  = rmalloc_vmem_free(ep->vm, &d);
+    }
+    if (status == UTIL_ERR_INVALID) {
+        util_error("rmalloc: peer sent %s of [%llu, %llu) that does not match this instance",
+                   ep->cfg.role == RMALLOC_SYNC_CONSUMER ? "an allocation" : "a free",
+                   (unsigned long long)r->start, (unsigned long long)(r->start + r->units));
+        return UTIL_ERR_STATE;
+    }
+    return status;
+}
+
+/* BLOCK, producer: the consumer's freed counter arrived (Alg. 8). */
+static util_status_t apply_freed(rmalloc_sync_ep_t *ep, uint64_t freed)
+{
+    uint64_t delta = freed - ep->freed_seen;
+    ep->pulled_new = (delta != 0);
+    if (delta == 0)
+        return UTIL_OK;
+    if (rmalloc_vmem_ring_retire(ep->vm, delta) != UTIL_OK)
+        return UTIL_ERR_STATE;
+    ep->freed_seen = freed;
+    return UTIL_OK;
+}
+
+/* TAG, reader side: a window of the peer's queue arrived (Alg. 11). Slot
+ * i of generation g is valid only with stamp g << 32 | (i + 1) and a good
+ * checksum, which covers what the tag and sync states guard in the
+ * thesis (an entry being written, a queue not yet reused) without reading
+ * them: the first invalid slot ends the batch, to be read again later. */
+static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
+{
+    uint64_t      cap = ep->cfg.queue_len, n = 0;
+    util_status_t status;
+
+    ep->pulled_new = 0;
+    for (uint64_t k = 0; k < ep->window; k++) {
+        rec_t r;
+        memcpy(&r, ep->scratch + k * sizeof(rec_t), sizeof(r));
+        if (!rec_valid(&r, (ep->seen_gen << 32) | (ep->consumed + 1)))
+            break;
+        status = apply_rec(ep, &r);
+        if (status != UTIL_OK)
+            return status;
+        ep->consumed++;
+        n++;
+    }
+    ep->pulled_new = (n != 0);
+    if (ep->consumed == cap) {
+        /* Drained a full queue: let the writer reuse it (Alg. 11 l. 17-20). */
+        status = ep->tr.ops->cswap(ep->tr.ctx, OFF_SYNC, SYNC_READY, SYNC_SYNC, NULL);
+        if (status == UTIL_ERR_NO_RESOURCE)
+            return UTIL_OK; /* retried on the next read: consumed stays at cap */
+        if (status == UTIL_IN_PROGRESS)
+            ep->unflushed = 1;
+        else if (status != UTIL_OK)
+            return status;
+        ep->stats.atomics++;
+        ep->consumed = 0;
+        ep->seen_gen++;
+    }
+    return UTIL_OK;
+}
+
+static util_status_t apply_read(rmalloc_sync_ep_t *ep, int kind)
+{
+    switch (kind) {
+    case PEND_FREED: return apply_freed(ep, ep->word);
+    case PEND_TAGS:  return apply_tags(ep);
+    default:         ep->peer_tail = ep->word; return UTIL_OK;
+    }
+}
+
+/* Completes the read in flight, if any, and applies it. */
+static util_status_t complete_pending(rmalloc_sync_ep_t *ep)
+{
+    util_status_t status;
+    int           kind = ep->pending;
+
+    if (kind == PEND_NONE)
+        return UTIL_OK;
+    status = ep->tr.ops->flush(ep->tr.ctx);
+    if (status != UTIL_OK)
+        return status;
+    ep->pending   = PEND_NONE;
+    ep->unflushed = 0;
+    return apply_read(ep, kind);
+}
+
+/* Issues a read of the peer's buffer into ep->word or ep->scratch. */
+static util_status_t issue_read(rmalloc_sync_ep_t *ep, int kind)
+{
+    util_status_t status;
+
+    if (kind == PEND_TAGS) {
+        uint64_t cap = ep->cfg.queue_len;
+        if (ep->consumed == cap) /* only the SYNC cswap is left to retry */
+            return apply_tags(ep);
+        ep->window = (cap - ep->consumed < TAG_WINDOW) ? cap - ep->consumed : TAG_WINDOW;
+        status     = ep->tr.ops->read(ep->tr.ctx, OFF_TAGS + ep->consumed * sizeof(rec_t),
+                                      ep->scratch, ep->window * sizeof(rec_t));
+    } else
+        status = ep->tr.ops->read(ep->tr.ctx, kind == PEND_FREED ? OFF_FREED : OFF_CH_TAIL,
+                                  &ep->word, sizeof(ep->word));
+    if (status == UTIL_OK || status == UTIL_IN_PROGRESS)
+        ep->stats.reads++;
+    if (status == UTIL_IN_PROGRESS) {
+        ep->pending = kind;
+        return status;
+    }
+    if (status != UTIL_OK)
+        return status;
+    return apply_read(ep, kind);
+}
+
+/* ---- sending ----------------------------------------------------------- */
+
+/* Retries channel head bumps the transport refused earlier. */
+static util_status_t flush_owed(rmalloc_sync_ep_t *ep)
+{
+    while (ep->head_owed) {
+        util_status_t status = ep->tr.ops->fetch_add(ep->tr.ctx, OFF_CH_HEAD, 1, NULL);
+        if (status == UTIL_IN_PROGRESS)
+            ep->unflushed = 1;
+        else if (status != UTIL_OK)
+            return status;
+        ep->stats.atomics++;
+        ep->head_owed--;
+    }
+    return UTIL_OK;
+}
+
+/* CHANNEL: pushes r into the peer's inbound ring (write, then bump head). */
+static util_status_t channel_send(rmalloc_sync_ep_t *ep, rec_t *r)
+{
+    util_status_t status;
+    uint64_t      cap = ep->cfg.queue_len;
+
+    /* Opportunistic: let earlier records and head bumps land. */
+    if (ep->unflushed && ep->pending == PEND_NONE && ep->tr.ops->flush(ep->tr.ctx) == UTIL_OK)
+        ep->unflushed = 0;
+    if (ep->ch_sent - ep->peer_tail >= cap) {
+        status = issue_read(ep, PEND_TAIL);
+        if (status != UTIL_OK)
+            return status;
+        if (ep->ch_sent - ep->peer_tail >= cap) {
+            ep->stats.backpressure++;
+            return UTIL_ERR_NO_RESOURCE;
+        }
+    }
+    rec_seal(r, ep->ch_sent + 1);
+    status   = ep->tr.ops->write(ep->tr.ctx, ep->ring_off + (ep->ch_sent % cap) * sizeof(*r), r,
+                                 sizeof(*r));
+    if (status == UTIL_IN_PROGRESS)
+        ep->unflushed = 1;
+    else if (status != UTIL_OK)
+        return status;
+    ep->stats.writes++;
+    ep->stats.pushed++;
+    ep->ch_sent++;
+    /* The record is out: from here on the send counts as done; a refused
+     * head bump is owed and retried (writes land in order). */
+    ep->head_owed++;
+    status = flush_owed(ep);
+    return (status == UTIL_ERR_NO_RESOURCE) ? UTIL_OK : status;
+}
+
+/* CHANNEL: takes one record from my inbound ring. NO_RESOURCE if none. */
+static util_status_t channel_take(rmalloc_sync_ep_t *ep)
+{
+    rec_t    r;
+    uint64_t cap = ep->cfg.queue_len;
+
+    if (ep->ch_tail == load_word(ep, OFF_CH_HEAD))
+        return UTIL_ERR_NO_RESOURCE;
+    memcpy(&r, ep->buf + ep->ring_off + (ep->ch_tail % cap) * sizeof(r), sizeof(r));
+    if (!rec_valid(&r, ep->ch_tail + 1))
+        return UTIL_ERR_NO_RESOURCE; /* not landed yet */
+    util_status_t status = apply_rec(ep, &r);
+    if (status != UTIL_OK)
+        return status;
+    ep->ch_tail++;
+    store_word(ep, OFF_CH_TAIL, ep->ch_tail);
+    return UTIL_OK;
+}
+
+/* TAG: appends r to my outbound queue (Alg. 10); the peer pulls it. */
+static util_status_t tag_produce(rmalloc_sync_ep_t *ep, rec_t *r)
+{
+    uint64_t cap = ep->cfg.queue_len;
+    uint64_t len = load_word(ep, OFF_LEN), gen = load_word(ep, OFF_GEN);
+
+    if (len == cap) {
+        if (load_word(ep, OFF_SYNC) != SYNC_SYNC) {
+            ep->stats.backpressure++;
+            return UTIL_ERR_NO_RESOURCE;
+        }
+        /* The reader drained it: start a new generation at slot 0. */
+        store_word(ep, OFF_TAG_STATE, TAG_INV);
+        store_word(ep, OFF_LEN, 0);
+        store_word(ep, OFF_GEN, ++gen);
+        len = 0;
+        rec_seal(r, (gen << 32) | 1);
+        memcpy(ep->buf + OFF_TAGS, r, sizeof(*r));
+        store_word(ep, OFF_LEN, 1);
+        store_word(ep, OFF_SYNC, SYNC_READY);
+        store_word(ep, OFF_TAG_STATE, TAG_VALID);
+    } else {
+        store_word(ep, OFF_TAG_STATE, TAG_INV);
+        rec_seal(r, (gen << 32) | (len + 1));
+        memcpy(ep->buf + OFF_TAGS + len * sizeof(*r), r, sizeof(*r));
+        store_word(ep, OFF_LEN, len + 1);
+        store_word(ep, OFF_TAG_STATE, TAG_VALID);
+    }
+    ep->stats.pushed++;
+    return UTIL_OK;
+}
+
+static util_status_t send_rec(rmalloc_sync_ep_t *ep, rec_t *r)
+{
+    return (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL) ? channel_send(ep, r) : tag_produce(ep, r);
+}
+
+/* ---- producer ------------------------------------------------------------ */
+
+/* One sync_in round (Alg. 3 l. 9-17): OK when applied, IN_PROGRESS. */
+static util_status_t start_pull(rmalloc_sync_ep_t *ep)
+{
+    util_status_t status;
+
+    ep->stats.pulls++;
+    ep->pulled_new = 0;
+    switch (ep->cfg.protocol) {
+    case RMALLOC_SYNC_BLOCK:
+        return issue_read(ep, PEND_FREED);
+    case RMALLOC_SYNC_TAG:
+        return issue_read(ep, PEND_TAGS);
+    default:
+        while ((status = channel_take(ep)) == UTIL_OK)
+            ep->pulled_new = 1;
+        return (status == UTIL_ERR_NO_RESOURCE) ? UTIL_OK : status;
+    }
+}
+
+util_status_t rmalloc_sync_pull(rmalloc_sync_ep_t *ep)
+{
+    if (ep->cfg.role != RMALLOC_SYNC_PRODUCER)
+        return UTIL_ERR_INVALID;
+    if (ep->pending != PEND_NONE)
+        return complete_pending(ep);
+    return start_pull(ep);
+}
+
+util_status_t rmalloc_sync_alloc(rmalloc_sync_ep_t *ep, uint64_t payload, uint64_t align,
+                                 raddr_t *desc_p)
+{
+    util_status_t status, pend;
+
+    if (ep->cfg.role != RMALLOC_SYNC_PRODUCER)
+        return UTIL_ERR_INVALID;
+    pend = complete_pending(ep);
+    if (pend != UTIL_OK && pend != UTIL_IN_PROGRESS)
+        return pend;
+    if (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL) {
+        /* Immediate: apply every free the consumer pushed (Alg. 2 l. 14). */
+        status = start_pull(ep);
+        if (status != UTIL_OK)
+            return status;
+        return rmalloc_vmem_alloc(ep->vm, payload, align, desc_p);
+    }
+    /* Deferred: pull early once the shadow crosses the watermark; do not
+     * wait for it while memory is left. */
+    if (ep->pending == PEND_NONE && ep->cfg.watermark < 1.0 &&
+        (double)rmalloc_vmem_used_units(ep->vm) >=
+            ep->cfg.watermark * (double)rmalloc_vmem_total_units(ep->vm)) {
+        status = start_pull(ep);
+        if (status != UTIL_OK && status != UTIL_IN_PROGRESS && status != UTIL_ERR_NO_RESOURCE)
+            return status;
+    }
+    for (unsigned attempt = 0;; attempt++) {
+        status = rmalloc_vmem_alloc(ep->vm, payload, align, desc_p);
+        if (status != UTIL_ERR_NO_RESOURCE)
+            return status;
+        if (ep->pending != PEND_NONE)
+            return UTIL_IN_PROGRESS;
+        if (attempt >= ep->cfg.retries)
+            return UTIL_ERR_NO_RESOURCE;
+        status = start_pull(ep);
+        if (status != UTIL_OK)
+            return status;
+        if (!ep->pulled_new)
+            return UTIL_ERR_NO_RESOURCE;
+    }
+}
+
+util_status_t rmalloc_sync_post(rmalloc_sync_ep_t *ep, const raddr_t *desc)
+{
+    uint64_t      peer_id;
+    uint32_t      peer_block;
+    util_status_t status;
+    rec_t         r;
+
+    if (ep->cfg.role != RMALLOC_SYNC_PRODUCER)
+        return UTIL_ERR_INVALID;
+    /* Validates that desc is a live allocation of this instance. */
+    if (rmalloc_vmem_peer(ep->vm, desc, &peer_id, &peer_block) != UTIL_OK)
+        return UTIL_ERR_INVALID;
+    if (ep->cfg.protocol == RMALLOC_SYNC_BLOCK)
+        return UTIL_OK;
+    status = complete_pending(ep);
+    if (status != UTIL_OK)
+        return status;
+    memset(&r, 0, sizeof(r));
+    r.start      = desc->start;
+    r.units      = desc->end - desc->start;
+    r.payload    = desc->payload;
+    r.peer_id    = desc->id;
+    r.peer_block = desc->block;
+    return send_rec(ep, &r);
+}
+
+/* ---- consumer ------------------------------------------------------------ */
+
+util_status_t rmalloc_sync_next(rmalloc_sync_ep_t *ep, raddr_t *desc_p)
+{
+    util_status_t status;
+
+    if (ep->cfg.role != RMALLOC_SYNC_CONSUMER || ep->cfg.protocol == RMALLOC_SYNC_BLOCK)
+        return UTIL_ERR_INVALID;
+    if (ep->ready_head == ep->ready_tail) {
+        if (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL) {
+            status = channel_take(ep);
+        } else {
+            status = (ep->pending != PEND_NONE) ? complete_pending(ep)
+                                                : issue_read(ep, PEND_TAGS);
+        }
+        if (status != UTIL_OK)
+            return status;
+        if (ep->ready_head == ep->ready_tail)
+            return UTIL_ERR_NO_RESOURCE;
+    }
+    *desc_p = ep->ready[ep->ready_head++ % ep->ready_cap];
+    return UTIL_OK;
+}
+
+util_status_t rmalloc_sync_accept(rmalloc_sync_ep_t *ep, uint64_t payload, uint64_t align,
+                                  raddr_t *desc_p)
+{
+    util_status_t status;
+
+    if (ep->cfg.role != RMALLOC_SYNC_CONSUMER || ep->cfg.protocol != RMALLOC_SYNC_BLOCK)
+        return UTIL_ERR_INVALID;
+    status = rmalloc_vmem_alloc(ep->vm, payload, align, desc_p);
+    if (status == UTIL_ERR_NO_RESOURCE) {
+        util_error("rmalloc: cannot mirror the producer's allocation of %llu bytes",
+                   (unsigned long long)payload);
+        return UTIL_ERR_STATE;
+    }
+    return status;
+}
+
+util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
+{
+    uint64_t      peer_id;
+    uint32_t      peer_block;
+    util_status_t status;
+    rec_t         r;
+
+    if (ep->cfg.role != RMALLOC_SYNC_CONSUMER)
+        return UTIL_ERR_INVALID;
+    if (ep->cfg.protocol == RMALLOC_SYNC_BLOCK) {
+        /* Alg. 6/7 l. 5-7 and Alg. 9: count units released in order. */
+        status = rmalloc_vmem_free(ep->vm, desc);
+        if (status != UTIL_OK)
+            return status;
+        uint64_t released = rmalloc_vmem_ring_take_released(ep->vm);
+        if (released) {
+            ep->freed_total += released;
+            store_word(ep, OFF_FREED, ep->freed_total);
+        }
+        return UTIL_OK;
+    }
+    if (rmalloc_vmem_peer(ep->vm, desc, &peer_id, &peer_block) != UTIL_OK)
+        return UTIL_ERR_INVALID;
+    status = complete_pending(ep);
+    if (status != UTIL_OK)
+        return status;
+    memset(&r, 0, sizeof(r));
+    r.start      = desc->start;
+    r.units      = desc->end - desc->start;
+    r.payload    = desc->payload;
+    r.peer_id    = peer_id;
+    r.peer_block = peer_block;
+    status = send_rec(ep, &r);
+    if (status != UTIL_OK)
+        return status;
+    return rmalloc_vmem_free(ep->vm, desc);
+}
+
+util_status_t rmalloc_sync_progress(rmalloc_sync_ep_t *ep)
+{
+    util_status_t status = complete_pending(ep);
+    if (status != UTIL_OK)
+        return status;
+    if (ep->unflushed) {
+        status = ep->tr.ops->flush(ep->tr.ctx);
+        if (status != UTIL_OK)
+            return status;
+        ep->unflushed = 0;
+    }
+    status = flush_owed(ep);
+    if (status != UTIL_OK)
+        return status;
+    if (ep->cfg.role == RMALLOC_SYNC_PRODUCER && ep->cfg.protocol == RMALLOC_SYNC_CHANNEL)
+        return start_pull(ep);
+    return UTIL_OK;
+}

@@ -1,0 +1,186 @@
+/*
+ * Shadow synchronization (thesis §3.4.3 Fig. 3.8, Table 3.1, §4.4,
+ * Algorithms 2-11). Two endpoints, one per peer, keep a shadow instance in
+ * step with the real one. rmalloc has no network code: an endpoint reaches
+ * its peer only through the small transport below, which rpipe implements
+ * over a btl and the tests implement in memory.
+ *
+ * Roles. The *producer* allocates (decides where a message goes) and learns
+ * about frees; the *consumer* learns about allocations and frees them.
+ * The direction says which of the two instances is the shadow:
+ *   PUT: the producer writes into the consumer's memory, so the producer
+ *        holds the shadow and the consumer the real (local) instance
+ *        (Algorithms 4 and 6);
+ *   GET: the consumer reads from the producer's memory, so the direction
+ *        of the mirror flips: the producer holds the real instance and the
+ *        consumer the shadow (Algorithms 5 and 7).
+ * The protocol steps are the same in both directions; only the instance
+ * that has memory mapped (rmalloc_vmem_ptr() != NULL) changes.
+ *
+ * Protocols (Table 3.1):
+ *   CHANNEL (immediate, any heuristic): every allocation descriptor is
+ *     pushed into the consumer's inbound ring, every free into the
+ *     producer's, as it happens (one remote write + one fetch-add each).
+ *   BLOCK (deferred, next-fit only): both instances are strict circular
+ *     buffers (RMALLOC_VMEM_RING). The consumer accumulates the units it
+ *     released, in allocation order, in a counter in its own sync buffer
+ *     (sync_out_blocks, Alg. 9); the producer reads it (sync_in_blocks,
+ *     Alg. 8) only when its shadow is full or above the watermark. The
+ *     consumer learns allocations by placing the same sizes in the same
+ *     order (rmalloc_sync_accept()), which gives the same offsets.
+ *   TAG (deferred, any heuristic): bounded tag queues in the owner's sync
+ *     buffer, one context per direction (alloc tags in the producer's, free
+ *     tags in the consumer's), with tag state VALID/INV and sync state
+ *     READY/SYNC (Algorithms 10 and 11). A full queue pushes back
+ *     (UTIL_ERR_NO_RESOURCE) until the reader has drained it and set SYNC.
+ *
+ * Non-blocking. No call waits. Results:
+ *   UTIL_OK              done;
+ *   UTIL_IN_PROGRESS     a transfer to the peer is in flight: call again
+ *                        (or rmalloc_sync_progress()) to finish it;
+ *   UTIL_ERR_NO_RESOURCE would block: no memory even after syncing `retries`
+ *                        times, a full queue, or nothing new to take; retry
+ *                        after the peer moved. Nothing was changed.
+ * Other errors are real failures (bad descriptor: ERR_INVALID; the peer
+ * broke the protocol: ERR_STATE; the transport's own errors).
+ */
+#ifndef RMALLOC_SYNC_H
+#define RMALLOC_SYNC_H
+
+#include "rmalloc/rmalloc_vmem.h"
+#include "util/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- transport ------------------------------------------------------------
+ * Offsets are bytes into the PEER's sync buffer (rmalloc_sync_buffer_size()
+ * bytes, same layout on both sides). Each operation returns
+ *   UTIL_OK              complete (read data is in buf, old value in *old_p);
+ *   UTIL_IN_PROGRESS     issued; complete once flush() returns UTIL_OK
+ *                        (buf and old_p must stay valid until then);
+ *   UTIL_ERR_NO_RESOURCE not issued, retry later;
+ *   another error        failure.
+ * Operations issued on one context take effect at the peer in issue order.
+ * write() copies its source at issue time (at most RMALLOC_SYNC_MAX_WRITE
+ * bytes, like an inject). old_p may be NULL. */
+#define RMALLOC_SYNC_MAX_WRITE 64
+
+typedef struct rmalloc_sync_ops {
+    util_status_t (*read)(void *ctx, uint64_t offset, void *buf, size_t len);
+    util_status_t (*write)(void *ctx, uint64_t offset, const void *buf, size_t len);
+    util_status_t (*fetch_add)(void *ctx, uint64_t offset, uint64_t value, uint64_t *old_p);
+    util_status_t (*cswap)(void *ctx, uint64_t offset, uint64_t expected, uint64_t desired,
+                           uint64_t *old_p);
+    util_status_t (*flush)(void *ctx); /* OK when nothing is in flight */
+} rmalloc_sync_ops_t;
+
+typedef struct {
+    const rmalloc_sync_ops_t *ops;
+    void                     *ctx; /* user context passed to every op */
+} rmalloc_sync_transport_t;
+
+/* ---- configuration -------------------------------------------------------- */
+typedef enum {
+    RMALLOC_SYNC_CHANNEL = 0, /* immediate */
+    RMALLOC_SYNC_BLOCK,       /* deferred, next-fit */
+    RMALLOC_SYNC_TAG,         /* deferred, any heuristic */
+    RMALLOC_SYNC_PROTOCOL_COUNT
+} rmalloc_sync_protocol_t;
+
+typedef enum { RMALLOC_SYNC_PUT = 0, RMALLOC_SYNC_GET } rmalloc_sync_direction_t;
+typedef enum { RMALLOC_SYNC_PRODUCER = 0, RMALLOC_SYNC_CONSUMER } rmalloc_sync_role_t;
+
+/* Watermarks: pull frees once this fraction of the shadow is in use. */
+#define RMALLOC_WATERMARK_HALF 0.5
+#define RMALLOC_WATERMARK_FULL 1.0 /* only when an allocation fails */
+
+typedef struct {
+    rmalloc_sync_protocol_t  protocol;
+    rmalloc_sync_direction_t direction;
+    rmalloc_sync_role_t      role;
+    rmalloc_heuristic_t      heuristic;    /* BLOCK requires next-fit */
+    void                    *base;         /* this side's memory if its instance
+                                              is the real one, else ignored */
+    uint64_t                 size;         /* region bytes (same on both sides) */
+    uint64_t                 unit;         /* granularity (power of two) */
+    uint32_t                 header_bytes; /* poll header per allocation */
+    double                   watermark;    /* 0 < w <= 1 */
+    unsigned                 retries;      /* syncs per allocation before NO_RESOURCE */
+    uint32_t                 queue_len;    /* tag queue / channel ring entries */
+    uint64_t                 seed;         /* random-fit seed (same on both sides) */
+} rmalloc_sync_config_t;
+
+/* Counters for benchmarks and debugging. */
+typedef struct {
+    uint64_t reads, writes, atomics; /* transport operations issued */
+    uint64_t pulls;                  /* sync_in rounds started */
+    uint64_t pushed, applied;        /* tags/records sent, received */
+    uint64_t backpressure;           /* NO_RESOURCE for a full queue/ring */
+} rmalloc_sync_stats_t;
+
+typedef struct rmalloc_sync_ep rmalloc_sync_ep_t;
+
+/* Name of a protocol ("channel", "block", "tag"). */
+const char *rmalloc_sync_protocol_name(rmalloc_sync_protocol_t protocol);
+
+/* Fills defaults (next-fit, tag protocol, unit 64, FULL watermark, ...)
+ * and then applies the RMB_RMALLOC_* environment rows. */
+util_status_t rmalloc_sync_config_init(rmalloc_sync_config_t *config);
+
+/* Parses "half", "full" or a fraction in (0, 1]. */
+util_status_t rmalloc_sync_parse_watermark(const char *text, double *watermark_p);
+
+/* Bytes of sync buffer each side must register for this configuration. */
+size_t rmalloc_sync_buffer_size(const rmalloc_sync_config_t *config);
+
+/* Creates an endpoint over this side's sync buffer (sync_buf, of
+ * rmalloc_sync_buffer_size() bytes, 8-byte aligned; it is zeroed here, so
+ * create both sides before either one talks). ERR_INVALID for a bad
+ * configuration (e.g. BLOCK without next-fit). */
+util_status_t rmalloc_sync_create(const rmalloc_sync_config_t *config, void *sync_buf,
+                                  const rmalloc_sync_transport_t *transport,
+                                  rmalloc_sync_ep_t **ep_p);
+
+/* Destroys the endpoint and its instance (not the buffers). */
+void rmalloc_sync_destroy(rmalloc_sync_ep_t *ep);
+
+/* The endpoint's allocator instance (local or shadow). */
+rmalloc_vmem_t *rmalloc_sync_vmem(rmalloc_sync_ep_t *ep);
+
+/* Counters since creation. */
+void rmalloc_sync_get_stats(const rmalloc_sync_ep_t *ep, rmalloc_sync_stats_t *stats_p);
+
+/* Producer: allocates payload bytes (Alg. 3): pulls frees from the
+ * consumer at the watermark and, when nothing fits, up to `retries` times.
+ * Call rmalloc_sync_post() once the consumer may see the allocation. */
+util_status_t rmalloc_sync_alloc(rmalloc_sync_ep_t *ep, uint64_t payload, uint64_t align,
+                                 raddr_t *desc_p);
+
+/* Producer: publishes an allocation to the consumer (alloc tag or channel
+ * record; no-op for BLOCK). PUT: right after the put is issued; GET: once
+ * the data is written (Alg. 7). NO_RESOURCE: the queue is full, retry. */
+util_status_t rmalloc_sync_post(rmalloc_sync_ep_t *ep, const raddr_t *desc);
+
+/* Producer: runs one sync_in round now (frees from the consumer).
+ * OK once applied (perhaps nothing new), IN_PROGRESS while in flight. */
+util_status_t rmalloc_sync_pull(rmalloc_sync_ep_t *ep);
+
+/* Consumer, CHANNEL and TAG: the next allocation the producer posted, as a
+ * descriptor of this side's instance. NO_RESOURCE: nothing new yet. */
+util_status_t rmalloc_sync_next(rmalloc_sync_ep_t *ep, raddr_t *desc_p);
+
+/* Consumer, BLOCK: mirrors the producer's next allocation of payload bytes
+ * (size read from the message header); it lands on the producer's offset.
+ * ERR_STATE if it cannot (the peers disagree). */
+util_status_t rmalloc_sync_accept(rmalloc_sync_ep_t *ep, uint64_t payload, uint64_t align,
+                                  raddr_t *desc_p);
+
+/* Consumer: releases an allocation and syncs it out (Alg. 6/7, 9, 10).
+ * NO_RESOURCE: the free queue/ring is full, nothing changed, retry. */
+util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc);
+
+/* Both roles: completes transfers in flight and applies their results. */
+util_status_t rmalloc_sync_progress(rmalloc_sync_ep_t *ep);
+
+#endif
