@@ -17,6 +17,7 @@
 #define CLASS_COUNT  (FL_COUNT * SL_COUNT)
 #define MAX_REGION_UNITS (UINT64_C(1) << 40)
 #define SCAN_LIMIT   32 /* entries looked at inside one size class */
+#define HOT          static inline __attribute__((always_inline))
 
 enum { BLK_UNUSED = 0, BLK_FREE = RMALLOC_BLOCK_FREE, BLK_ALLOC = RMALLOC_BLOCK_ALLOC,
        BLK_DUMMY = RMALLOC_BLOCK_DUMMY };
@@ -161,7 +162,7 @@ static inline void bin_remove(rmalloc_vmem_t *vm, uint32_t i)
 }
 
 /* After a free block's size changed: move it if its class changed. */
-static inline void bin_reclass(rmalloc_vmem_t *vm, uint32_t i)
+HOT void bin_reclass(rmalloc_vmem_t *vm, uint32_t i)
 {
     if (cls_of(vm->blk[i].units) != vm->blk[i].cls) {
         bin_remove(vm, i);
@@ -203,7 +204,7 @@ static inline void t_update(rmalloc_vmem_t *vm, uint32_t i)
 }
 
 /* Recomputes maxima from i upwards, stopping once nothing changes. */
-static inline void t_fix_up(rmalloc_vmem_t *vm, uint32_t i)
+HOT void t_fix_up(rmalloc_vmem_t *vm, uint32_t i)
 {
     while (i != NIL) {
         uint64_t old = vm->blk[i].u.f.max;
@@ -431,7 +432,7 @@ static void tree_enable(rmalloc_vmem_t *vm)
 }
 
 /* A free block's size changed in place (its order is unchanged). */
-static inline void free_resized(rmalloc_vmem_t *vm, uint32_t i)
+HOT void free_resized(rmalloc_vmem_t *vm, uint32_t i)
 {
     bin_reclass(vm, i);
     if (vm->tree)
@@ -440,7 +441,7 @@ static inline void free_resized(rmalloc_vmem_t *vm, uint32_t i)
 
 /* Cuts [s, s + n) out of free block f (two records reserved) and returns the
  * new allocated record. The free remainders keep their place in the tree. */
-static uint32_t carve(rmalloc_vmem_t *vm, uint32_t f, uint64_t s, uint64_t n, uint32_t state)
+HOT uint32_t carve(rmalloc_vmem_t *vm, uint32_t f, uint64_t s, uint64_t n, uint32_t state)
 {
     blk_t   *bf    = &vm->blk[f];
     uint64_t front = s - bf->start;
@@ -485,7 +486,7 @@ static uint32_t carve(rmalloc_vmem_t *vm, uint32_t f, uint64_t s, uint64_t n, ui
 }
 
 /* Returns allocated/dummy record i to the free space, coalescing. */
-static void release_block(rmalloc_vmem_t *vm, uint32_t i)
+HOT void release_block(rmalloc_vmem_t *vm, uint32_t i)
 {
     blk_t   *b    = &vm->blk[i];
     uint32_t p    = b->prev, n = b->next;
@@ -535,7 +536,7 @@ static inline void fill_desc(const rmalloc_vmem_t *vm, uint32_t i, raddr_t *d)
 }
 
 /* Record of a live allocation described by d, or NIL. */
-static uint32_t lookup(const rmalloc_vmem_t *vm, const raddr_t *d)
+HOT uint32_t lookup(const rmalloc_vmem_t *vm, const raddr_t *d)
 {
     if (d->block >= vm->cap || d->id == 0)
         return NIL;
