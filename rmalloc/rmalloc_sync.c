@@ -12,7 +12,11 @@
  *   64  tags[queue_len]    my outbound tags (48 bytes each)
  *   ... ring[queue_len]    my inbound channel records (48 bytes each)
  * Each tag and record carries a stamp (generation and index, or sequence)
- * so a reader never applies a torn or stale entry: it stops and retries.
+ * and a checksum, so a reader never applies a torn or stale entry: it stops
+ * and retries. The tag and sync states are kept as in Alg. 10/11 (the
+ * writer needs the sync state to know when it may reuse a full queue);
+ * readers rely on the stamps instead of reading the states, which lets them
+ * fetch only the window of tags they have not seen.
  */
 #include "rmalloc/rmalloc_sync.h"
 #include "util/env.h"

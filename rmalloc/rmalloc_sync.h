@@ -142,7 +142,9 @@ util_status_t rmalloc_sync_create(const rmalloc_sync_config_t *config, void *syn
                                   const rmalloc_sync_transport_t *transport,
                                   rmalloc_sync_ep_t **ep_p);
 
-/* Destroys the endpoint and its instance (not the buffers). */
+/* Destroys the endpoint and its instance (not the buffers). Call
+ * rmalloc_sync_progress() until it returns UTIL_OK first, so that no
+ * transfer still targets the endpoint's landing buffers. */
 void rmalloc_sync_destroy(rmalloc_sync_ep_t *ep);
 
 /* The endpoint's allocator instance (local or shadow). */
