@@ -68,6 +68,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,8 @@ typedef struct {
     int                  virt_addr;
     size_t               inject_size;
     uint64_t             comp_flag; /* completion level of writes and atomics */
+    size_t               max_msg;   /* largest single transfer */
+    size_t               max_waw;   /* largest payload whose placement is ordered */
     btl_ofi_flag_order_t flag_order;
     uint64_t             wr_posted, rd_posted;    /* operations we posted */
     uint64_t             wr_err_seen, rd_err_seen; /* errors already reported */
@@ -343,9 +346,16 @@ static util_status_t btl_ofi_write(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, cons
         return btl_ofi_write_post(oif, oep, src, len, NULL, raddr, rkey, 0);
     }
     if (desc != NULL || !(oif->mr_mode & FI_MR_LOCAL)) {
-        status = btl_ofi_write_post(oif, oep, src, len, desc, raddr, rkey, 0);
-        if (status != UTIL_OK) {
-            return status;
+        while (len > 0) {
+            size_t chunk = len < oif->max_msg ? len : oif->max_msg;
+
+            status = btl_ofi_write_post(oif, oep, src, chunk, desc, raddr, rkey, 0);
+            if (status != UTIL_OK) {
+                return status;
+            }
+            src = (const char *)src + chunk;
+            raddr += chunk;
+            len -= chunk;
         }
         return btl_ofi_wait_writes(oif);
     }
@@ -400,9 +410,16 @@ static util_status_t btl_ofi_read(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void 
         return UTIL_OK;
     }
     if (desc != NULL || !(oif->mr_mode & FI_MR_LOCAL)) {
-        status = btl_ofi_read_post(oif, oep, dst, len, desc, raddr, rkey);
-        if (status != UTIL_OK) {
-            return status;
+        while (len > 0) {
+            size_t chunk = len < oif->max_msg ? len : oif->max_msg;
+
+            status = btl_ofi_read_post(oif, oep, dst, chunk, desc, raddr, rkey);
+            if (status != UTIL_OK) {
+                return status;
+            }
+            dst = (char *)dst + chunk;
+            raddr += chunk;
+            len -= chunk;
         }
         return btl_ofi_wait_reads(oif);
     }
@@ -471,13 +488,15 @@ static util_status_t btl_ofi_put_flag(btl_ep_t *ep, const void *src, size_t len,
     btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
     btl_ofi_ep_t *oep = btl_ofi_ep(ep);
     void *desc = btl_ofi_desc(oif, lmem);
-    int direct = len <= oif->inject_size || desc != NULL || !(oif->mr_mode & FI_MR_LOCAL);
+    int direct = len <= oif->inject_size ||
+                 (len <= oif->max_msg && (desc != NULL || !(oif->mr_mode & FI_MR_LOCAL)));
     util_status_t status;
 
     if (len == 0) {
         return btl_ofi_flag_post(oif, oep, flag_raddr, flag_rkey, flag_value, 0);
     }
-    if (oif->flag_order == BTL_OFI_FLAG_WAIT || !direct) {
+    if (oif->flag_order == BTL_OFI_FLAG_WAIT || !direct ||
+        (oif->flag_order == BTL_OFI_FLAG_NATIVE && len > oif->max_waw)) {
         /* Payload delivered (btl_ofi_write waits only for large ones). */
         status = btl_ofi_write(oif, oep, src, len, lmem, raddr, rkey);
         if (status == UTIL_OK) {
@@ -1006,6 +1025,10 @@ static util_status_t btl_ofi_getinfo(struct fi_info **info_p)
     if (status != UTIL_OK) {
         return status;
     }
+    /* sockets' progress threads spin 10 ms before sleeping; on a node
+     * where PEs outnumber cores that starves the peers' progress threads
+     * and every round trip takes a scheduler tick. A user's value wins. */
+    (void)setenv("FI_SOCKETS_PE_WAITTIME", "0", 0);
     hints = fi_allocinfo();
     if (hints == NULL) {
         return UTIL_ERR_NO_MEMORY;
@@ -1054,7 +1077,7 @@ static util_status_t btl_ofi_choose_flag_order(btl_ofi_iface_t *oif)
     struct fi_info *info = oif->info;
     int has_fence = (info->caps & FI_FENCE) != 0;
     int ordered = (info->tx_attr->msg_order & (FI_ORDER_RMA_WAW | FI_ORDER_WAW)) != 0 &&
-                  info->ep_attr->max_order_waw_size >= (size_t)-1 / 2;
+                  info->ep_attr->max_order_waw_size > 0;
     util_status_t status = util_env_get_string("RMB_OFI_FLAG_ORDER", &choice);
 
     if (status != UTIL_OK) {
@@ -1149,6 +1172,13 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     oif->virt_addr = (oif->mr_mode & FI_MR_VIRT_ADDR) != 0;
     oif->inject_size = oif->info->tx_attr->inject_size;
     oif->comp_flag = FI_DELIVERY_COMPLETE;
+    oif->max_msg = oif->info->ep_attr->max_msg_size > 0 ? oif->info->ep_attr->max_msg_size
+                                                         : (size_t)1 << 30;
+    /* Payloads larger than the placement-order guarantee wait (native
+     * mode); RMB_OFI_FLAG_ORDER=native forced on an unordered provider
+     * means "trust the wire order". */
+    oif->max_waw = oif->info->ep_attr->max_order_waw_size > 0
+                       ? oif->info->ep_attr->max_order_waw_size : SIZE_MAX;
     status = btl_ofi_choose_flag_order(oif);
     if (status != UTIL_OK) {
         goto err;
