@@ -49,7 +49,8 @@
  * serve incoming RMA and atomics while someone calls into them. A helper
  * thread polls every RMB_OFI_PROGRESS_USEC microseconds so that a peer
  * blocked outside the btl (in a bootstrap barrier) still serves our
- * quiet; 0 turns it off.
+ * quiet; 0 turns it off, a negative value makes it poll continuously
+ * (a core to spare).
  *
  * fence(ep) waits for every operation of the iface to be delivered.
  */
@@ -760,7 +761,11 @@ static void *btl_ofi_progress_thread(void *arg)
     while (!__atomic_load_n(&oif->thread_stop, __ATOMIC_ACQUIRE)) {
         (void)fi_cntr_read(oif->rd_cntr);
         (void)fi_cntr_read(oif->wr_cntr);
-        usleep((useconds_t)oif->progress_usec);
+        if (oif->progress_usec > 0) {
+            usleep((useconds_t)oif->progress_usec);
+        } else {
+            sched_yield(); /* negative interval: poll continuously */
+        }
     }
     return NULL;
 }
@@ -1288,7 +1293,7 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     if (status != UTIL_OK) {
         goto err;
     }
-    if (oif->info->domain_attr->data_progress == FI_PROGRESS_MANUAL && oif->progress_usec > 0) {
+    if (oif->info->domain_attr->data_progress == FI_PROGRESS_MANUAL && oif->progress_usec != 0) {
         ret = pthread_create(&oif->thread, NULL, btl_ofi_progress_thread, oif);
         if (ret != 0) {
             util_error("btl/ofi: progress thread: %s", strerror(ret));
