@@ -4,19 +4,23 @@
  * Sync buffer layout (same on both sides; words are 64-bit):
  *   0   freed     BLOCK: units the consumer released, in allocation order
  *   8   tag_state my outbound tag queue: VALID or INV (Alg. 10/11)
- *   16  sync_state        READY or SYNC (set by the reader, remote cswap)
- *   24  len               tags in the queue
- *   32  gen               bumped each time a drained full queue is reused
+ *   16  consumed          tags the reader has taken (the reader writes it)
+ *   24  produced          tags ever appended (slot = produced % queue_len)
+ *   32  (unused)
  *   40  ch_head   my inbound channel ring: records pushed by the peer
  *   48  ch_tail            records I consumed (the peer reads it)
  *   64  tags[queue_len]    my outbound tags (48 bytes each)
  *   ... ring[queue_len]    my inbound channel records (48 bytes each)
- * Each tag and record carries a stamp (generation and index, or sequence)
- * and a checksum, so a reader never applies a torn or stale entry: it stops
- * and retries. The tag and sync states are kept as in Alg. 10/11 (the
- * writer needs the sync state to know when it may reuse a full queue);
- * readers rely on the stamps instead of reading the states, which lets them
- * fetch only the window of tags they have not seen.
+ * Each tag and record carries a stamp (its sequence number) and a
+ * checksum, so a reader never applies a torn or stale entry: it stops and
+ * retries. The tag queue is a ring: a slot is free again as soon as the
+ * reader has taken it and reported so (its consumed count, written into
+ * the writer's buffer every half ring and whenever it has caught up). The
+ * thesis's queue (Alg. 10/11) only restarts once the reader drained it
+ * whole; that waits on the reader's progress even with room to spare,
+ * which can deadlock two peers that each wait on the other. Readers rely on
+ * the stamps rather than the tag state, so they fetch only the window of
+ * tags they have not seen.
  */
 #include "rmalloc/rmalloc_sync.h"
 #include "util/env.h"
@@ -28,15 +32,13 @@
 
 #define OFF_FREED     0
 #define OFF_TAG_STATE 8
-#define OFF_SYNC      16
-#define OFF_LEN       24
-#define OFF_GEN       32
+#define OFF_CONSUMED  16
+#define OFF_PRODUCED  24
 #define OFF_CH_HEAD   40
 #define OFF_CH_TAIL   48
 #define OFF_TAGS      64
 
 enum { TAG_INV = 0, TAG_VALID = 1 };
-enum { SYNC_READY = 0, SYNC_SYNC = 1 };
 enum { PEND_NONE = 0, PEND_FREED, PEND_TAGS, PEND_TAIL };
 
 typedef struct {
@@ -89,7 +91,7 @@ struct rmalloc_sync_ep {
     uint8_t                 *scratch; /* landing spot of tag queue reads */
     uint64_t                 window;  /* tags asked for by the read in flight */
     uint64_t                 freed_seen, freed_total;
-    uint64_t                 seen_gen, consumed;
+    uint64_t                 consumed, consumed_told; /* tag reader: taken, reported */
     uint64_t                 ch_sent, peer_tail, ch_tail, head_owed;
     raddr_t                 *ready;   /* consumer: claimed, not yet taken */
     size_t                   ready_cap, ready_head, ready_tail;
@@ -346,22 +348,24 @@ static util_status_t apply_freed(rmalloc_sync_ep_t *ep, uint64_t freed)
     return UTIL_OK;
 }
 
-/* TAG, reader side: a window of the peer's queue arrived (Alg. 11). Slot
- * i of generation g is valid only with stamp g << 32 | (i + 1) and a good
- * checksum, which covers what the tag and sync states guard in the
- * thesis (an entry being written, a queue not yet reused) without reading
- * them: the first invalid slot ends the batch, to be read again later. */
+/* TAG, reader side: a window of the peer's queue arrived (Alg. 11). Tag
+ * number n sits in slot n % queue_len with stamp n + 1 and a good checksum;
+ * the first slot that is not so (not written yet, or half written) ends the
+ * batch, to be read again later. */
 static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
 {
     uint64_t      cap = ep->cfg.queue_len, n = 0;
+    int           caught_up = 0;
     util_status_t status;
 
     ep->pulled_new = 0;
     for (uint64_t k = 0; k < ep->window; k++) {
         rec_t r;
         memcpy(&r, ep->scratch + k * sizeof(rec_t), sizeof(r));
-        if (!rec_valid(&r, (ep->seen_gen << 32) | (ep->consumed + 1)))
+        if (!rec_valid(&r, ep->consumed + 1)) {
+            caught_up = 1;
             break;
+        }
         status = apply_rec(ep, &r);
         if (status != UTIL_OK)
             return status;
@@ -369,18 +373,20 @@ static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
         n++;
     }
     ep->pulled_new = (n != 0);
-    if (ep->consumed == cap) {
-        /* Drained a full queue: let the writer reuse it (Alg. 11 l. 17-20). */
-        status = ep->tr.ops->cswap(ep->tr.ctx, OFF_SYNC, SYNC_READY, SYNC_SYNC, NULL);
+    /* Report what was taken (Alg. 11 l. 17-20, per half ring rather than
+     * per full queue): the writer may then reuse those slots. */
+    if (ep->consumed != ep->consumed_told &&
+        (caught_up || ep->consumed - ep->consumed_told >= (cap + 1) / 2)) {
+        uint64_t told = ep->consumed;
+        status = ep->tr.ops->write(ep->tr.ctx, OFF_CONSUMED, &told, sizeof(told));
         if (status == UTIL_ERR_NO_RESOURCE)
-            return UTIL_OK; /* retried on the next read: consumed stays at cap */
+            return UTIL_OK; /* reported with the next batch */
         if (status == UTIL_IN_PROGRESS)
             ep->unflushed = 1;
         else if (status != UTIL_OK)
             return status;
-        ep->stats.atomics++;
-        ep->consumed = 0;
-        ep->seen_gen++;
+        ep->stats.writes++;
+        ep->consumed_told = told;
     }
     return UTIL_OK;
 }
@@ -416,11 +422,10 @@ static util_status_t issue_read(rmalloc_sync_ep_t *ep, int kind)
     util_status_t status;
 
     if (kind == PEND_TAGS) {
-        uint64_t cap = ep->cfg.queue_len;
-        if (ep->consumed == cap) /* only the SYNC cswap is left to retry */
-            return apply_tags(ep);
-        ep->window = (cap - ep->consumed < TAG_WINDOW) ? cap - ep->consumed : TAG_WINDOW;
-        status     = ep->tr.ops->read(ep->tr.ctx, OFF_TAGS + ep->consumed * sizeof(rec_t),
+        uint64_t cap  = ep->cfg.queue_len;
+        uint64_t slot = ep->consumed % cap; /* the window stops at the ring's end */
+        ep->window = (cap - slot < TAG_WINDOW) ? cap - slot : TAG_WINDOW;
+        status     = ep->tr.ops->read(ep->tr.ctx, OFF_TAGS + slot * sizeof(rec_t),
                                       ep->scratch, ep->window * sizeof(rec_t));
     } else
         status = ep->tr.ops->read(ep->tr.ctx, kind == PEND_FREED ? OFF_FREED : OFF_CH_TAIL,
@@ -507,34 +512,22 @@ static util_status_t channel_take(rmalloc_sync_ep_t *ep)
     return UTIL_OK;
 }
 
-/* TAG: appends r to my outbound queue (Alg. 10); the peer pulls it. */
+/* TAG: appends r to my outbound queue (Alg. 10); the peer pulls it.
+ * NO_RESOURCE when the reader has not yet taken the tag queue_len back. */
 static util_status_t tag_produce(rmalloc_sync_ep_t *ep, rec_t *r)
 {
-    uint64_t cap = ep->cfg.queue_len;
-    uint64_t len = load_word(ep, OFF_LEN), gen = load_word(ep, OFF_GEN);
+    uint64_t cap      = ep->cfg.queue_len;
+    uint64_t produced = load_word(ep, OFF_PRODUCED);
 
-    if (len == cap) {
-        if (load_word(ep, OFF_SYNC) != SYNC_SYNC) {
-            ep->stats.backpressure++;
-            return UTIL_ERR_NO_RESOURCE;
-        }
-        /* The reader drained it: start a new generation at slot 0. */
-        store_word(ep, OFF_TAG_STATE, TAG_INV);
-        store_word(ep, OFF_LEN, 0);
-        store_word(ep, OFF_GEN, ++gen);
-        len = 0;
-        rec_seal(r, (gen << 32) | 1);
-        memcpy(ep->buf + OFF_TAGS, r, sizeof(*r));
-        store_word(ep, OFF_LEN, 1);
-        store_word(ep, OFF_SYNC, SYNC_READY);
-        store_word(ep, OFF_TAG_STATE, TAG_VALID);
-    } else {
-        store_word(ep, OFF_TAG_STATE, TAG_INV);
-        rec_seal(r, (gen << 32) | (len + 1));
-        memcpy(ep->buf + OFF_TAGS + len * sizeof(*r), r, sizeof(*r));
-        store_word(ep, OFF_LEN, len + 1);
-        store_word(ep, OFF_TAG_STATE, TAG_VALID);
+    if (produced - load_word(ep, OFF_CONSUMED) >= cap) {
+        ep->stats.backpressure++;
+        return UTIL_ERR_NO_RESOURCE;
     }
+    store_word(ep, OFF_TAG_STATE, TAG_INV);
+    rec_seal(r, produced + 1);
+    memcpy(ep->buf + OFF_TAGS + (produced % cap) * sizeof(*r), r, sizeof(*r));
+    store_word(ep, OFF_PRODUCED, produced + 1);
+    store_word(ep, OFF_TAG_STATE, TAG_VALID);
     ep->stats.pushed++;
     return UTIL_OK;
 }
