@@ -1,0 +1,673 @@
+/*
+ * rpipe: library state, channel setup and the lazy pairwise connection
+ * (thesis Algorithm 1), the rmalloc sync transport over the btl, status
+ * text and the network_* utilities.
+ *
+ * Lazy connection. rpipe() allocates and registers this side's memory,
+ * creates its rmalloc sync endpoint and publishes a description under a
+ * key that encodes the channel id (active rank, passive rank, context) and
+ * the side. It never waits. The first call that needs the peer gets the
+ * peer's key from the bootstrap, which waits until the peer publishes it;
+ * so ends may be created in any order and no global barrier is involved.
+ */
+#include "rpipe/rpipe.h"
+#include "rpipe/rpipe_inl.h"
+#include "btl/btl_inl.h"
+#include "util/env.h"
+#include "util/log.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RPIPE_META_MAGIC 0x72706970u /* "rpip" */
+
+rpipe_state_t rpipe_state;
+
+_Static_assert((int)R_SUCCESS == (int)UTIL_OK && (int)R_PENDING == (int)UTIL_IN_PROGRESS &&
+               (int)R_ERR_NOMEM == (int)UTIL_ERR_NO_MEMORY &&
+               (int)R_ERR_INVALID == (int)UTIL_ERR_INVALID &&
+               (int)R_ERR_TIMEOUT == (int)UTIL_ERR_TIMEOUT &&
+               (int)R_ERR_NO_RESOURCE == (int)UTIL_ERR_NO_RESOURCE &&
+               (int)R_ERR_STATE == (int)UTIL_ERR_STATE && (int)R_ERR_EXISTS == (int)UTIL_ERR_EXISTS &&
+               (int)R_ERR_TRUNCATED == (int)UTIL_ERR_TRUNCATED &&
+               (int)R_ERR_UNSUPPORTED == (int)UTIL_ERR_UNSUPPORTED &&
+               (int)R_ERR_PEER_FAILED == (int)UTIL_ERR_PEER_FAILED,
+               "public status codes are the internal ones");
+
+const char *rstrerror(int status)
+{
+    return util_status_string((util_status_t)status);
+}
+
+void rmalloc_config_init(rmalloc_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->peer        = -1;
+    cfg->op          = RDMA_PUT;
+    cfg->algorithm   = NEXT_FIT;
+    cfg->unit_size   = 8;
+    cfg->alloc_size  = 64 * 1024;
+    cfg->sync        = NET_SYNC_BLKS;
+    cfg->watermark   = RWATERMARK_FULL;
+    cfg->retries     = 1;
+    cfg->atomic_type = RATOMIC_ADD;
+}
+
+/* ---- waiting ------------------------------------------------------------------------- */
+
+void rpipe_wait_init(rpipe_wait_t *wait)
+{
+    wait->polls = 0;
+}
+
+/* One step of a blocking wait: drive the btl, then spin or, after
+ * RMB_RPIPE_SPIN polls, yield so that oversubscribed PEs make progress. */
+void rpipe_wait_step(rpipe_wait_t *wait)
+{
+    btl_ctx_progress(rpipe_state.btl);
+    /* A peer may be waiting for what we deferred, on any channel. */
+    if (rpipe_state.deferred > 0) {
+        for (rch_t ch = rpipe_state.channels; ch != NULL; ch = ch->next) {
+            if (ch->deferred_n > 0) {
+                rmalloc_sync_progress(ch->sync);
+                rpipe_flush_deferred(ch);
+            }
+        }
+    }
+    if (++wait->polls > rpipe_state.spin) {
+        sched_yield();
+    } else {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+static double rpipe_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- deferred posts and frees ---------------------------------------------------------- */
+
+static util_status_t rpipe_sync_send(rch_t ch, const raddr_t *desc)
+{
+    return ch->producer ? rmalloc_sync_post(ch->sync, desc) : rmalloc_sync_free(ch->sync, desc);
+}
+
+static int rpipe_sync_refused(util_status_t status)
+{
+    return status == UTIL_ERR_NO_RESOURCE || status == UTIL_IN_PROGRESS;
+}
+
+util_status_t rpipe_flush_deferred(rch_t ch)
+{
+    uint32_t done = 0;
+    util_status_t status = UTIL_OK;
+
+    while (done < ch->deferred_n) {
+        status = rpipe_sync_send(ch, &ch->deferred[done]);
+        if (rpipe_sync_refused(status)) {
+            status = UTIL_OK;
+            break;
+        }
+        if (status != UTIL_OK) {
+            break;
+        }
+        done++;
+    }
+    if (done > 0) {
+        memmove(ch->deferred, ch->deferred + done, (ch->deferred_n - done) * sizeof(raddr_t));
+        ch->deferred_n -= done;
+        rpipe_state.deferred -= done;
+    }
+    return status;
+}
+
+util_status_t rpipe_post_or_defer(rch_t ch, const raddr_t *desc)
+{
+    util_status_t status = UTIL_ERR_NO_RESOURCE;
+
+    if (ch->deferred_n > 0) {
+        status = rpipe_flush_deferred(ch);
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    if (ch->deferred_n == 0) { /* keep the order: nothing may overtake */
+        status = rpipe_sync_send(ch, desc);
+        if (!rpipe_sync_refused(status)) {
+            return status;
+        }
+    }
+    if (ch->deferred_n == ch->deferred_cap) {
+        uint32_t cap = ch->deferred_cap ? 2 * ch->deferred_cap : 16;
+        raddr_t *grown = realloc(ch->deferred, cap * sizeof(raddr_t));
+        if (grown == NULL) {
+            return UTIL_ERR_NO_MEMORY;
+        }
+        ch->deferred     = grown;
+        ch->deferred_cap = cap;
+    }
+    ch->deferred[ch->deferred_n++] = *desc;
+    rpipe_state.deferred++;
+    return UTIL_OK;
+}
+
+/* ---- init / exit --------------------------------------------------------------------- */
+
+int rinit(int *rank, int *nranks)
+{
+    util_status_t status;
+    long spin, timeout;
+
+    if (rpipe_state.refcount > 0) {
+        rpipe_state.refcount++;
+    } else {
+        status = btl_ctx_create(NULL, &rpipe_state.btl);
+        if (status != UTIL_OK) {
+            return status;
+        }
+        if (util_env_get_int("RMB_RPIPE_SPIN", &spin) != UTIL_OK || spin < 0 ||
+            util_env_get_int("RMB_RPIPE_CONNECT_TIMEOUT", &timeout) != UTIL_OK || timeout < 1) {
+            util_error("RMB_RPIPE_SPIN must be >= 0 and RMB_RPIPE_CONNECT_TIMEOUT >= 1");
+            btl_ctx_destroy(rpipe_state.btl);
+            return UTIL_ERR_INVALID;
+        }
+        rpipe_state.spin            = (uint64_t)spin;
+        rpipe_state.connect_timeout = (double)timeout;
+        rpipe_state.rank            = bootstrap_rank();
+        rpipe_state.size            = bootstrap_size();
+        rpipe_state.msg_sent = calloc((size_t)rpipe_state.size, sizeof(uint64_t));
+        rpipe_state.msg_recv = calloc((size_t)rpipe_state.size, sizeof(uint64_t));
+        if (rpipe_state.msg_sent == NULL || rpipe_state.msg_recv == NULL) {
+            free(rpipe_state.msg_sent);
+            free(rpipe_state.msg_recv);
+            btl_ctx_destroy(rpipe_state.btl);
+            return UTIL_ERR_NO_MEMORY;
+        }
+        rpipe_state.refcount = 1;
+    }
+    if (rank != NULL) {
+        *rank = rpipe_state.rank;
+    }
+    if (nranks != NULL) {
+        *nranks = rpipe_state.size;
+    }
+    return R_SUCCESS;
+}
+
+int rexit(void)
+{
+    util_status_t status;
+
+    if (rpipe_state.refcount == 0) {
+        return R_ERR_STATE;
+    }
+    if (--rpipe_state.refcount > 0) {
+        return R_SUCCESS;
+    }
+    /* Everyone stops using channels before anyone unmaps its memory. */
+    bootstrap_barrier();
+    while (rpipe_state.channels != NULL) {
+        rpipe_close(rpipe_state.channels);
+    }
+    status = btl_ctx_destroy(rpipe_state.btl);
+    free(rpipe_state.msg_sent);
+    free(rpipe_state.msg_recv);
+    memset(&rpipe_state, 0, sizeof(rpipe_state));
+    return status;
+}
+
+/* ---- the rmalloc sync transport over the btl -------------------------------------------- */
+
+static util_status_t rpipe_sync_read(void *ctx, uint64_t offset, void *buf, size_t len)
+{
+    rch_t ch = ctx;
+    return btl_get(ch->ep, buf, len, NULL, ch->peer_sync_addr + offset, ch->peer_sync_rkey);
+}
+
+static util_status_t rpipe_sync_write(void *ctx, uint64_t offset, const void *buf, size_t len)
+{
+    rch_t ch = ctx;
+    util_status_t status;
+
+    status = btl_put(ch->ep, buf, len, NULL, ch->peer_sync_addr + offset, ch->peer_sync_rkey);
+    /* The sync protocols rely on issue order at the peer. */
+    return (status == UTIL_OK) ? btl_fence(ch->ep) : status;
+}
+
+static util_status_t rpipe_sync_fetch_add(void *ctx, uint64_t offset, uint64_t value,
+                                          uint64_t *old_p)
+{
+    rch_t ch = ctx;
+    uint64_t old;
+    util_status_t status = btl_amo_fetch(ch->ep, BTL_AMO_ADD, 8, ch->peer_sync_addr + offset,
+                                         ch->peer_sync_rkey, value, 0, &old);
+    if (status == UTIL_OK && old_p != NULL) {
+        *old_p = old;
+    }
+    return status;
+}
+
+static util_status_t rpipe_sync_cswap(void *ctx, uint64_t offset, uint64_t expected,
+                                      uint64_t desired, uint64_t *old_p)
+{
+    rch_t ch = ctx;
+    uint64_t old;
+    util_status_t status = btl_amo_fetch(ch->ep, BTL_AMO_CSWAP, 8, ch->peer_sync_addr + offset,
+                                         ch->peer_sync_rkey, desired, expected, &old);
+    if (status == UTIL_OK && old_p != NULL) {
+        *old_p = old;
+    }
+    return status;
+}
+
+static util_status_t rpipe_sync_flush(void *ctx)
+{
+    return UTIL_OK; /* every operation above completes before it returns */
+}
+
+static const rmalloc_sync_ops_t rpipe_sync_ops = {
+    .read      = rpipe_sync_read,
+    .write     = rpipe_sync_write,
+    .fetch_add = rpipe_sync_fetch_add,
+    .cswap     = rpipe_sync_cswap,
+    .flush     = rpipe_sync_flush,
+};
+
+/* ---- channel setup --------------------------------------------------------------------- */
+
+static util_status_t rpipe_check_config(const rmalloc_config_t *cfg)
+{
+    if (rpipe_state.refcount == 0) {
+        util_error("rpipe: call rinit() first");
+        return UTIL_ERR_STATE;
+    }
+    if (cfg->peer < 0 || cfg->peer >= rpipe_state.size || cfg->peer == rpipe_state.rank) {
+        util_error("rpipe: peer %d is not another rank of this job (0..%d, I am %d)", cfg->peer,
+                   rpipe_state.size - 1, rpipe_state.rank);
+        return UTIL_ERR_INVALID;
+    }
+    if (cfg->op != RDMA_PUT && cfg->op != RDMA_GET) {
+        util_error("rpipe: op %d is not supported (RDMA_PUT or RDMA_GET)", (int)cfg->op);
+        return (cfg->op == RDMA_ATOMIC) ? UTIL_ERR_UNSUPPORTED : UTIL_ERR_INVALID;
+    }
+    if (cfg->unit_size == 0 || (cfg->unit_size & (cfg->unit_size - 1)) != 0) {
+        util_error("rpipe: unit_size %zu is not a power of two", cfg->unit_size);
+        return UTIL_ERR_INVALID;
+    }
+    if (cfg->alloc_size == 0 || cfg->alloc_size > ((size_t)1 << 40)) {
+        util_error("rpipe: alloc_size %zu is out of range (1 B .. 1 TiB)", cfg->alloc_size);
+        return UTIL_ERR_INVALID;
+    }
+    if (cfg->context > 255) {
+        util_error("rpipe: context %u is out of range (0..255)", cfg->context);
+        return UTIL_ERR_INVALID;
+    }
+    if ((unsigned)cfg->algorithm > RANDOM_FIT || (unsigned)cfg->sync > CH_SYNC) {
+        util_error("rpipe: unknown algorithm %d or sync mode %d", (int)cfg->algorithm, (int)cfg->sync);
+        return UTIL_ERR_INVALID;
+    }
+    if (cfg->sync == NET_SYNC_BLKS && cfg->algorithm != NEXT_FIT) {
+        util_error("rpipe: NET_SYNC_BLKS needs NEXT_FIT (use NET_SYNC_TAGS or CH_SYNC for other heuristics)");
+        return UTIL_ERR_INVALID;
+    }
+    if (!(cfg->watermark > 0.0 && cfg->watermark <= 1.0)) {
+        util_error("rpipe: watermark %g is out of range (0, 1]", cfg->watermark);
+        return UTIL_ERR_INVALID;
+    }
+    return UTIL_OK;
+}
+
+static void rpipe_channel_keys(rch_t ch)
+{
+    int active  = ch->cfg.rdma_active ? rpipe_state.rank : ch->cfg.peer;
+    int passive = ch->cfg.rdma_active ? ch->cfg.peer : rpipe_state.rank;
+
+    ch->flag_salt = ((uint64_t)active << 40) ^ ((uint64_t)passive << 16) ^
+                    ((uint64_t)ch->cfg.context << 4) ^ (uint64_t)ch->cfg.op ^ 0x72706970ull;
+
+    /* channel id = (active, passive, context), plus the op so that a PUT and
+     * a GET channel of the same pair and context do not collide */
+    snprintf(ch->key_mine, sizeof(ch->key_mine), "rp.%d.%d.%u.%d.%c", active, passive,
+             ch->cfg.context, (int)ch->cfg.op, ch->cfg.rdma_active ? 'a' : 'p');
+    snprintf(ch->key_peer, sizeof(ch->key_peer), "rp.%d.%d.%u.%d.%c", active, passive,
+             ch->cfg.context, (int)ch->cfg.op, ch->cfg.rdma_active ? 'p' : 'a');
+}
+
+/* Bytes of the message region: the capacity plus, per message the
+ * capacity can hold at the unit size, the user header, flag and padding. */
+static uint64_t rpipe_region_bytes(const rmalloc_config_t *cfg, uint64_t unit)
+{
+    uint64_t messages = (cfg->alloc_size + cfg->unit_size - 1) / cfg->unit_size;
+    uint64_t bytes    = cfg->alloc_size + messages * (RPIPE_UHDR_BYTES + 8 + 8);
+
+    return (bytes + unit - 1) / unit * unit;
+}
+
+int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
+{
+    rmalloc_sync_transport_t transport = {&rpipe_sync_ops, NULL};
+    rpipe_meta_t meta;
+    util_status_t status;
+    size_t key_len;
+    rch_t ch;
+
+    if (ch_p == NULL || cfg == NULL) {
+        return R_ERR_INVALID;
+    }
+    status = rpipe_check_config(cfg);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    ch = calloc(1, sizeof(*ch));
+    if (ch == NULL) {
+        return R_ERR_NOMEM;
+    }
+    ch->cfg      = *cfg;
+    ch->producer = (cfg->op == RDMA_GET) ? !cfg->rdma_active : !!cfg->rdma_active;
+    ch->owner    = (cfg->op == RDMA_GET) ? ch->producer : !ch->producer;
+    ch->unit     = cfg->unit_size < 8 ? 8 : cfg->unit_size;
+    ch->region_bytes = rpipe_region_bytes(cfg, ch->unit);
+    rpipe_channel_keys(ch);
+    for (rch_t other = rpipe_state.channels; other != NULL; other = other->next) {
+        if (strcmp(other->key_mine, ch->key_mine) == 0) {
+            util_error("rpipe: a channel with peer %d, context %u and this direction exists",
+                       cfg->peer, cfg->context);
+            free(ch);
+            return R_ERR_EXISTS;
+        }
+    }
+
+    status = rmalloc_sync_config_init(&ch->sync_cfg);
+    if (status != UTIL_OK) {
+        goto err_free;
+    }
+    ch->sync_cfg.protocol  = cfg->sync == NET_SYNC_BLKS ? RMALLOC_SYNC_BLOCK
+                           : cfg->sync == NET_SYNC_TAGS ? RMALLOC_SYNC_TAG : RMALLOC_SYNC_CHANNEL;
+    ch->sync_cfg.direction = cfg->op == RDMA_GET ? RMALLOC_SYNC_GET : RMALLOC_SYNC_PUT;
+    ch->sync_cfg.role      = ch->producer ? RMALLOC_SYNC_PRODUCER : RMALLOC_SYNC_CONSUMER;
+    ch->sync_cfg.heuristic = (rmalloc_heuristic_t)cfg->algorithm;
+    ch->sync_cfg.size      = ch->region_bytes;
+    ch->sync_cfg.unit      = ch->unit;
+    ch->sync_cfg.header_bytes = 8; /* the notified flag */
+    ch->sync_cfg.watermark = cfg->watermark;
+    ch->sync_cfg.retries   = cfg->retries;
+    ch->sync_cfg.seed      = 0x5eed0000u + cfg->context;
+    if (cfg->queue_len != 0) {
+        ch->sync_cfg.queue_len = cfg->queue_len;
+    } else {
+        /* Twice the messages the region can hold (smallest message: user
+         * header, 1 byte, flag): unread tags are at most one region's worth
+         * and the reader reports what it took every half ring, so a queue
+         * never pushes back. Capped for huge channels of tiny units, where
+         * deferral covers the rest. */
+        uint64_t smallest = (RPIPE_UHDR_BYTES + 8 + 8 + ch->unit - 1) / ch->unit * ch->unit;
+        uint64_t entries  = 2 * (ch->region_bytes / smallest + 1);
+        ch->sync_cfg.queue_len = (uint32_t)(entries < 65536 ? entries : 65536);
+    }
+
+    /* The owner's region holds messages; the other side's mirror is only
+     * allocated at connect time, when we know whether it is needed. */
+    if (ch->owner) {
+        status = btl_mem_alloc(rpipe_state.btl, ch->region_bytes, &ch->region_mem);
+        if (status != UTIL_OK) {
+            goto err_free;
+        }
+        ch->region = btl_mem_addr(ch->region_mem);
+        memset(ch->region, 0, ch->region_bytes);
+        ch->sync_cfg.base = ch->region;
+    }
+    status = btl_mem_alloc(rpipe_state.btl, rmalloc_sync_buffer_size(&ch->sync_cfg), &ch->sync_mem);
+    if (status != UTIL_OK) {
+        goto err_region;
+    }
+    transport.ctx = ch;
+    status = rmalloc_sync_create(&ch->sync_cfg, btl_mem_addr(ch->sync_mem), &transport, &ch->sync);
+    if (status != UTIL_OK) {
+        goto err_sync_mem;
+    }
+
+    memset(&meta, 0, sizeof(meta));
+    meta.magic        = RPIPE_META_MAGIC;
+    meta.op           = (uint32_t)cfg->op;
+    meta.algorithm    = (uint32_t)cfg->algorithm;
+    meta.sync         = (uint32_t)cfg->sync;
+    meta.unit         = ch->unit;
+    meta.alloc_size   = cfg->alloc_size;
+    meta.region_bytes = ch->region_bytes;
+    meta.sync_bytes   = rmalloc_sync_buffer_size(&ch->sync_cfg);
+    meta.sync_addr    = (uint64_t)(uintptr_t)btl_mem_addr(ch->sync_mem);
+    status = btl_mem_pack(ch->sync_mem, meta.sync_key, sizeof(meta.sync_key), &key_len);
+    meta.sync_key_len = (uint32_t)key_len;
+    if (status == UTIL_OK && ch->owner) {
+        meta.region_addr = (uint64_t)(uintptr_t)ch->region;
+        status = btl_mem_pack(ch->region_mem, meta.region_key, sizeof(meta.region_key), &key_len);
+        meta.region_key_len = (uint32_t)key_len;
+    }
+    if (status == UTIL_OK) {
+        status = bootstrap_put(ch->key_mine, &meta, sizeof(meta));
+    }
+    if (status == UTIL_OK) {
+        status = bootstrap_commit();
+    }
+    if (status != UTIL_OK) {
+        goto err_sync;
+    }
+    ch->next              = rpipe_state.channels;
+    rpipe_state.channels  = ch;
+    *ch_p                 = ch;
+    return R_SUCCESS;
+
+err_sync:
+    rmalloc_sync_destroy(ch->sync);
+err_sync_mem:
+    btl_mem_free(ch->sync_mem);
+err_region:
+    if (ch->region_mem != NULL) {
+        btl_mem_free(ch->region_mem);
+    }
+err_free:
+    free(ch);
+    return status;
+}
+
+/* Reads the peer's description, waiting for the peer to publish it. */
+static util_status_t rpipe_get_peer_meta(rch_t ch, rpipe_meta_t *meta)
+{
+    double deadline = rpipe_now() + rpipe_state.connect_timeout;
+    util_status_t status;
+    size_t size;
+
+    for (;;) {
+        status = bootstrap_get(ch->cfg.peer, ch->key_peer, meta, sizeof(*meta), &size);
+        if (status != UTIL_ERR_TIMEOUT && status != UTIL_ERR_NOT_FOUND) {
+            break;
+        }
+        if (rpipe_now() > deadline) {
+            util_error("rpipe: rank %d did not create its end of channel %s within %.0f s "
+                       "(RMB_RPIPE_CONNECT_TIMEOUT)", ch->cfg.peer, ch->key_peer,
+                       rpipe_state.connect_timeout);
+            return UTIL_ERR_TIMEOUT;
+        }
+    }
+    if (status == UTIL_OK && (size != sizeof(*meta) || meta->magic != RPIPE_META_MAGIC)) {
+        util_error("rpipe: rank %d published a malformed channel description", ch->cfg.peer);
+        status = UTIL_ERR_STATE;
+    }
+    return status;
+}
+
+util_status_t rpipe_connect(rch_t ch)
+{
+    rpipe_meta_t meta;
+    util_status_t status;
+    void *ptr;
+
+    status = rpipe_get_peer_meta(ch, &meta);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (meta.op != (uint32_t)ch->cfg.op || meta.algorithm != (uint32_t)ch->cfg.algorithm ||
+        meta.sync != (uint32_t)ch->cfg.sync || meta.unit != ch->unit ||
+        meta.alloc_size != ch->cfg.alloc_size) {
+        util_error("rpipe: the two ends of channel %s disagree (op, algorithm, sync, unit_size "
+                   "or alloc_size differ between rank %d and rank %d)", ch->key_mine,
+                   rpipe_state.rank, ch->cfg.peer);
+        return UTIL_ERR_INVALID;
+    }
+    status = btl_ctx_ep(rpipe_state.btl, ch->cfg.peer, &ch->ep);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    ch->peer_sync_addr = meta.sync_addr;
+    status = btl_rkey_unpack(ch->ep, meta.sync_key, meta.sync_key_len, &ch->peer_sync_rkey);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (!ch->owner) {
+        ch->peer_region_addr = meta.region_addr;
+        status = btl_rkey_unpack(ch->ep, meta.region_key, meta.region_key_len,
+                                 &ch->peer_region_rkey);
+        if (status != UTIL_OK) {
+            goto err_sync_rkey;
+        }
+        if (btl_rkey_ptr(ch->peer_region_rkey, meta.region_addr, &ptr) == UTIL_OK) {
+            ch->peer_region = ptr; /* messages are written/read in place */
+        } else {
+            status = btl_mem_alloc(rpipe_state.btl, ch->region_bytes, &ch->region_mem);
+            if (status != UTIL_OK) {
+                goto err_region_rkey;
+            }
+            ch->region = btl_mem_addr(ch->region_mem);
+        }
+    }
+    ch->connected = 1;
+    return UTIL_OK;
+
+err_region_rkey:
+    btl_rkey_release(ch->peer_region_rkey);
+    ch->peer_region_rkey = NULL;
+err_sync_rkey:
+    btl_rkey_release(ch->peer_sync_rkey);
+    ch->peer_sync_rkey = NULL;
+    return status;
+}
+
+int rpipe_close(rch_t ch)
+{
+    rch_t *link;
+
+    if (ch == NULL) {
+        return R_ERR_INVALID;
+    }
+    for (link = &rpipe_state.channels; *link != NULL && *link != ch; link = &(*link)->next) {
+    }
+    if (*link == NULL) {
+        util_error("rpipe_close: not an open channel");
+        return R_ERR_INVALID;
+    }
+    *link = ch->next;
+    rpipe_flush_deferred(ch); /* best effort: the peer may be gone */
+    rpipe_state.deferred -= ch->deferred_n;
+    free(ch->deferred);
+    rmalloc_sync_destroy(ch->sync);
+    if (ch->peer_region_rkey != NULL) {
+        btl_rkey_release(ch->peer_region_rkey);
+    }
+    if (ch->peer_sync_rkey != NULL) {
+        btl_rkey_release(ch->peer_sync_rkey);
+    }
+    if (ch->region_mem != NULL) {
+        btl_mem_free(ch->region_mem);
+    }
+    btl_mem_free(ch->sync_mem);
+    free(ch);
+    return R_SUCCESS;
+}
+
+/* ---- network utilities ------------------------------------------------------------------- */
+
+uint32_t network_rank(void) { return (uint32_t)rpipe_state.rank; }
+uint32_t network_ranks(void) { return (uint32_t)rpipe_state.size; }
+
+int network_barrier(void)
+{
+    if (rpipe_state.refcount == 0) {
+        return R_ERR_STATE;
+    }
+    for (rch_t ch = rpipe_state.channels; ch != NULL && rpipe_state.deferred > 0; ch = ch->next) {
+        rpipe_flush_deferred(ch);
+    }
+    return bootstrap_barrier();
+}
+
+int network_allgather(const void *in, void *out, size_t bytes)
+{
+    return rpipe_state.refcount ? bootstrap_allgather(in, out, bytes) : R_ERR_STATE;
+}
+
+void network_abort(int code)
+{
+    bootstrap_abort(code, "network_abort called");
+}
+
+/* Control messages ride on the bootstrap's key store: message k from A to B
+ * is key "nm.A.B.k". Slow, but it never blocks the sender. */
+int network_send(int to, const void *buf, size_t bytes)
+{
+    char key[BOOTSTRAP_KEY_MAX];
+    util_status_t status;
+
+    if (rpipe_state.refcount == 0) {
+        return R_ERR_STATE;
+    }
+    if (to < 0 || to >= rpipe_state.size || (buf == NULL && bytes > 0)) {
+        return R_ERR_INVALID;
+    }
+    snprintf(key, sizeof(key), "nm.%d.%d.%llu", rpipe_state.rank, to,
+             (unsigned long long)rpipe_state.msg_sent[to]);
+    status = bootstrap_put(key, buf, bytes);
+    if (status == UTIL_OK) {
+        status = bootstrap_commit();
+    }
+    if (status == UTIL_OK) {
+        rpipe_state.msg_sent[to]++;
+    }
+    return status;
+}
+
+int network_recv(int from, void *buf, size_t bytes)
+{
+    char key[BOOTSTRAP_KEY_MAX];
+    double deadline;
+    util_status_t status;
+    size_t size;
+
+    if (rpipe_state.refcount == 0) {
+        return R_ERR_STATE;
+    }
+    if (from < 0 || from >= rpipe_state.size || (buf == NULL && bytes > 0)) {
+        return R_ERR_INVALID;
+    }
+    snprintf(key, sizeof(key), "nm.%d.%d.%llu", from, rpipe_state.rank,
+             (unsigned long long)rpipe_state.msg_recv[from]);
+    deadline = rpipe_now() + rpipe_state.connect_timeout;
+    do {
+        status = bootstrap_get(from, key, buf, bytes, &size);
+    } while ((status == UTIL_ERR_TIMEOUT || status == UTIL_ERR_NOT_FOUND) && rpipe_now() < deadline);
+    if (status == UTIL_OK && size != bytes) {
+        util_error("network_recv: message %s has %zu bytes, %zu expected", key, size, bytes);
+        status = UTIL_ERR_TRUNCATED;
+    }
+    if (status == UTIL_OK) {
+        rpipe_state.msg_recv[from]++;
+    }
+    return status;
+}

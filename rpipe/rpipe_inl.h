@@ -1,0 +1,85 @@
+/*
+ * rpipe hot-path helpers: library state, descriptor conversion and the
+ * notified flag.
+ */
+#ifndef RPIPE_INL_H
+#define RPIPE_INL_H
+
+#include "rpipe/rpipe.h"
+
+typedef struct rpipe_state {
+    int         refcount;
+    int         rank, size;
+    btl_ctx_t  *btl;
+    uint64_t    spin;            /* polls before yielding (RMB_RPIPE_SPIN) */
+    double      connect_timeout; /* seconds (RMB_RPIPE_CONNECT_TIMEOUT) */
+    rch_t       channels;        /* every open channel */
+    uint64_t    deferred;        /* posts/frees deferred over all channels */
+    uint64_t   *msg_sent, *msg_recv; /* network_send/recv sequence per peer */
+} rpipe_state_t;
+
+extern rpipe_state_t rpipe_state;
+
+typedef struct { uint64_t polls; } rpipe_wait_t;
+void rpipe_wait_init(rpipe_wait_t *wait);
+void rpipe_wait_step(rpipe_wait_t *wait);
+
+util_status_t rpipe_connect(rch_t ch);
+
+/* Sends deferred posts/frees of ch in order while the queue takes them. */
+util_status_t rpipe_flush_deferred(rch_t ch);
+/* Posts (producer) or frees (consumer) desc now, or defers it. */
+util_status_t rpipe_post_or_defer(rch_t ch, const raddr_t *desc);
+
+static inline util_status_t rpipe_ready(rch_t ch)
+{
+    if (__builtin_expect(ch->connected, 1)) {
+        return UTIL_OK;
+    }
+    return rpipe_connect(ch);
+}
+
+/* rmalloc's payload includes the user header; the user's does not. */
+static inline raddr_t rpipe_desc_to_user(raddr_t d)
+{
+    d.payload -= RPIPE_UHDR_BYTES;
+    return d;
+}
+
+static inline raddr_t rpipe_desc_from_user(raddr_t d)
+{
+    d.payload += RPIPE_UHDR_BYTES;
+    return d;
+}
+
+/* A set flag is tied to its slot: H(channel salt, start) ^ (payload << 8 |
+ * mark). Freed memory keeps old payload bytes, and a new message's flag can
+ * land on them; a constant marker would match such bytes 1 time in 256,
+ * this encoding practically never, while rread still learns the size. */
+static inline uint64_t rpipe_flag_mask(const struct rpipe_channel *ch, const raddr_t *d)
+{
+    uint64_t z = ch->flag_salt + d->start * 0x9E3779B97F4A7C15ull;
+
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t rpipe_flag_value(const struct rpipe_channel *ch, const raddr_t *d,
+                                        uint64_t user_payload)
+{
+    return rpipe_flag_mask(ch, d) ^ ((user_payload << 8) | RPIPE_FLAG_MARK);
+}
+
+/* Offset of the allocation in the region, and of its flag. */
+static inline uint64_t rpipe_offset(const raddr_t *d)
+{
+    return rmalloc_desc_offset(d);
+}
+
+static inline uint64_t rpipe_flag_offset(const raddr_t *d)
+{
+    return rmalloc_desc_offset(d) + rmalloc_desc_flag_offset(d);
+}
+
+#endif

@@ -1,0 +1,312 @@
+/*
+ * rpipe data path: rmalloc, rwrite, rread, rfree (thesis Algorithms 12-13,
+ * §4.3). Where the owner's region is mapped here (btl/shm), messages are
+ * written and read in place and a flag is one release store; otherwise the
+ * mirror region stages them and the btl moves payload and flag
+ * (put-with-flag for PUT, get then flag-clear for GET).
+ */
+#include "rpipe/rpipe_inl.h"
+#include "btl/btl_inl.h"
+#include "util/log.h"
+
+#include <string.h>
+
+/* Base of the memory where this side sees message bytes: the owner's own
+ * region, the owner's region mapped here, or the local mirror. */
+static inline char *rpipe_view(rch_t ch)
+{
+    return ch->peer_region != NULL ? ch->peer_region : ch->region;
+}
+
+static int rpipe_check_side(rch_t ch, int want_producer, const char *call)
+{
+    if (ch == NULL) {
+        return R_ERR_INVALID;
+    }
+    if (ch->producer != want_producer) {
+        util_error("%s: this end of the channel with rank %d is the %s", call, ch->cfg.peer,
+                   ch->producer ? "producer (rmalloc/rwrite)" : "consumer (rread/rfree)");
+        return R_ERR_STATE;
+    }
+    return R_SUCCESS;
+}
+
+/* ---- producer ----------------------------------------------------------------------------- */
+
+int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
+{
+    util_status_t status = rpipe_check_side(ch, 1, "rmalloc");
+    raddr_t desc;
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (desc_p == NULL || size > ch->cfg.alloc_size) {
+        if (desc_p != NULL) {
+            util_error("rmalloc: %zu bytes do not fit a channel of %zu bytes", size,
+                       ch->cfg.alloc_size);
+        }
+        return R_ERR_INVALID;
+    }
+    status = rpipe_ready(ch);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (ch->deferred_n > 0) { /* the consumer may be waiting for these */
+        rpipe_flush_deferred(ch);
+    }
+    status = rmalloc_sync_alloc(ch->sync, size + RPIPE_UHDR_BYTES, 0, &desc);
+    if (status == UTIL_ERR_NO_RESOURCE || status == UTIL_IN_PROGRESS) {
+        return R_PENDING;
+    }
+    if (status != UTIL_OK) {
+        return status;
+    }
+    *desc_p = rpipe_desc_to_user(desc);
+    return R_SUCCESS;
+}
+
+raddr_t rmalloc(rch_t ch, size_t size)
+{
+    rpipe_wait_t wait;
+    raddr_t desc;
+    int status;
+
+    rpipe_wait_init(&wait);
+    while ((status = rmalloc_nb(ch, size, &desc)) == R_PENDING) {
+        rpipe_wait_step(&wait);
+    }
+    return (status == R_SUCCESS) ? desc : RADDR_NULL;
+}
+
+void *rmem(rch_t ch, raddr_t desc)
+{
+    if (ch == NULL || raddr_is_null(desc) || !ch->connected) {
+        return NULL;
+    }
+    return rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES;
+}
+
+void *rmalloc_mem(rch_t ch, size_t size, raddr_t *desc_p)
+{
+    raddr_t desc = rmalloc(ch, size);
+
+    if (desc_p != NULL) {
+        *desc_p = desc;
+    }
+    return rmem(ch, desc);
+}
+
+void *network_header(rch_t ch, raddr_t desc)
+{
+    if (ch == NULL || raddr_is_null(desc) || !ch->connected) {
+        return NULL;
+    }
+    return rpipe_view(ch) + rpipe_offset(&desc);
+}
+
+uint16_t network_header_bytes(size_t payload)
+{
+    return RPIPE_UHDR_BYTES;
+}
+
+int rwrite_nb(rch_t ch, raddr_t user_desc)
+{
+    util_status_t status = rpipe_check_side(ch, 1, "rwrite");
+    raddr_t desc = rpipe_desc_from_user(user_desc);
+    uint64_t flag = rpipe_flag_value(ch, &desc, user_desc.payload);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (raddr_is_null(user_desc) || !ch->connected) {
+        return R_ERR_INVALID;
+    }
+    if (ch->owner || ch->peer_region != NULL) {
+        /* GET producer, or PUT into mapped memory: the message is in place. */
+        __atomic_store_n((uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc)), flag,
+                         __ATOMIC_RELEASE);
+    } else {
+        uint64_t off = rpipe_offset(&desc);
+        status = btl_put_flag(ch->ep, ch->region + off, RPIPE_UHDR_BYTES + user_desc.payload,
+                              ch->region_mem, ch->peer_region_addr + off, ch->peer_region_rkey,
+                              ch->peer_region_addr + rpipe_flag_offset(&desc),
+                              ch->peer_region_rkey, flag, NULL);
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    return rpipe_post_or_defer(ch, &desc);
+}
+
+/* The data transfer completes locally before rwrite_nb returns and the
+ * post never waits (it is deferred when the queue pushes back), so the
+ * two forms are the same. */
+int rwrite(rch_t ch, raddr_t desc)
+{
+    return rwrite_nb(ch, desc);
+}
+
+/* ---- consumer ----------------------------------------------------------------------------- */
+
+/* Learns where the next message is (block mode: by placing the size the
+ * reader expects; tag/channel modes: from the producer's posted descriptor). */
+static util_status_t rpipe_next_desc(rch_t ch, size_t size, raddr_t *desc_p)
+{
+    if (ch->cfg.sync == NET_SYNC_BLKS) {
+        return rmalloc_sync_accept(ch->sync, size + RPIPE_UHDR_BYTES, 0, desc_p);
+    }
+    return rmalloc_sync_next(ch->sync, desc_p);
+}
+
+/* Reads the message's flag; for GET through the network it is fetched. */
+static util_status_t rpipe_load_flag(rch_t ch, const raddr_t *desc, uint64_t *flag_p)
+{
+    uint64_t off = rpipe_flag_offset(desc);
+
+    if (ch->owner || ch->peer_region != NULL) {
+        *flag_p = __atomic_load_n((uint64_t *)(rpipe_view(ch) + off), __ATOMIC_ACQUIRE);
+        return UTIL_OK;
+    }
+    return btl_get(ch->ep, flag_p, 8, NULL, ch->peer_region_addr + off, ch->peer_region_rkey);
+}
+
+int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
+{
+    util_status_t status = rpipe_check_side(ch, 0, "rread");
+    uint64_t flag, payload;
+    raddr_t desc;
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (desc_p == NULL || ptr_p == NULL || size > ch->cfg.alloc_size) {
+        return R_ERR_INVALID;
+    }
+    status = rpipe_ready(ch);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (ch->deferred_n > 0) { /* the producer may be waiting for these frees */
+        rpipe_flush_deferred(ch);
+    }
+    if (!ch->pending) {
+        status = rpipe_next_desc(ch, size, &ch->pending_desc);
+        if (status == UTIL_ERR_NO_RESOURCE || status == UTIL_IN_PROGRESS) {
+            rmalloc_sync_progress(ch->sync);
+            return R_PENDING;
+        }
+        if (status != UTIL_OK) {
+            return status;
+        }
+        ch->pending = 1;
+    }
+    desc   = ch->pending_desc;
+    status = rpipe_load_flag(ch, &desc, &flag);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    flag ^= rpipe_flag_mask(ch, &desc);
+    if ((flag & 0xffu) != RPIPE_FLAG_MARK || (flag >> 8) > ch->cfg.alloc_size) {
+        return R_PENDING; /* not written yet (0, or old bytes of freed messages) */
+    }
+    payload = flag >> 8;
+    if (payload + RPIPE_UHDR_BYTES > desc.payload) {
+        util_error("rread: message of %llu bytes in a slot of %llu (peers disagree on sizes)",
+                   (unsigned long long)payload,
+                   (unsigned long long)(desc.payload - RPIPE_UHDR_BYTES));
+        return R_ERR_STATE;
+    }
+    if (payload > size) {
+        return R_ERR_TRUNCATED; /* stays pending: a larger read can take it */
+    }
+    if (!ch->owner && ch->peer_region == NULL) {
+        /* GET through the network: fetch header and payload into the mirror. */
+        uint64_t off = rpipe_offset(&desc);
+        status = btl_get(ch->ep, ch->region + off, RPIPE_UHDR_BYTES + payload, ch->region_mem,
+                         ch->peer_region_addr + off, ch->peer_region_rkey);
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    ch->pending   = 0;
+    desc.payload  = payload + RPIPE_UHDR_BYTES;
+    *desc_p = rpipe_desc_to_user(desc);
+    *ptr_p  = rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES;
+    return R_SUCCESS;
+}
+
+int rread(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
+{
+    rpipe_wait_t wait;
+    int status;
+
+    rpipe_wait_init(&wait);
+    while ((status = rread_nb(ch, desc_p, ptr_p, size)) == R_PENDING) {
+        rpipe_wait_step(&wait);
+    }
+    return status;
+}
+
+int rfree(rch_t ch, raddr_t user_desc)
+{
+    util_status_t status = rpipe_check_side(ch, 0, "rfree");
+    raddr_t desc;
+    uint64_t zero = 0;
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (raddr_is_null(user_desc) || !ch->connected) {
+        return R_ERR_INVALID;
+    }
+    desc = rpipe_desc_from_user(user_desc);
+    /* Validate before touching memory: a stale descriptor's slot may hold
+     * a newer message by now. */
+    {
+        uint64_t peer_id;
+        uint32_t peer_block;
+        int live = rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc, &peer_id,
+                                     &peer_block) == UTIL_OK;
+
+        for (uint32_t i = 0; live && i < ch->deferred_n; i++) {
+            live = ch->deferred[i].id != desc.id;
+        }
+        if (!live) {
+            util_error("rfree: descriptor is not a live message of the channel with rank %d "
+                       "(freed twice, or from another channel)", ch->cfg.peer);
+            return R_ERR_INVALID;
+        }
+    }
+    /* Clear the flag before the memory can be handed out again. */
+    if (ch->owner || ch->peer_region != NULL) {
+        __atomic_store_n((uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc)), zero,
+                         __ATOMIC_RELAXED);
+    } else {
+        status = btl_put(ch->ep, &zero, 8, NULL, ch->peer_region_addr + rpipe_flag_offset(&desc),
+                         ch->peer_region_rkey);
+        if (status == UTIL_OK) {
+            status = btl_fence(ch->ep);
+        }
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    return rpipe_post_or_defer(ch, &desc);
+}
+
+int rread_mem(rch_t ch, void *buf, size_t size, size_t *len_p)
+{
+    raddr_t desc;
+    void *ptr;
+    int status = rread(ch, &desc, &ptr, size);
+
+    if (status != R_SUCCESS) {
+        return status;
+    }
+    memcpy(buf, ptr, desc.payload);
+    if (len_p != NULL) {
+        *len_p = desc.payload;
+    }
+    return rfree(ch, desc);
+}

@@ -1,0 +1,139 @@
+/*
+ * rpipe tests: runs tests/rpipe/mp_rpipe and the thesis's Listing B.2
+ * program under oshrun over every sync mode, heuristic and direction, with
+ * 2-8 PEs, on shm and with the ofi backend forced for every peer.
+ */
+#include "btl/btl.h"
+#include "tests/common/mp_run.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "rpipe/mp_rpipe"
+
+static const char *const ops[]   = {"put", "get"};
+static const char *const syncs[] = {"block", "tag", "channel"};
+static const char *const modes[] = {"stream", "irregular", "channels", "alltoall"};
+static const char *const heuristics[] = {"first", "best", "worst", "random"};
+
+static void run(int np, const char *backend, const char *provider, const char *prog,
+                const char *const args[])
+{
+    char *before = mp_shm_snapshot();
+
+    setenv("RMB_BTL", backend, 1);
+    if (provider != NULL) {
+        setenv("FI_PROVIDER", provider, 1);
+    } else {
+        unsetenv("FI_PROVIDER");
+    }
+    ck_assert_int_eq(mp_run(mp_oshrun_argv(np, 1, prog, args), 120, NULL), 0);
+    ck_assert_int_eq(mp_count_alive(prog), 0);
+    ck_assert_int_eq(mp_shm_new_entries(before), 0);
+    free(before);
+}
+
+/* every mode x direction x sync mode, next-fit, 4 PEs */
+START_TEST(test_modes)
+{
+    const char *mode = modes[_i / 6], *op = ops[(_i / 3) % 2], *sync = syncs[_i % 3];
+    const char *args[] = {mode, op, sync, "next", "1000", NULL};
+    run(4, "auto", NULL, PROG, args);
+}
+END_TEST
+
+/* the other heuristics need tag or channel sync; irregular frees */
+START_TEST(test_heuristics)
+{
+    const char *heur = heuristics[_i / 4], *op = ops[(_i / 2) % 2], *sync = syncs[1 + _i % 2];
+    const char *args[] = {"irregular", op, sync, heur, "1000", NULL};
+    run(2, "auto", NULL, PROG, args);
+}
+END_TEST
+
+/* all PEs streaming to all, 2..8 PEs */
+START_TEST(test_pe_counts)
+{
+    const char *args[] = {"alltoall", _i % 2 ? "get" : "put", syncs[_i % 3], "next", "300", NULL};
+    run(_i, "auto", NULL, PROG, args);
+}
+END_TEST
+
+START_TEST(test_misuse)
+{
+    const char *args[] = {"misuse", ops[_i], "tag", "next", NULL};
+    run(2, "auto", NULL, PROG, args);
+}
+END_TEST
+
+START_TEST(test_messages)
+{
+    const char *args[] = {"messages", NULL};
+    run(5, "auto", NULL, PROG, args);
+}
+END_TEST
+
+/* Listing B.2, unchanged program over PUT and GET */
+START_TEST(test_listing_b2)
+{
+    const char *args[] = {_i ? "-get" : "-put", "2000", NULL};
+    run(2, "auto", NULL, "../examples/rpipe/zero_copy", args);
+}
+END_TEST
+
+/* Network path (mirror regions, put-with-flag, remote flag polling). */
+static const char *const providers[] = {"tcp;ofi_rxm", "sockets"};
+
+START_TEST(test_ofi)
+{
+    const char *provider = providers[_i / 6], *op = ops[(_i / 3) % 2], *sync = syncs[_i % 3];
+    const char *args[] = {"stream", op, sync, "next", "300", NULL};
+
+    if (btl_component_find("ofi") == NULL) {
+        printf("SKIP rpipe over ofi: btl/ofi not built\n");
+        return;
+    }
+    run(2, "ofi", provider, PROG, args);
+}
+END_TEST
+
+START_TEST(test_ofi_alltoall)
+{
+    const char *args[] = {"alltoall", "put", "tag", "next", "200", NULL};
+
+    if (btl_component_find("ofi") == NULL) {
+        printf("SKIP rpipe over ofi: btl/ofi not built\n");
+        return;
+    }
+    run(4, "ofi", "tcp;ofi_rxm", PROG, args);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s  = suite_create("rpipe");
+    TCase *tc = tcase_create("shm");
+    TCase *net = tcase_create("ofi");
+    SRunner *r;
+    int failed;
+
+    tcase_set_timeout(tc, 150);
+    tcase_add_loop_test(tc, test_modes, 0, 24);
+    tcase_add_loop_test(tc, test_heuristics, 0, 16);
+    tcase_add_loop_test(tc, test_pe_counts, 2, 9);
+    tcase_add_loop_test(tc, test_misuse, 0, 2);
+    tcase_add_test(tc, test_messages);
+    tcase_add_loop_test(tc, test_listing_b2, 0, 2);
+    suite_add_tcase(s, tc);
+    tcase_set_timeout(net, 150);
+    tcase_add_loop_test(net, test_ofi, 0, 12);
+    tcase_add_test(net, test_ofi_alltoall);
+    suite_add_tcase(s, net);
+    r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

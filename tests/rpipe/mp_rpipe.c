@@ -1,0 +1,397 @@
+/*
+ * rpipe multi-process tests, launched as N PEs under oshrun.
+ *   mp_rpipe MODE OP SYNC ALG [COUNT]
+ * MODE  stream    PE 2k sends COUNT messages of seeded random sizes to PE 2k+1
+ *                 through a tiny channel (a sync every few messages);
+ *       irregular as stream, but the consumer holds up to 8 messages and
+ *                 frees them in a seeded random order (irregular consumption);
+ *       channels  8 channels (contexts) per ordered pair between PE 0 and 1,
+ *                 used round-robin;
+ *       alltoall  every PE streams to every other PE at once, polling its
+ *                 inbound channels with rread_nb;
+ *       misuse    bad configurations and calls get error codes (2 PEs);
+ *       messages  network_send/recv between every pair.
+ * OP put|get, SYNC block|tag|channel, ALG next|first|best|worst|random.
+ * Every payload byte is checked; exits 0 only if all arrived in order.
+ */
+#include "rpipe/rmalloc.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int me, npes, errors;
+
+#define FAIL(...)                                                             \
+    do {                                                                      \
+        if (errors++ < 10) {                                                  \
+            fprintf(stderr, "PE %d: ", me);                                   \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n");                                            \
+        }                                                                     \
+    } while (0)
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Size and byte pattern of message i on the channel from src to dst. */
+static size_t msg_size(int src, int dst, int ctx, long i, size_t max)
+{
+    uint64_t s = 0x9E3779B97F4A7C15ull ^ ((uint64_t)src << 40) ^ ((uint64_t)dst << 20) ^
+                 ((uint64_t)ctx << 56) ^ (uint64_t)i * 0x2545F4914F6CDD1Dull;
+    rng_next(&s);
+    return 1 + rng_next(&s) % max;
+}
+
+static unsigned char msg_byte(int src, long i, size_t k)
+{
+    return (unsigned char)(src * 31 + i * 7 + k * 13);
+}
+
+static rmalloc_config_t make_config(const char *op, const char *sync, const char *alg)
+{
+    rmalloc_config_t cfg;
+
+    rmalloc_config_init(&cfg);
+    cfg.op        = !strcmp(op, "get") ? RDMA_GET : RDMA_PUT;
+    cfg.sync      = !strcmp(sync, "tag") ? NET_SYNC_TAGS : !strcmp(sync, "channel") ? CH_SYNC : NET_SYNC_BLKS;
+    cfg.algorithm = !strcmp(alg, "first") ? FIRST_FIT : !strcmp(alg, "best") ? BEST_FIT
+                  : !strcmp(alg, "worst") ? WORST_FIT : !strcmp(alg, "random") ? RANDOM_FIT : NEXT_FIT;
+    cfg.unit_size = 8;
+    return cfg;
+}
+
+/* One end of a channel from src to dst; the producer is src. */
+static rch_t open_channel(rmalloc_config_t cfg, int src, int dst, unsigned ctx, size_t capacity)
+{
+    rch_t ch  = NULL;
+    int rc;
+
+    cfg.peer        = (me == src) ? dst : src;
+    cfg.context     = ctx;
+    cfg.alloc_size  = capacity;
+    cfg.rdma_active = (cfg.op == RDMA_PUT) ? (me == src) : (me == dst);
+    rc = rpipe(&ch, &cfg);
+    if (rc != R_SUCCESS) {
+        FAIL("rpipe(%d -> %d, ctx %u): %s", src, dst, ctx, rstrerror(rc));
+    }
+    return ch;
+}
+
+static void send_one(rch_t ch, int dst, int ctx, long i, size_t max)
+{
+    size_t size = msg_size(me, dst, ctx, i, max);
+    raddr_t d   = rmalloc(ch, size);
+    unsigned char *p = rmem(ch, d);
+    uint64_t *hdr;
+
+    if (p == NULL) {
+        FAIL("rmalloc of %zu bytes (message %ld) failed", size, i);
+        return;
+    }
+    for (size_t k = 0; k < size; k++) {
+        p[k] = msg_byte(me, i, k);
+    }
+    hdr  = network_header(ch, d);
+    *hdr = (uint64_t)i; /* immediate data: the sequence number */
+    if (rwrite(ch, d) != R_SUCCESS) {
+        FAIL("rwrite of message %ld failed", i);
+    }
+}
+
+static void check_message(int src, int ctx, long i, const raddr_t *d, const unsigned char *p,
+                          size_t expect, const void *hdr)
+{
+    uint64_t seq;
+
+    memcpy(&seq, hdr, sizeof(seq));
+    if (d->payload != expect) {
+        FAIL("message %ld from %d ctx %d has %llu bytes, expected %zu", i, src, ctx,
+             (unsigned long long)d->payload, expect);
+        return;
+    }
+    if (seq != (uint64_t)i) {
+        FAIL("message %ld from %d carries sequence %llu", i, src, (unsigned long long)seq);
+    }
+    for (size_t k = 0; k < expect; k++) {
+        if (p[k] != msg_byte(src, i, k)) {
+            FAIL("message %ld from %d byte %zu is %u, expected %u", i, src, k, p[k],
+                 msg_byte(src, i, k));
+            return;
+        }
+    }
+}
+
+static void recv_one(rch_t ch, int src, int ctx, long i, size_t max, raddr_t *d_p)
+{
+    size_t expect = msg_size(src, me, ctx, i, max);
+    void *p;
+    int rc = rread(ch, d_p, &p, expect);
+
+    if (rc != R_SUCCESS) {
+        FAIL("rread of message %ld: %s", i, rstrerror(rc));
+        *d_p = RADDR_NULL;
+        return;
+    }
+    check_message(src, ctx, i, d_p, p, expect, network_header(ch, *d_p));
+}
+
+/* max message 96 bytes in a 256-byte channel: a sync every few messages */
+#define MAX_MSG 96
+#define TINY    256
+
+static void mode_stream(rmalloc_config_t cfg, long count, int hold)
+{
+    int partner = me ^ 1;
+    rch_t ch;
+
+    if (partner >= npes) {
+        return;
+    }
+    ch = open_channel(cfg, me & ~1, me | 1, 0, hold ? 1024 : TINY);
+    if (ch == NULL) {
+        return;
+    }
+    if ((me & 1) == 0) {
+        for (long i = 0; i < count; i++) {
+            send_one(ch, partner, 0, i, MAX_MSG);
+        }
+    } else {
+        raddr_t held[8];
+        int nheld = 0;
+        uint64_t s = 12345 + (uint64_t)me;
+
+        for (long i = 0; i < count; i++) {
+            recv_one(ch, partner, 0, i, MAX_MSG, &held[nheld++]);
+            if (!hold || nheld == 8 || i == count - 1) {
+                /* free in a random order (in order when not holding) */
+                while (nheld > 0) {
+                    int k = hold ? (int)(rng_next(&s) % (uint64_t)nheld) : 0;
+                    if (!raddr_is_null(held[k]) && rfree(ch, held[k]) != R_SUCCESS) {
+                        FAIL("rfree of a held message failed");
+                    }
+                    held[k] = held[--nheld];
+                }
+            }
+        }
+    }
+    network_barrier();
+    rpipe_close(ch);
+}
+
+static void mode_channels(rmalloc_config_t cfg, long count)
+{
+    enum { NCH = 8 };
+    rch_t ch[NCH];
+
+    if (me > 1) {
+        return;
+    }
+    for (int c = 0; c < NCH; c++) {
+        /* odd contexts flow 1 -> 0, even ones 0 -> 1; opened in opposite
+         * orders on the two ranks: lazy creation must not care */
+        int cc = me == 0 ? c : NCH - 1 - c;
+        ch[cc] = open_channel(cfg, cc & 1, 1 - (cc & 1), (unsigned)cc, TINY);
+    }
+    for (long i = 0; i < count; i++) {
+        for (int c = 0; c < NCH; c++) {
+            int src = c & 1;
+            raddr_t d;
+            if (ch[c] == NULL) continue;
+            if (me == src) {
+                send_one(ch[c], 1 - src, c, i, MAX_MSG);
+            } else {
+                recv_one(ch[c], src, c, i, MAX_MSG, &d);
+                if (!raddr_is_null(d)) rfree(ch[c], d);
+            }
+        }
+    }
+    for (int c = 0; c < NCH; c++) {
+        if (ch[c] != NULL) rpipe_close(ch[c]);
+    }
+}
+
+static void mode_alltoall(rmalloc_config_t cfg, long count)
+{
+    rch_t *out = calloc((size_t)npes, sizeof(rch_t)), *in = calloc((size_t)npes, sizeof(rch_t));
+    long *sent = calloc((size_t)npes, sizeof(long)), *got = calloc((size_t)npes, sizeof(long));
+    long remaining = count * (npes - 1) * 2;
+
+    for (int p = 0; p < npes; p++) {
+        if (p == me) continue;
+        out[p] = open_channel(cfg, me, p, 0, TINY);
+        in[p]  = open_channel(cfg, p, me, 0, TINY);
+    }
+    /* Interleave non-blocking sends and receives so nobody waits on a full
+     * channel while its peer waits on another. */
+    while (remaining > 0 && errors == 0) {
+        for (int p = 0; p < npes; p++) {
+            if (p == me) continue;
+            if (sent[p] < count) {
+                size_t size = msg_size(me, p, 0, sent[p], MAX_MSG);
+                raddr_t d;
+                int rc = rmalloc_nb(out[p], size, &d);
+                if (rc == R_SUCCESS) {
+                    unsigned char *m = rmem(out[p], d);
+                    uint64_t *hdr = network_header(out[p], d);
+                    for (size_t k = 0; k < size; k++) m[k] = msg_byte(me, sent[p], k);
+                    *hdr = (uint64_t)sent[p];
+                    if (rwrite(out[p], d) != R_SUCCESS) FAIL("rwrite to %d", p);
+                    sent[p]++;
+                    remaining--;
+                } else if (rc != R_PENDING) {
+                    FAIL("rmalloc_nb to %d: %s", p, rstrerror(rc));
+                }
+            }
+            if (got[p] < count) {
+                size_t expect = msg_size(p, me, 0, got[p], MAX_MSG);
+                raddr_t d;
+                void *m;
+                int rc = rread_nb(in[p], &d, &m, expect);
+                if (rc == R_SUCCESS) {
+                    check_message(p, 0, got[p], &d, m, expect, network_header(in[p], d));
+                    rfree(in[p], d);
+                    got[p]++;
+                    remaining--;
+                } else if (rc != R_PENDING) {
+                    FAIL("rread_nb from %d: %s", p, rstrerror(rc));
+                }
+            }
+        }
+    }
+    network_barrier();
+    for (int p = 0; p < npes; p++) {
+        if (out[p]) rpipe_close(out[p]);
+        if (in[p]) rpipe_close(in[p]);
+    }
+    free(out); free(in); free(sent); free(got);
+}
+
+#define EXPECT_RC(_call, _want)                                               \
+    do {                                                                      \
+        int _rc = (_call);                                                    \
+        if (_rc != (_want)) {                                                 \
+            FAIL("%s returned %d (%s), expected %d", #_call, _rc, rstrerror(_rc), (_want)); \
+        }                                                                     \
+    } while (0)
+
+/* Bad input gets an error code, never a crash or a hang (2 PEs). */
+static void mode_misuse(rmalloc_config_t base)
+{
+    rmalloc_config_t cfg;
+    rch_t ch, dup, mism;
+    raddr_t d, bogus;
+    void *p;
+
+    if (me > 1) {
+        return;
+    }
+    cfg = base;
+    cfg.peer = me;                    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.peer = npes;                  EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg = base; cfg.peer = 1 - me;
+    cfg.unit_size = 3;                EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.unit_size = 8; cfg.context = 300;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.context = 0; cfg.sync = NET_SYNC_BLKS; cfg.algorithm = BEST_FIT;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.algorithm = NEXT_FIT; cfg.op = RDMA_ATOMIC;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_UNSUPPORTED);
+    cfg.op = RDMA_PUT; cfg.alloc_size = 0;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    EXPECT_RC(rpipe(NULL, &base), R_ERR_INVALID);
+
+    ch = open_channel(base, 0, 1, 1, 1024);
+    if (ch == NULL) return;
+    cfg = base; cfg.peer = 1 - me; cfg.context = 1; cfg.alloc_size = 1024;
+    cfg.rdma_active = (cfg.op == RDMA_PUT) ? (me == 0) : (me == 1);
+    EXPECT_RC(rpipe(&dup, &cfg), R_ERR_EXISTS);
+    if (me == 0) {
+        EXPECT_RC(rread_nb(ch, &d, &p, 8), R_ERR_STATE);   /* producer side */
+        EXPECT_RC(rfree(ch, d), R_ERR_STATE);
+        EXPECT_RC(rmalloc_nb(ch, 4096, &d), R_ERR_INVALID); /* larger than the channel */
+        send_one(ch, 1, 1, 0, 64);
+    } else {
+        EXPECT_RC(rmalloc_nb(ch, 8, &d), R_ERR_STATE);      /* consumer side */
+        EXPECT_RC(rwrite(ch, d), R_ERR_STATE);
+        recv_one(ch, 0, 1, 0, 64, &d);
+        bogus = d;
+        bogus.id ^= 0x5a5a;
+        EXPECT_RC(rfree(ch, bogus), R_ERR_INVALID);         /* foreign descriptor */
+        EXPECT_RC(rfree(ch, d), R_SUCCESS);
+        EXPECT_RC(rfree(ch, d), R_ERR_INVALID);             /* double free */
+        EXPECT_RC(rfree(ch, RADDR_NULL), R_ERR_INVALID);
+    }
+    /* The two ends disagree on the capacity: both see it on first use. */
+    mism = open_channel(base, 0, 1, 2, me == 0 ? 1024 : 2048);
+    if (mism != NULL) {
+        if (me == 0) EXPECT_RC(rmalloc_nb(mism, 8, &d), R_ERR_INVALID);
+        else EXPECT_RC(rread_nb(mism, &d, &p, 8), R_ERR_INVALID);
+        rpipe_close(mism);
+    }
+    EXPECT_RC(rpipe_close(ch), R_SUCCESS);
+    EXPECT_RC(network_send(npes, &d, 1), R_ERR_INVALID);
+}
+
+/* Control messages: every PE sends 3 numbered messages to every other. */
+static void mode_messages(void)
+{
+    for (int p = 0; p < npes; p++) {
+        for (long k = 0; k < 3 && p != me; k++) {
+            long v = me * 1000 + p * 10 + k;
+            EXPECT_RC(network_send(p, &v, sizeof(v)), R_SUCCESS);
+        }
+    }
+    for (int p = 0; p < npes; p++) {
+        for (long k = 0; k < 3 && p != me; k++) {
+            long v = -1;
+            EXPECT_RC(network_recv(p, &v, sizeof(v)), R_SUCCESS);
+            if (v != p * 1000 + me * 10 + k) FAIL("message %ld from %d is %ld", k, p, v);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "stream";
+    const char *op   = argc > 2 ? argv[2] : "put";
+    const char *sync = argc > 3 ? argv[3] : "block";
+    const char *alg  = argc > 4 ? argv[4] : "next";
+    long count       = argc > 5 ? atol(argv[5]) : 2000;
+    rmalloc_config_t cfg;
+    int total;
+
+    if (rinit(&me, &npes) != R_SUCCESS) {
+        fprintf(stderr, "mp_rpipe: rinit failed\n");
+        return 1;
+    }
+    cfg = make_config(op, sync, alg);
+    if (!strcmp(mode, "stream")) mode_stream(cfg, count, 0);
+    else if (!strcmp(mode, "irregular")) mode_stream(cfg, count, 1);
+    else if (!strcmp(mode, "channels")) mode_channels(cfg, count);
+    else if (!strcmp(mode, "alltoall")) mode_alltoall(cfg, count);
+    else if (!strcmp(mode, "misuse")) mode_misuse(cfg);
+    else if (!strcmp(mode, "messages")) mode_messages();
+    else { fprintf(stderr, "mp_rpipe: unknown mode %s\n", mode); errors++; }
+
+    /* every PE learns whether anyone failed */
+    {
+        int *all = malloc(sizeof(int) * (size_t)npes);
+        network_allgather(&errors, all, sizeof(int));
+        total = 0;
+        for (int p = 0; p < npes; p++) total += all[p];
+        free(all);
+    }
+    if (me == 0) {
+        printf("mp_rpipe %s %s %s %s x%ld on %d PEs: %s\n", mode, op, sync, alg, count, npes,
+               total ? "FAILED" : "ok");
+    }
+    rexit();
+    return total ? 1 : 0;
+}
