@@ -228,6 +228,8 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         if (status != UTIL_OK) {
             return status;
         }
+        /* The mirror's flag slot marks the message live until rfree. */
+        *(uint64_t *)(ch->region + rpipe_flag_offset(&desc)) = flag ^ rpipe_flag_mask(ch, &desc);
     }
     ch->pending   = 0;
     desc.payload  = payload + RPIPE_UHDR_BYTES;
@@ -262,27 +264,27 @@ int rfree(rch_t ch, raddr_t user_desc)
     }
     desc = rpipe_desc_from_user(user_desc);
     /* Validate before touching memory: a stale descriptor's slot may hold
-     * a newer message by now. */
+     * a newer message by now. A message is live from rread to rfree, and
+     * its flag (or, for GET through the network, the mirror's copy of it)
+     * holds the value rread accepted until rfree clears it; this also
+     * catches a second rfree of a message whose first one is deferred,
+     * without scanning the deferred list (which can be long). */
     {
         uint64_t peer_id;
         uint32_t peer_block;
-        int live = rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc, &peer_id,
-                                     &peer_block) == UTIL_OK;
+        uint64_t *flag = (uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc));
 
-        for (uint32_t i = 0; live && i < ch->deferred_n; i++) {
-            live = ch->deferred[i].id != desc.id;
-        }
-        if (!live) {
+        if (rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc, &peer_id, &peer_block) != UTIL_OK ||
+            __atomic_load_n(flag, __ATOMIC_RELAXED) != rpipe_flag_value(ch, &desc, user_desc.payload)) {
             util_error("rfree: descriptor is not a live message of the channel with rank %d "
                        "(freed twice, or from another channel)", ch->cfg.peer);
             return R_ERR_INVALID;
         }
     }
     /* Clear the flag before the memory can be handed out again. */
-    if (ch->owner || ch->peer_region != NULL) {
-        __atomic_store_n((uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc)), zero,
-                         __ATOMIC_RELAXED);
-    } else {
+    __atomic_store_n((uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc)), zero,
+                     __ATOMIC_RELAXED);
+    if (!ch->owner && ch->peer_region == NULL) {
         status = btl_put(ch->ep, &zero, 8, NULL, ch->peer_region_addr + rpipe_flag_offset(&desc),
                          ch->peer_region_rkey);
         if (status == UTIL_OK) {
