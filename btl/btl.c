@@ -74,6 +74,11 @@ util_status_t btl_stub_mem_alloc(btl_iface_t *iface, size_t size, void **addr_p,
     return UTIL_ERR_UNSUPPORTED;
 }
 
+util_status_t btl_stub_mem_remap(btl_iface_t *iface, void *addr, size_t size, btl_mr_t **mr_p)
+{
+    return UTIL_ERR_UNSUPPORTED;
+}
+
 util_status_t btl_stub_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                 uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
                                 btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)
@@ -489,6 +494,42 @@ util_status_t btl_mem_reg(btl_ctx_t *ctx, void *addr, size_t size, btl_mem_t **m
     mem->addr = addr;
     mem->size = size;
     mem->owner_iface = -1;
+    status = btl_mem_reg_others(mem);
+    if (status != UTIL_OK) {
+        btl_mem_release(mem);
+        return status;
+    }
+    *mem_p = mem;
+    return UTIL_OK;
+}
+
+util_status_t btl_mem_remap(btl_ctx_t *ctx, void *addr, size_t size, btl_mem_t **mem_p)
+{
+    btl_mem_t *mem;
+    util_status_t status;
+
+    if (addr == NULL || size == 0) {
+        return UTIL_ERR_INVALID;
+    }
+    mem = calloc(1, sizeof(*mem));
+    if (mem == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    mem->ctx = ctx;
+    mem->addr = addr;
+    mem->size = size;
+    mem->owner_iface = -1;
+    /* The first iface that can remap does; the others register the result. */
+    for (int i = 0; i < ctx->num_ifaces && mem->owner_iface < 0; i++) {
+        btl_iface_t *iface = ctx->ifaces[i];
+        status = iface->ops.mem_remap(iface, addr, size, &mem->mr[i]);
+        if (status == UTIL_OK) {
+            mem->owner_iface = i;
+        } else if (status != UTIL_ERR_UNSUPPORTED) {
+            btl_mem_release(mem);
+            return status;
+        }
+    }
     status = btl_mem_reg_others(mem);
     if (status != UTIL_OK) {
         btl_mem_release(mem);

@@ -107,6 +107,10 @@ typedef struct btl_ops {
      * mem_dereg undoes either (and frees what mem_alloc allocated). */
     util_status_t (*mem_alloc)(btl_iface_t *iface, size_t size, void **addr_p, btl_mr_t **mr_p);
     util_status_t (*mem_reg)(btl_iface_t *iface, void *addr, size_t size, btl_mr_t **mr_p);
+    /* Makes caller memory (page-aligned range) reachable like mem_alloc'd
+     * memory, keeping its contents (shm: remapped onto a segment); undone
+     * by mem_dereg, which keeps the contents too. */
+    util_status_t (*mem_remap)(btl_iface_t *iface, void *addr, size_t size, btl_mr_t **mr_p);
     util_status_t (*mem_dereg)(btl_mr_t *mr);
     /* Packed key: opaque bytes, at most BTL_RKEY_PACKED_MAX - 8. */
     util_status_t (*rkey_pack)(btl_mr_t *mr, void *buf, size_t bufsize, size_t *size_p);
@@ -217,6 +221,7 @@ struct btl_mem {
 
 /* ---- shared stubs for slots a backend lacks (all return UNSUPPORTED) ---- */
 util_status_t btl_stub_mem_alloc(btl_iface_t *iface, size_t size, void **addr_p, btl_mr_t **mr_p);
+util_status_t btl_stub_mem_remap(btl_iface_t *iface, void *addr, size_t size, btl_mr_t **mr_p);
 util_status_t btl_stub_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                 uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
                                 btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp);
@@ -272,6 +277,11 @@ util_status_t btl_iface_key(const btl_iface_t *iface, const char *suffix, char *
 util_status_t btl_mem_alloc(btl_ctx_t *ctx, size_t size, btl_mem_t **mem_p);
 /* Registers caller memory (heap, stack, static data) with every iface. */
 util_status_t btl_mem_reg(btl_ctx_t *ctx, void *addr, size_t size, btl_mem_t **mem_p);
+/* Like btl_mem_reg for a page-aligned range, but first lets an iface that
+ * can (shm) remap it so that peers reach it as fast as btl_mem_alloc
+ * memory; the contents are kept, and kept again by btl_mem_free. For a
+ * program's static data, at initialization. */
+util_status_t btl_mem_remap(btl_ctx_t *ctx, void *addr, size_t size, btl_mem_t **mem_p);
 /* Deregisters, and frees what btl_mem_alloc allocated. */
 util_status_t btl_mem_free(btl_mem_t *mem);
 static inline void *btl_mem_addr(const btl_mem_t *mem) { return mem->addr; }

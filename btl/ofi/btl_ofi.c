@@ -1112,6 +1112,7 @@ static const btl_ops_t btl_ofi_ops = {
     .ep_connect    = btl_ofi_ep_connect,
     .ep_disconnect = btl_ofi_ep_disconnect,
     .mem_alloc     = btl_stub_mem_alloc,
+    .mem_remap     = btl_stub_mem_remap,
     .mem_reg       = btl_ofi_mem_reg,
     .mem_dereg     = btl_ofi_mem_dereg,
     .rkey_pack     = btl_ofi_rkey_pack,

@@ -77,6 +77,7 @@ typedef struct btl_shm_mr {
     btl_mr_t           super;
     btl_shm_kind_t     kind;
     int                owned; /* mem_alloc'd: fd open and mapping ours */
+    int                remapped; /* mem_remap'd: the mapping is caller memory */
     int                fd;
     uint64_t           serial;
     void              *seg_base;
@@ -561,6 +562,73 @@ static util_status_t btl_shm_mem_alloc(btl_iface_t *iface, size_t size, void **a
     return UTIL_OK;
 }
 
+/* Turns caller memory (page-aligned) into a segment mapped at the same
+ * address with the same contents, so peers can map it like mem_alloc'd
+ * memory: a program's static data becomes load/store reachable. */
+static util_status_t btl_shm_mem_remap(btl_iface_t *iface, void *addr, size_t size,
+                                       btl_mr_t **mr_p)
+{
+    btl_shm_iface_t *siface = btl_shm_iface(iface);
+    size_t page = btl_shm_page_round(1);
+    btl_shm_mr_t *mr;
+    util_status_t status;
+    void *seg;
+
+    if (((uintptr_t)addr % page) != 0 || (size % page) != 0 || size == 0) {
+        return UTIL_ERR_INVALID;
+    }
+    mr = calloc(1, sizeof(*mr));
+    if (mr == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    status = btl_shm_seg_create(siface, size, &mr->fd, &mr->serial, &seg);
+    if (status != UTIL_OK) {
+        free(mr);
+        return status;
+    }
+    memcpy(seg, addr, size);
+    /* Nothing else of this process may write the range in between: callers
+     * remap at initialization, before they start threads touching it. */
+    if (mmap(addr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, mr->fd, 0) == MAP_FAILED) {
+        util_error("btl/shm: cannot remap %p (+%zu) as shared memory: %m", addr, size);
+        munmap(seg, size);
+        close(mr->fd);
+        free(mr);
+        return UTIL_ERR_IO;
+    }
+    munmap(seg, size);
+    mr->super.iface = iface;
+    mr->super.addr  = addr;
+    mr->super.size  = size;
+    mr->kind        = BTL_SHM_KIND_SEG;
+    mr->owned       = 1;
+    mr->remapped    = 1;
+    mr->seg_base    = addr;
+    mr->seg_size    = size;
+    mr->next        = siface->segs;
+    siface->segs    = mr;
+    *mr_p = &mr->super;
+    return UTIL_OK;
+}
+
+/* Undoes a remap: private memory again, contents kept (the program goes on
+ * using its static data after the library is finalized). */
+static void btl_shm_unremap(btl_shm_mr_t *mr)
+{
+    void *copy = mmap(NULL, mr->seg_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (copy == MAP_FAILED) {
+        util_warn("btl/shm: cannot restore %p as private memory; it stays shared", mr->seg_base);
+        return;
+    }
+    memcpy(copy, mr->seg_base, mr->seg_size);
+    if (mmap(mr->seg_base, mr->seg_size, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+        memcpy(mr->seg_base, copy, mr->seg_size);
+    }
+    munmap(copy, mr->seg_size);
+}
+
 static util_status_t btl_shm_mem_reg(btl_iface_t *iface, void *addr, size_t size,
                                      btl_mr_t **mr_p)
 {
@@ -611,7 +679,11 @@ static util_status_t btl_shm_mem_dereg(btl_mr_t *mr_base)
                 break;
             }
         }
-        munmap(mr->seg_base, mr->seg_size);
+        if (mr->remapped) {
+            btl_shm_unremap(mr);
+        } else {
+            munmap(mr->seg_base, mr->seg_size);
+        }
         close(mr->fd);
     }
     free(mr);
@@ -817,6 +889,7 @@ static const btl_ops_t btl_shm_ops = {
     .ep_disconnect = btl_shm_ep_disconnect,
     .mem_alloc     = btl_shm_mem_alloc,
     .mem_reg       = btl_shm_mem_reg,
+    .mem_remap     = btl_shm_mem_remap,
     .mem_dereg     = btl_shm_mem_dereg,
     .rkey_pack     = btl_shm_rkey_pack,
     .rkey_unpack   = btl_shm_rkey_unpack,
