@@ -1,0 +1,194 @@
+/*
+ * rpipe_sym: symmetric segments, the memory model OpenSHMEM needs. A
+ * segment is memory every rank registers collectively with the same size;
+ * offset x in mine names offset x in every peer's. Reaching a peer costs,
+ * after the first use, one load of the peer entry: on-node peers whose
+ * segment is mapped here are plain memory (memcpy, CPU atomics), others go
+ * through the btl with the peer's key unpacked once.
+ *
+ * This is the "rwrite/rread at the symmetric offset" of the design: a
+ * symmetric-mode rmalloc instance (rmalloc_symm) hands out the offsets, so
+ * no descriptor or address is ever exchanged for a put, get or atomic.
+ * Internal to the library (used by shmem/).
+ */
+#ifndef RPIPE_SYM_H
+#define RPIPE_SYM_H
+
+#include "btl/btl_inl.h"
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct rpipe_sym_peer {
+    char       *ptr;   /* the peer's segment mapped here, or NULL */
+    btl_ep_t   *ep;    /* NULL until first use */
+    btl_rkey_t *rkey;
+    uint64_t    base;  /* the peer's address of its segment */
+} rpipe_sym_peer_t;
+
+typedef struct rpipe_sym {
+    btl_mem_t        *mem;
+    char             *base;
+    size_t            size;
+    int               npeers;
+    rpipe_sym_peer_t *peer;    /* npeers entries */
+    uint8_t          *packed;  /* every rank's packed key (connect on first use) */
+    size_t            packed_stride;
+} rpipe_sym_t;
+
+/* Collective over all ranks. alloc: memory the btl allocates (fast on
+ * node: shm segments); reg: caller memory of the same size on every rank
+ * (e.g. static data). */
+util_status_t rpipe_sym_alloc(size_t size, rpipe_sym_t **sym_p);
+util_status_t rpipe_sym_reg(void *addr, size_t size, rpipe_sym_t **sym_p);
+/* Like reg for a page-aligned range of a program's static data: the range
+ * is remapped (contents kept) so that on-node peers map it directly. Call
+ * before starting threads that write the range. */
+util_status_t rpipe_sym_static(void *addr, size_t size, rpipe_sym_t **sym_p);
+/* Collective. */
+util_status_t rpipe_sym_destroy(rpipe_sym_t *sym);
+
+/* Slow path of rpipe_sym_peer: connects and unpacks the peer's key. */
+util_status_t rpipe_sym_connect(rpipe_sym_t *sym, int pe);
+
+/* Remote completion of every put/atomic issued so far; ordering to one pe. */
+util_status_t rpipe_sym_quiet(void);
+util_status_t rpipe_sym_fence(void);
+/* Drives the btl (for waits on local memory that peers update). */
+void rpipe_sym_progress(void);
+
+static inline int rpipe_sym_contains(const rpipe_sym_t *sym, const void *addr, size_t len)
+{
+    return (const char *)addr >= sym->base && len <= sym->size &&
+           (size_t)((const char *)addr - sym->base) <= sym->size - len;
+}
+
+static inline util_status_t rpipe_sym_peer(rpipe_sym_t *sym, int pe, rpipe_sym_peer_t **peer_p)
+{
+    rpipe_sym_peer_t *peer = &sym->peer[pe];
+
+    if (__builtin_expect(peer->ptr != NULL || peer->ep != NULL, 1)) {
+        *peer_p = peer;
+        return UTIL_OK;
+    }
+    *peer_p = peer;
+    return rpipe_sym_connect(sym, pe);
+}
+
+/* Direct pointer to offset in pe's segment, or NULL when not mapped here. */
+static inline void *rpipe_sym_ptr(rpipe_sym_t *sym, int pe, size_t offset)
+{
+    rpipe_sym_peer_t *peer;
+
+    if (rpipe_sym_peer(sym, pe, &peer) != UTIL_OK || peer->ptr == NULL) {
+        return NULL;
+    }
+    return peer->ptr + offset;
+}
+
+/* Blocking to local completion (the source may be reused). */
+static inline util_status_t rpipe_sym_put(rpipe_sym_t *sym, int pe, size_t offset,
+                                          const void *src, size_t len)
+{
+    rpipe_sym_peer_t *peer;
+    util_status_t status = rpipe_sym_peer(sym, pe, &peer);
+
+    if (__builtin_expect(peer->ptr != NULL, 1)) {
+        memcpy(peer->ptr + offset, src, len);
+        return UTIL_OK;
+    }
+    if (status != UTIL_OK) {
+        return status;
+    }
+    return btl_put(peer->ep, src, len, NULL, peer->base + offset, peer->rkey);
+}
+
+static inline util_status_t rpipe_sym_get(rpipe_sym_t *sym, int pe, size_t offset, void *dst,
+                                          size_t len)
+{
+    rpipe_sym_peer_t *peer;
+    util_status_t status = rpipe_sym_peer(sym, pe, &peer);
+
+    if (__builtin_expect(peer->ptr != NULL, 1)) {
+        memcpy(dst, peer->ptr + offset, len);
+        return UTIL_OK;
+    }
+    if (status != UTIL_OK) {
+        return status;
+    }
+    return btl_get(peer->ep, dst, len, NULL, peer->base + offset, peer->rkey);
+}
+
+/* Atomics on 4- or 8-byte words. On node they are CPU atomics on the
+ * mapping; across nodes the network's. (A word must not be updated both
+ * ways at once: see docs/shmem.md, "atomicity".) */
+static inline util_status_t rpipe_sym_amo_fetch(rpipe_sym_t *sym, int pe, size_t offset,
+                                                btl_amo_op_t op, unsigned size, uint64_t operand,
+                                                uint64_t compare, uint64_t *old_p)
+{
+    rpipe_sym_peer_t *peer;
+    util_status_t status = rpipe_sym_peer(sym, pe, &peer);
+
+    if (__builtin_expect(peer->ptr != NULL, 1)) {
+        void *p = peer->ptr + offset;
+        if (size == 8) {
+            uint64_t *w = p, old;
+            switch (op) {
+            case BTL_AMO_FETCH: old = __atomic_load_n(w, __ATOMIC_SEQ_CST); break;
+            case BTL_AMO_SET:
+            case BTL_AMO_SWAP:  old = __atomic_exchange_n(w, operand, __ATOMIC_SEQ_CST); break;
+            case BTL_AMO_CSWAP:
+                old = compare;
+                __atomic_compare_exchange_n(w, &old, operand, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+                break;
+            case BTL_AMO_ADD:   old = __atomic_fetch_add(w, operand, __ATOMIC_SEQ_CST); break;
+            case BTL_AMO_AND:   old = __atomic_fetch_and(w, operand, __ATOMIC_SEQ_CST); break;
+            case BTL_AMO_OR:    old = __atomic_fetch_or(w, operand, __ATOMIC_SEQ_CST); break;
+            case BTL_AMO_XOR:   old = __atomic_fetch_xor(w, operand, __ATOMIC_SEQ_CST); break;
+            default: return UTIL_ERR_INVALID;
+            }
+            *old_p = old;
+        } else {
+            uint32_t *w = p, old, v = (uint32_t)operand;
+            switch (op) {
+            case BTL_AMO_FETCH: old = __atomic_load_n(w, __ATOMIC_SEQ_CST); break;
+            case BTL_AMO_SET:
+            case BTL_AMO_SWAP:  old = __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST); break;
+            case BTL_AMO_CSWAP:
+                old = (uint32_t)compare;
+                __atomic_compare_exchange_n(w, &old, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+                break;
+            case BTL_AMO_ADD:   old = __atomic_fetch_add(w, v, __ATOMIC_SEQ_CST); break;
+            case BTL_AMO_AND:   old = __atomic_fetch_and(w, v, __ATOMIC_SEQ_CST); break;
+            case BTL_AMO_OR:    old = __atomic_fetch_or(w, v, __ATOMIC_SEQ_CST); break;
+            case BTL_AMO_XOR:   old = __atomic_fetch_xor(w, v, __ATOMIC_SEQ_CST); break;
+            default: return UTIL_ERR_INVALID;
+            }
+            *old_p = old;
+        }
+        return UTIL_OK;
+    }
+    if (status != UTIL_OK) {
+        return status;
+    }
+    return btl_amo_fetch(peer->ep, op, size, peer->base + offset, peer->rkey, operand, compare,
+                         old_p);
+}
+
+static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t offset,
+                                               btl_amo_op_t op, unsigned size, uint64_t operand)
+{
+    rpipe_sym_peer_t *peer;
+    util_status_t status = rpipe_sym_peer(sym, pe, &peer);
+    uint64_t old;
+
+    if (__builtin_expect(peer->ptr != NULL, 1)) {
+        return rpipe_sym_amo_fetch(sym, pe, offset, op, size, operand, 0, &old);
+    }
+    if (status != UTIL_OK) {
+        return status;
+    }
+    return btl_amo_post(peer->ep, op, size, peer->base + offset, peer->rkey, operand);
+}
+
+#endif
