@@ -1,0 +1,159 @@
+/*
+ * Active-set collectives of OpenSHMEM 1.4 (broadcast, collect, fcollect,
+ * *_to_all reductions), kept because real codes still call them. Each is
+ * an entry barrier (nobody writes into a destination its owner may still
+ * be reading), the data movement, and an exit barrier, on the caller's
+ * pSync. Straightforward algorithms, correct for any set; the team-based
+ * routines will run on rcoll schedules.
+ */
+#include "shmem/shmem.h"
+#include "shmem/shmemi.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static inline int shmemi_member(int start, int log_stride, int i)
+{
+    return start + i * (1 << log_stride);
+}
+
+static void shmemi_broadcast(const char *call, void *dest, const void *source, size_t bytes,
+                             int root, int start, int log_stride, int size, long *pSync)
+{
+    shmemi_check_init(call);
+    shmemi_check_set(call, start, log_stride, size);
+    if (root < 0 || root >= size) {
+        shmemi_fatal("%s: root %d is not an index of the active set (size %d)", call, root, size);
+    }
+    shmemi_barrier_set_psync(start, log_stride, size, pSync);
+    if (shmemi.my_pe == shmemi_member(start, log_stride, root)) {
+        for (int i = 0; i < size; i++) {
+            if (i != root) {
+                shmemi_put(call, dest, source, bytes, shmemi_member(start, log_stride, i));
+            }
+        }
+        shmemi_quiet();
+    }
+    shmemi_barrier_set_psync(start, log_stride, size, pSync);
+}
+
+void shmem_broadcast32(void *dest, const void *source, size_t nelems, int root, int start,
+                       int log_stride, int size, long *pSync)
+{
+    shmemi_broadcast("shmem_broadcast32", dest, source, nelems * 4, root, start, log_stride, size, pSync);
+}
+
+void shmem_broadcast64(void *dest, const void *source, size_t nelems, int root, int start,
+                       int log_stride, int size, long *pSync)
+{
+    shmemi_broadcast("shmem_broadcast64", dest, source, nelems * 8, root, start, log_stride, size, pSync);
+}
+
+/* fcollect: equal blocks in set order; collect: blocks of any size, whose
+ * offsets come from every member's size published in its pSync[2]. */
+static void shmemi_collect(const char *call, void *dest, const void *source, size_t nelems,
+                           size_t elem, int fixed, int start, int log_stride, int size, long *pSync)
+{
+    size_t offset = 0;
+    int me_index = 0;
+
+    shmemi_check_init(call);
+    shmemi_check_set(call, start, log_stride, size);
+    for (int i = 0; i < size; i++) {
+        if (shmemi_member(start, log_stride, i) == shmemi.my_pe) {
+            me_index = i;
+        }
+    }
+    if (!fixed) {
+        __atomic_store_n(&pSync[2], (long)nelems, __ATOMIC_RELAXED);
+    }
+    shmemi_barrier_set_psync(start, log_stride, size, pSync);
+    if (fixed) {
+        offset = (size_t)me_index * nelems * elem;
+    } else {
+        for (int i = 0; i < me_index; i++) {
+            long count;
+            shmemi_get(call, &count, &pSync[2], sizeof(count), shmemi_member(start, log_stride, i));
+            offset += (size_t)count * elem;
+        }
+    }
+    for (int i = 0; i < size; i++) {
+        shmemi_put(call, (char *)dest + offset, source, nelems * elem,
+                   shmemi_member(start, log_stride, i));
+    }
+    shmemi_quiet();
+    shmemi_barrier_set_psync(start, log_stride, size, pSync);
+    if (!fixed) {
+        pSync[2] = SHMEM_SYNC_VALUE; /* nobody reads it after the barrier */
+    }
+}
+
+void shmem_collect32(void *d, const void *s, size_t n, int st, int ls, int sz, long *pSync)
+{
+    shmemi_collect("shmem_collect32", d, s, n, 4, 0, st, ls, sz, pSync);
+}
+void shmem_collect64(void *d, const void *s, size_t n, int st, int ls, int sz, long *pSync)
+{
+    shmemi_collect("shmem_collect64", d, s, n, 8, 0, st, ls, sz, pSync);
+}
+void shmem_fcollect32(void *d, const void *s, size_t n, int st, int ls, int sz, long *pSync)
+{
+    shmemi_collect("shmem_fcollect32", d, s, n, 4, 1, st, ls, sz, pSync);
+}
+void shmem_fcollect64(void *d, const void *s, size_t n, int st, int ls, int sz, long *pSync)
+{
+    shmemi_collect("shmem_fcollect64", d, s, n, 8, 1, st, ls, sz, pSync);
+}
+
+/* Reductions: every member reads every member's source and combines in
+ * set order, so all members compute the same result bit for bit. */
+#define SHMEMI_OP_sum(a, b)  ((a) + (b))
+#define SHMEMI_OP_prod(a, b) ((a) * (b))
+#define SHMEMI_OP_min(a, b)  ((b) < (a) ? (b) : (a))
+#define SHMEMI_OP_max(a, b)  ((b) > (a) ? (b) : (a))
+#define SHMEMI_OP_and(a, b)  ((a) & (b))
+#define SHMEMI_OP_or(a, b)   ((a) | (b))
+#define SHMEMI_OP_xor(a, b)  ((a) ^ (b))
+
+#define SHMEMI_DEFINE_REDUCE(T, N, OP)                                                           \
+    void shmem_##N##_##OP##_to_all(T *dest, const T *source, int nreduce, int start,             \
+                                   int log_stride, int size, T *pWrk, long *pSync)               \
+    {                                                                                            \
+        const char *call = "shmem_" #N "_" #OP "_to_all";                                        \
+        T *acc, *other;                                                                          \
+        shmemi_check_init(call);                                                                 \
+        shmemi_check_set(call, start, log_stride, size);                                         \
+        if (nreduce < 0) shmemi_fatal("%s: nreduce %d is negative", call, nreduce);              \
+        acc   = malloc(sizeof(T) * (size_t)(nreduce ? nreduce : 1));                             \
+        other = malloc(sizeof(T) * (size_t)(nreduce ? nreduce : 1));                             \
+        if (acc == NULL || other == NULL) shmemi_fatal("%s: out of memory", call);               \
+        shmemi_barrier_set_psync(start, log_stride, size, pSync);                                \
+        for (int i = 0; i < size; i++) {                                                         \
+            shmemi_get(call, i ? other : acc, source, sizeof(T) * (size_t)nreduce,               \
+                       shmemi_member(start, log_stride, i));                                     \
+            for (int k = 0; i && k < nreduce; k++) acc[k] = SHMEMI_OP_##OP(acc[k], other[k]);    \
+        }                                                                                        \
+        /* source may alias dest: write only after everyone has read */                         \
+        shmemi_barrier_set_psync(start, log_stride, size, pSync);                                \
+        memcpy(dest, acc, sizeof(T) * (size_t)nreduce);                                          \
+        free(acc);                                                                               \
+        free(other);                                                                             \
+    }
+
+#define SHMEMI_DEFINE_REDUCE_ARITH(T, N)                                                         \
+    SHMEMI_DEFINE_REDUCE(T, N, sum) SHMEMI_DEFINE_REDUCE(T, N, prod)                             \
+    SHMEMI_DEFINE_REDUCE(T, N, min) SHMEMI_DEFINE_REDUCE(T, N, max)
+#define SHMEMI_DEFINE_REDUCE_BIT(T, N)                                                           \
+    SHMEMI_DEFINE_REDUCE(T, N, and) SHMEMI_DEFINE_REDUCE(T, N, or) SHMEMI_DEFINE_REDUCE(T, N, xor)
+
+SHMEMI_DEFINE_REDUCE_ARITH(short, short)
+SHMEMI_DEFINE_REDUCE_ARITH(int, int)
+SHMEMI_DEFINE_REDUCE_ARITH(long, long)
+SHMEMI_DEFINE_REDUCE_ARITH(long long, longlong)
+SHMEMI_DEFINE_REDUCE_ARITH(float, float)
+SHMEMI_DEFINE_REDUCE_ARITH(double, double)
+SHMEMI_DEFINE_REDUCE_ARITH(long double, longdouble)
+SHMEMI_DEFINE_REDUCE_BIT(short, short)
+SHMEMI_DEFINE_REDUCE_BIT(int, int)
+SHMEMI_DEFINE_REDUCE_BIT(long, long)
+SHMEMI_DEFINE_REDUCE_BIT(long long, longlong)

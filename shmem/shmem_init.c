@@ -1,0 +1,344 @@
+/*
+ * OpenSHMEM setup, exit, queries and the symmetric heap.
+ */
+#define _GNU_SOURCE
+#include "shmem/shmem.h"
+#include "shmem/shmemi.h"
+#include "rpipe/rmalloc.h"
+#include "bootstrap/bootstrap.h"
+#include "util/env.h"
+
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+shmemi_state_t shmemi;
+
+#define SHMEMI_INTERNAL_HEAP (1u << 20) /* sync objects and collective scratch */
+
+void shmemi_fatal(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "shmem error (PE %d): %s\n", shmemi.my_pe, msg);
+    fflush(stderr);
+    bootstrap_abort(1, msg);
+}
+
+void shmemi_not_initialized(const char *call)
+{
+    fprintf(stderr, "shmem error: %s called %s shmem_init\n", call,
+            shmemi.finalized ? "after shmem_finalize, without a new" : "before");
+    fflush(stderr);
+    exit(1);
+}
+
+/* The program's writable data (.data, .bss), without the part that is
+ * read-only after relocation (RELRO), page-aligned. */
+typedef struct { uintptr_t start, end; } shmemi_range_t;
+
+static int shmemi_find_data(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    shmemi_range_t *range = arg;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), relro_end = 0;
+
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_GNU_RELRO) {
+            relro_end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        }
+    }
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+            uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+            uintptr_t end   = start + ph->p_memsz;
+            if (relro_end > start && relro_end < end) {
+                start = relro_end;
+            }
+            range->start = (start + page - 1) & ~(page - 1);
+            range->end   = (end + page - 1) & ~(page - 1);
+            break;
+        }
+    }
+    return 1; /* the first object is the program itself */
+}
+
+static void shmemi_setup_static(void)
+{
+    shmemi_range_t range = {0, 0};
+    util_status_t status;
+    int enabled = 1;
+
+    util_env_get_bool("RMB_SHMEM_STATIC", &enabled);
+    if (!enabled) {
+        return;
+    }
+    dl_iterate_phdr(shmemi_find_data, &range);
+    if (range.end <= range.start) {
+        return; /* no static data: nothing to share */
+    }
+    status = rpipe_sym_static((void *)range.start, range.end - range.start, &shmemi.data);
+    if (status != UTIL_OK) {
+        shmemi_fatal("shmem_init: cannot make static data symmetric: %s", util_status_string(status));
+    }
+}
+
+static void shmemi_setup_heap(void)
+{
+    util_status_t status;
+    size_t user;
+
+    if (util_env_get_size("SHMEM_SYMMETRIC_SIZE", &user) != UTIL_OK) {
+        shmemi_fatal("shmem_init: SHMEM_SYMMETRIC_SIZE is not a size (e.g. 512M, 2G)");
+    }
+    shmemi.heap_size = user + SHMEMI_INTERNAL_HEAP;
+    status = rpipe_sym_alloc(shmemi.heap_size, &shmemi.heap);
+    if (status != UTIL_OK) {
+        shmemi_fatal("shmem_init: cannot create a symmetric heap of %zu bytes "
+                     "(SHMEM_SYMMETRIC_SIZE): %s", shmemi.heap_size, util_status_string(status));
+    }
+    status = rmalloc_symm_create(shmemi.heap->base, shmemi.heap_size, 64, RMALLOC_FIRST_FIT,
+                                 &shmemi.symm);
+    if (status != UTIL_OK) {
+        shmemi_fatal("shmem_init: cannot create the heap allocator: %s", util_status_string(status));
+    }
+    /* internal objects: identical sequence on every PE, hence symmetric */
+    shmemi.coll_buf_size = SHMEMI_INTERNAL_HEAP / 2;
+    if (rmalloc_symm_alloc(shmemi.symm, SHMEMI_BARRIER_ROUNDS * 8, 64, (void **)&shmemi.barrier_flags) != UTIL_OK ||
+        rmalloc_symm_alloc(shmemi.symm, (size_t)shmemi.n_pes * 8, 64, (void **)&shmemi.coll_flags) != UTIL_OK ||
+        rmalloc_symm_alloc(shmemi.symm, shmemi.coll_buf_size, 64, &shmemi.coll_buf) != UTIL_OK) {
+        shmemi_fatal("shmem_init: cannot place internal objects in the symmetric heap");
+    }
+    memset(shmemi.barrier_flags, 0, SHMEMI_BARRIER_ROUNDS * 8);
+    memset(shmemi.coll_flags, 0, (size_t)shmemi.n_pes * 8);
+}
+
+int shmem_init_thread(int requested, int *provided)
+{
+    int flag;
+
+    if (shmemi.initialized > 0) {
+        shmemi.initialized++;
+        if (provided) *provided = shmemi.thread_level;
+        return 0;
+    }
+    if (util_env_get_bool("SHMEM_DEBUG", &flag) == UTIL_OK && flag) {
+        util_log_level = UTIL_LOG_DEBUG;
+    }
+    if (rinit(&shmemi.my_pe, &shmemi.n_pes) != R_SUCCESS) {
+        fprintf(stderr, "shmem error: shmem_init failed to start the library (see above)\n");
+        exit(1);
+    }
+    shmemi_setup_heap();
+    shmemi_setup_static();
+    /* Every PE keeps one lock for the library; SERIALIZED is what we
+     * guarantee today (MULTIPLE needs per-context locking). */
+    shmemi.thread_level = requested > SHMEM_THREAD_SERIALIZED ? SHMEM_THREAD_SERIALIZED : requested;
+    if (provided) *provided = shmemi.thread_level;
+    shmemi.initialized = 1;
+    shmemi.finalized   = 0;
+    if (shmemi.my_pe == 0 && util_env_get_bool("SHMEM_VERSION", &flag) == UTIL_OK && flag) {
+        printf("%s, OpenSHMEM %d.%d\n", SHMEM_VENDOR_STRING, SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION);
+    }
+    if (shmemi.my_pe == 0 && util_env_get_bool("SHMEM_INFO", &flag) == UTIL_OK && flag) {
+        printf("%s, OpenSHMEM %d.%d; environment:\n", SHMEM_VENDOR_STRING, SHMEM_MAJOR_VERSION,
+               SHMEM_MINOR_VERSION);
+        util_env_print(stdout);
+    }
+    fflush(stdout);
+    shmem_barrier_all();
+    return 0;
+}
+
+void shmem_init(void)
+{
+    shmem_init_thread(SHMEM_THREAD_SINGLE, NULL);
+}
+
+void shmem_finalize(void)
+{
+    if (shmemi.initialized <= 0) {
+        return; /* finalize without init, or twice: nothing to do */
+    }
+    if (shmemi.initialized > 1) {
+        shmemi.initialized--;
+        return;
+    }
+    shmem_barrier_all();
+    shmemi.initialized = 0;
+    if (shmemi.data != NULL) {
+        rpipe_sym_destroy(shmemi.data);
+        shmemi.data = NULL;
+    }
+    rmalloc_symm_destroy(shmemi.symm);
+    rpipe_sym_destroy(shmemi.heap);
+    shmemi.heap      = NULL;
+    shmemi.symm      = NULL;
+    shmemi.finalized = 1;
+    rexit();
+}
+
+void shmem_global_exit(int status)
+{
+    fflush(stdout);
+    bootstrap_abort(status == 0 ? 0 : status, "shmem_global_exit");
+}
+
+int shmem_my_pe(void) { return shmemi.initialized > 0 ? shmemi.my_pe : -1; }
+int shmem_n_pes(void) { return shmemi.initialized > 0 ? shmemi.n_pes : -1; }
+int _my_pe(void) { return shmem_my_pe(); }
+int _num_pes(void) { return shmem_n_pes(); }
+
+void start_pes(int npes)
+{
+    shmem_init();
+}
+
+int shmem_pe_accessible(int pe)
+{
+    return shmemi.initialized > 0 && pe >= 0 && pe < shmemi.n_pes;
+}
+
+int shmem_addr_accessible(const void *addr, int pe)
+{
+    if (!shmem_pe_accessible(pe)) {
+        return 0;
+    }
+    return rpipe_sym_contains(shmemi.heap, addr, 1) ||
+           (shmemi.data != NULL && rpipe_sym_contains(shmemi.data, addr, 1));
+}
+
+void *shmem_ptr(const void *dest, int pe)
+{
+    rpipe_sym_t *seg;
+    size_t off;
+
+    if (!shmem_addr_accessible(dest, pe)) {
+        return NULL;
+    }
+    seg = rpipe_sym_contains(shmemi.heap, dest, 1) ? shmemi.heap : shmemi.data;
+    off = (size_t)((const char *)dest - seg->base);
+    return rpipe_sym_ptr(seg, pe, off);
+}
+
+void shmem_query_thread(int *provided)
+{
+    if (provided) *provided = shmemi.thread_level;
+}
+
+int shmem_query_initialized(int *initialized)
+{
+    if (initialized) *initialized = shmemi.initialized > 0;
+    return 0;
+}
+
+void shmem_info_get_version(int *major, int *minor)
+{
+    if (major) *major = SHMEM_MAJOR_VERSION;
+    if (minor) *minor = SHMEM_MINOR_VERSION;
+}
+
+void shmem_info_get_name(char *name)
+{
+    if (name) {
+        strncpy(name, SHMEM_VENDOR_STRING, SHMEM_MAX_NAME_LEN - 1);
+        name[SHMEM_MAX_NAME_LEN - 1] = '\0';
+    }
+}
+
+/* ---- symmetric heap (collective: same calls in the same order on every PE) ---- */
+
+static void *shmemi_heap_result(const char *call, util_status_t status, void *ptr, size_t size)
+{
+    if (status == UTIL_ERR_NO_RESOURCE) {
+        shmemi_fatal("%s(%zu): the symmetric heap is exhausted (SHMEM_SYMMETRIC_SIZE=%zu bytes; "
+                     "raise it)", call, size, shmemi.heap_size - SHMEMI_INTERNAL_HEAP);
+    }
+    if (status != UTIL_OK) {
+        shmemi_fatal("%s: %s", call, util_status_string(status));
+    }
+    shmem_barrier_all(); /* the spec: returns after every PE allocated */
+    return ptr;
+}
+
+void *shmem_malloc(size_t size)
+{
+    void *ptr = NULL;
+    util_status_t status;
+
+    shmemi_check_init("shmem_malloc");
+    status = rmalloc_symm_alloc(shmemi.symm, size, 0, &ptr);
+    return shmemi_heap_result("shmem_malloc", status, ptr, size);
+}
+
+void *shmem_malloc_with_hints(size_t size, long hints)
+{
+    return shmem_malloc(size);
+}
+
+void *shmem_align(size_t alignment, size_t size)
+{
+    void *ptr = NULL;
+    shmemi_check_init("shmem_align");
+    if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+        shmem_barrier_all();
+        return NULL; /* the spec: not a power of two */
+    }
+    util_status_t status = rmalloc_symm_alloc(shmemi.symm, size, alignment, &ptr);
+    return shmemi_heap_result("shmem_align", status, ptr, size);
+}
+
+void *shmem_calloc(size_t count, size_t size)
+{
+    void *ptr;
+
+    if (size != 0 && count > SIZE_MAX / size) {
+        shmemi_check_init("shmem_calloc");
+        shmem_barrier_all();
+        return NULL;
+    }
+    ptr = shmem_malloc(count * size);
+    if (ptr != NULL) {
+        memset(ptr, 0, count * size);
+    }
+    return ptr;
+}
+
+void *shmem_realloc(void *ptr, size_t size)
+{
+    void *out = NULL;
+    util_status_t status;
+
+    shmemi_check_init("shmem_realloc");
+    shmem_barrier_all(); /* nobody may still access the old block */
+    status = rmalloc_symm_realloc(shmemi.symm, ptr, size, &out);
+    if (status == UTIL_ERR_INVALID) {
+        shmemi_fatal("shmem_realloc: %p is not a live symmetric allocation", ptr);
+    }
+    return shmemi_heap_result("shmem_realloc", status, out, size);
+}
+
+void shmem_free(void *ptr)
+{
+    if (ptr == NULL) {
+        return;
+    }
+    shmemi_check_init("shmem_free");
+    shmem_barrier_all();
+    if (rmalloc_symm_free(shmemi.symm, ptr) != UTIL_OK) {
+        shmemi_fatal("shmem_free: %p is not a live symmetric allocation (freed twice?)", ptr);
+    }
+}
+
+void *shmalloc(size_t size) { return shmem_malloc(size); }
+void shfree(void *ptr) { shmem_free(ptr); }
+void *shrealloc(void *ptr, size_t size) { return shmem_realloc(ptr, size); }
+void *shmemalign(size_t alignment, size_t size) { return shmem_align(alignment, size); }

@@ -1,0 +1,163 @@
+/*
+ * shmem internals. The symmetric heap is one rpipe symmetric segment
+ * managed by a symmetric-mode rmalloc instance; the program's static data
+ * is a second segment (remapped at init so on-node peers map it). Every
+ * RMA or atomic turns into an action at a symmetric offset of one of the
+ * two segments (rpipe_sym_*), inline for the on-node case.
+ */
+#ifndef SHMEMI_H
+#define SHMEMI_H
+
+#include "rmalloc/rmalloc_symm.h"
+#include "rpipe/rpipe_sym.h"
+#include "util/log.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHMEMI_BARRIER_ROUNDS 32 /* dissemination rounds: up to 2^32 PEs */
+
+typedef struct shmemi_state {
+    int            initialized;  /* init count (shmem_init may be called again) */
+    int            finalized;
+    int            my_pe, n_pes;
+    int            thread_level;
+    size_t         heap_size;
+    rpipe_sym_t   *heap;         /* the symmetric heap */
+    rpipe_sym_t   *data;         /* the program's static data (may be NULL) */
+    rmalloc_symm_t *symm;        /* allocator over the heap */
+    /* internal symmetric objects, at the start of the heap */
+    uint64_t      *barrier_flags; /* [SHMEMI_BARRIER_ROUNDS] */
+    uint64_t       barrier_epoch;
+    uint64_t      *coll_flags;    /* [n_pes] arrival flags for active-set collectives */
+    uint64_t       coll_epoch;
+    void          *coll_buf;      /* per-PE scratch for collectives */
+    size_t         coll_buf_size;
+} shmemi_state_t;
+
+extern shmemi_state_t shmemi;
+
+/* Prints "shmem error: <what>" (with the PE) and ends the job with status
+ * 1: the OpenSHMEM routines have no error return, and silent corruption is
+ * worse than stopping. */
+void shmemi_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* Not initialized: one clear line instead of a crash. */
+void shmemi_not_initialized(const char *call) __attribute__((noreturn));
+
+static inline void shmemi_check_init(const char *call)
+{
+    if (__builtin_expect(shmemi.initialized <= 0, 0)) {
+        shmemi_not_initialized(call);
+    }
+}
+
+static inline void shmemi_check_pe(const char *call, int pe)
+{
+#ifdef RMB_ARG_CHECKS
+    if (__builtin_expect((unsigned)pe >= (unsigned)shmemi.n_pes, 0)) {
+        shmemi_fatal("%s: PE %d is not in 0..%d", call, pe, shmemi.n_pes - 1);
+    }
+#endif
+}
+
+/* Segment and offset of a symmetric address range; fatal when it is not
+ * symmetric (with argument checks on). */
+static inline rpipe_sym_t *shmemi_locate(const char *call, const void *addr, size_t len,
+                                         size_t *offset_p)
+{
+    rpipe_sym_t *seg = shmemi.heap;
+
+    if (__builtin_expect(!rpipe_sym_contains(seg, addr, len), 0)) {
+        seg = shmemi.data;
+        if (seg == NULL || !rpipe_sym_contains(seg, addr, len)) {
+            shmemi_fatal("%s: %p (+%zu bytes) is not symmetric (neither in the symmetric heap "
+                         "nor in static data)", call, addr, len);
+        }
+    }
+    *offset_p = (size_t)((const char *)addr - seg->base);
+    return seg;
+}
+
+static inline void shmemi_check_status(const char *call, util_status_t status, int pe)
+{
+    if (__builtin_expect(status != UTIL_OK, 0)) {
+        shmemi_fatal("%s to PE %d failed: %s", call, pe, util_status_string(status));
+    }
+}
+
+static inline void shmemi_put(const char *call, void *dest, const void *src, size_t len, int pe)
+{
+    size_t off;
+    rpipe_sym_t *seg;
+
+    shmemi_check_pe(call, pe);
+    if (len == 0) {
+        return;
+    }
+    seg = shmemi_locate(call, dest, len, &off);
+    shmemi_check_status(call, rpipe_sym_put(seg, pe, off, src, len), pe);
+}
+
+static inline void shmemi_get(const char *call, void *dest, const void *src, size_t len, int pe)
+{
+    size_t off;
+    rpipe_sym_t *seg;
+
+    shmemi_check_pe(call, pe);
+    if (len == 0) {
+        return;
+    }
+    seg = shmemi_locate(call, src, len, &off);
+    shmemi_check_status(call, rpipe_sym_get(seg, pe, off, dest, len), pe);
+}
+
+static inline uint64_t shmemi_amo_fetch(const char *call, void *dest, btl_amo_op_t op,
+                                        unsigned size, uint64_t operand, uint64_t compare, int pe)
+{
+    size_t off;
+    rpipe_sym_t *seg;
+    uint64_t old = 0;
+
+    shmemi_check_pe(call, pe);
+#ifdef RMB_ARG_CHECKS
+    if (__builtin_expect(((uintptr_t)dest & (size - 1)) != 0, 0)) {
+        shmemi_fatal("%s: %p is not aligned to %u bytes", call, dest, size);
+    }
+#endif
+    seg = shmemi_locate(call, dest, size, &off);
+    shmemi_check_status(call, rpipe_sym_amo_fetch(seg, pe, off, op, size, operand, compare, &old),
+                        pe);
+    return old;
+}
+
+static inline void shmemi_amo_post(const char *call, void *dest, btl_amo_op_t op, unsigned size,
+                                   uint64_t operand, int pe)
+{
+    size_t off;
+    rpipe_sym_t *seg;
+
+    shmemi_check_pe(call, pe);
+#ifdef RMB_ARG_CHECKS
+    if (__builtin_expect(((uintptr_t)dest & (size - 1)) != 0, 0)) {
+        shmemi_fatal("%s: %p is not aligned to %u bytes", call, dest, size);
+    }
+#endif
+    seg = shmemi_locate(call, dest, size, &off);
+    shmemi_check_status(call, rpipe_sym_amo_post(seg, pe, off, op, size, operand), pe);
+}
+
+/* Active sets (start, 2^log_stride, size): fatal unless valid and
+ * containing the caller; barrier over the set on the caller's pSync. */
+void shmemi_check_set(const char *call, int start, int log_stride, int size);
+void shmemi_barrier_set_psync(int start, int log_stride, int size, long *pSync);
+void shmemi_quiet(void);
+
+/* Polls until *ivar satisfies cmp against value (bytes: 4 or 8, signed or
+ * not), driving progress and yielding when it waits long. */
+void shmemi_wait_until(const volatile void *ivar, int cmp, const void *value, unsigned size,
+                       int is_signed);
+int shmemi_test(const volatile void *ivar, int cmp, const void *value, unsigned size,
+                int is_signed);
+
+#endif
