@@ -256,8 +256,15 @@ void shmem_info_get_name(char *name)
 
 /* ---- symmetric heap (collective: same calls in the same order on every PE) ---- */
 
-static void *shmemi_heap_result(const char *call, util_status_t status, void *ptr, size_t size)
+/* Allocates (collectively), zeroes if asked, and returns after every PE
+ * has done so: nobody may put into a block a slower PE still clears. */
+static void *shmemi_heap_alloc(const char *call, size_t size, size_t align, int zero)
 {
+    void *ptr = NULL;
+    util_status_t status;
+
+    shmemi_check_init(call);
+    status = rmalloc_symm_alloc(shmemi.symm, size, align, &ptr);
     if (status == UTIL_ERR_NO_RESOURCE) {
         shmemi_fatal("%s(%zu): the symmetric heap is exhausted (SHMEM_SYMMETRIC_SIZE=%zu bytes; "
                      "raise it)", call, size, shmemi.heap_size - SHMEMI_INTERNAL_HEAP);
@@ -265,51 +272,41 @@ static void *shmemi_heap_result(const char *call, util_status_t status, void *pt
     if (status != UTIL_OK) {
         shmemi_fatal("%s: %s", call, util_status_string(status));
     }
-    shmem_barrier_all(); /* the spec: returns after every PE allocated */
+    if (zero && ptr != NULL) {
+        memset(ptr, 0, size);
+    }
+    shmem_barrier_all();
     return ptr;
 }
 
 void *shmem_malloc(size_t size)
 {
-    void *ptr = NULL;
-    util_status_t status;
-
-    shmemi_check_init("shmem_malloc");
-    status = rmalloc_symm_alloc(shmemi.symm, size, 0, &ptr);
-    return shmemi_heap_result("shmem_malloc", status, ptr, size);
+    return shmemi_heap_alloc("shmem_malloc", size, 0, 0);
 }
 
 void *shmem_malloc_with_hints(size_t size, long hints)
 {
-    return shmem_malloc(size);
+    return shmemi_heap_alloc("shmem_malloc_with_hints", size, 0, 0);
 }
 
 void *shmem_align(size_t alignment, size_t size)
 {
-    void *ptr = NULL;
-    shmemi_check_init("shmem_align");
     if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+        shmemi_check_init("shmem_align");
         shmem_barrier_all();
         return NULL; /* the spec: not a power of two */
     }
-    util_status_t status = rmalloc_symm_alloc(shmemi.symm, size, alignment, &ptr);
-    return shmemi_heap_result("shmem_align", status, ptr, size);
+    return shmemi_heap_alloc("shmem_align", size, alignment, 0);
 }
 
 void *shmem_calloc(size_t count, size_t size)
 {
-    void *ptr;
-
     if (size != 0 && count > SIZE_MAX / size) {
         shmemi_check_init("shmem_calloc");
         shmem_barrier_all();
         return NULL;
     }
-    ptr = shmem_malloc(count * size);
-    if (ptr != NULL) {
-        memset(ptr, 0, count * size);
-    }
-    return ptr;
+    return shmemi_heap_alloc("shmem_calloc", count * size, 0, 1);
 }
 
 void *shmem_realloc(void *ptr, size_t size)
@@ -323,7 +320,15 @@ void *shmem_realloc(void *ptr, size_t size)
     if (status == UTIL_ERR_INVALID) {
         shmemi_fatal("shmem_realloc: %p is not a live symmetric allocation", ptr);
     }
-    return shmemi_heap_result("shmem_realloc", status, out, size);
+    if (status == UTIL_ERR_NO_RESOURCE) {
+        shmemi_fatal("shmem_realloc(%zu): the symmetric heap is exhausted (SHMEM_SYMMETRIC_SIZE=%zu "
+                     "bytes; raise it)", size, shmemi.heap_size - SHMEMI_INTERNAL_HEAP);
+    }
+    if (status != UTIL_OK) {
+        shmemi_fatal("shmem_realloc: %s", util_status_string(status));
+    }
+    shmem_barrier_all();
+    return out;
 }
 
 void shmem_free(void *ptr)

@@ -1,0 +1,73 @@
+/*
+ * OpenSHMEM tests: runs tests/shmem/mp_shmem under oshrun for each API
+ * group with 1-8 PEs on shm, with the ofi backend forced, and checks that
+ * bad input ends the job with an error.
+ */
+#include "btl/btl.h"
+#include "tests/common/mp_run.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define PROG "shmem/mp_shmem"
+
+static const char *const modes[] = {"rma", "amo", "sync", "coll", "heap"};
+
+static int run(int np, const char *backend, const char *mode)
+{
+    const char *args[] = {mode, NULL};
+    int status;
+
+    setenv("RMB_BTL", backend, 1);
+    setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
+    status = mp_run(mp_oshrun_argv(np, 1, PROG, args), 120, NULL);
+    ck_assert_int_eq(mp_count_alive(PROG), 0);
+    return status;
+}
+
+START_TEST(test_modes_shm)
+{
+    static const int counts[] = {1, 2, 3, 4, 8};
+    for (int c = 0; c < 5; c++) {
+        ck_assert_msg(run(counts[c], "auto", modes[_i]) == 0, "%s on %d PEs", modes[_i], counts[c]);
+    }
+}
+END_TEST
+
+START_TEST(test_modes_ofi)
+{
+    if (btl_component_find("ofi") == NULL) {
+        printf("SKIP shmem over ofi: btl/ofi not built\n");
+        return;
+    }
+    ck_assert_msg(run(2, "ofi", modes[_i]) == 0, "%s over ofi", modes[_i]);
+}
+END_TEST
+
+START_TEST(test_bad_input)
+{
+    /* a PE out of range and a non-symmetric address: one line, exit 1 */
+    ck_assert_int_eq(run(2, "auto", "badpe"), 1);
+    ck_assert_int_eq(run(2, "auto", "badaddr"), 1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s  = suite_create("shmem");
+    TCase *tc = tcase_create("shmem");
+    SRunner *r;
+    int failed;
+
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_modes_shm, 0, 5);
+    tcase_add_loop_test(tc, test_modes_ofi, 0, 5);
+    tcase_add_test(tc, test_bad_input);
+    suite_add_tcase(s, tc);
+    r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
