@@ -75,8 +75,8 @@ install_missing
 if [ "$mode" = demo ]; then
     configure_in build
     make -C build -j"$jobs" >/dev/null
-    echo "quickstart: oshrun -n 4 examples/hello/hello"
-    build/oshrun/oshrun -n 4 build/examples/hello/hello
+    echo "quickstart: oshrun -n 4 examples/shmem/ring   (OpenSHMEM: put, atomic, reduction)"
+    build/oshrun/oshrun -n 4 build/examples/shmem/ring
     exit $?
 fi
 
