@@ -17,24 +17,40 @@ static inline int shmemi_member(int start, int log_stride, int i)
     return start + i * (1 << log_stride);
 }
 
+typedef struct {
+    const char *call;
+    void       *dest;
+    const void *source;
+    size_t      bytes;
+    int         start, log_stride, size, root_pe;
+} shmemi_bcast_t;
+
+static void shmemi_bcast_puts(void *arg)
+{
+    const shmemi_bcast_t *b = arg;
+
+    for (int i = 0; i < b->size; i++) {
+        int pe = shmemi_member(b->start, b->log_stride, i);
+        if (pe != b->root_pe) {
+            shmemi_put(b->call, b->dest, b->source, b->bytes, pe);
+        }
+    }
+}
+
+/* Members announce they are in (their dest is free), the root puts the
+ * data to each once all are in, then releases them: one round trip. */
 static void shmemi_broadcast(const char *call, void *dest, const void *source, size_t bytes,
                              int root, int start, int log_stride, int size, long *pSync)
 {
+    shmemi_bcast_t b = {call, dest, source, bytes, start, log_stride, size, 0};
+
     shmemi_check_init(call);
     shmemi_check_set(call, start, log_stride, size);
     if (root < 0 || root >= size) {
         shmemi_fatal("%s: root %d is not an index of the active set (size %d)", call, root, size);
     }
-    shmemi_barrier_set_psync(start, log_stride, size, pSync);
-    if (shmemi.my_pe == shmemi_member(start, log_stride, root)) {
-        for (int i = 0; i < size; i++) {
-            if (i != root) {
-                shmemi_put(call, dest, source, bytes, shmemi_member(start, log_stride, i));
-            }
-        }
-        shmemi_quiet();
-    }
-    shmemi_barrier_set_psync(start, log_stride, size, pSync);
+    b.root_pe = shmemi_member(start, log_stride, root);
+    shmemi_gather_release(start, log_stride, size, pSync, b.root_pe, shmemi_bcast_puts, &b);
 }
 
 void shmem_broadcast32(void *dest, const void *source, size_t nelems, int root, int start,

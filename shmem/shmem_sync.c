@@ -87,30 +87,47 @@ void shmem_sync_all(void)
     shmemi_barrier_flags();
 }
 
-/* Centralized barrier of the active set on the caller's pSync (see top). */
-static void shmemi_barrier_psync(int start, int log_stride, int size, long *pSync)
+/* Centralized barrier of the active set on the caller's pSync (see top),
+ * coordinated by PE coord (a member). When every member has arrived, coord
+ * runs between(arg) before releasing them: a broadcast puts its data
+ * there, so it costs one gather and one release instead of two barriers. */
+void shmemi_gather_release(int start, int log_stride, int size, long *pSync, int coord,
+                           void (*between)(void *arg), void *arg)
 {
     int stride = 1 << log_stride, me = shmemi.my_pe;
     unsigned long polls = 0;
 
     if (size <= 1) {
+        if (between != NULL) between(arg);
         return;
     }
-    if (me == start) {
+    if (me == coord) {
         while (__atomic_load_n(&pSync[0], __ATOMIC_ACQUIRE) != SHMEM_SYNC_VALUE + (size - 1)) {
             shmemi_relax(&polls);
         }
         __atomic_store_n(&pSync[0], SHMEM_SYNC_VALUE, __ATOMIC_RELAXED);
-        for (int i = 1; i < size; i++) {
-            shmemi_amo_post("shmem_barrier", &pSync[1], BTL_AMO_SET, 8, 1, start + i * stride);
+        if (between != NULL) {
+            between(arg);
+            shmemi_quiet(); /* the data lands before the release */
+        }
+        for (int i = 0; i < size; i++) {
+            int pe = start + i * stride;
+            if (pe != coord) {
+                shmemi_amo_post("shmem collective", &pSync[1], BTL_AMO_SET, 8, 1, pe);
+            }
         }
     } else {
-        shmemi_amo_post("shmem_barrier", &pSync[0], BTL_AMO_ADD, 8, 1, start);
+        shmemi_amo_post("shmem collective", &pSync[0], BTL_AMO_ADD, 8, 1, coord);
         while (__atomic_load_n(&pSync[1], __ATOMIC_ACQUIRE) != 1) {
             shmemi_relax(&polls);
         }
         __atomic_store_n(&pSync[1], SHMEM_SYNC_VALUE, __ATOMIC_RELAXED);
     }
+}
+
+static void shmemi_barrier_psync(int start, int log_stride, int size, long *pSync)
+{
+    shmemi_gather_release(start, log_stride, size, pSync, start, NULL, NULL);
 }
 
 void shmemi_check_set(const char *call, int start, int log_stride, int size)

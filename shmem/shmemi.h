@@ -151,6 +151,8 @@ static inline void shmemi_amo_post(const char *call, void *dest, btl_amo_op_t op
  * containing the caller; barrier over the set on the caller's pSync. */
 void shmemi_check_set(const char *call, int start, int log_stride, int size);
 void shmemi_barrier_set_psync(int start, int log_stride, int size, long *pSync);
+void shmemi_gather_release(int start, int log_stride, int size, long *pSync, int coord,
+                           void (*between)(void *arg), void *arg);
 void shmemi_quiet(void);
 
 /* Polls until *ivar satisfies cmp against value (bytes: 4 or 8, signed or
