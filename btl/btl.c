@@ -478,7 +478,10 @@ err_free:
     return status;
 }
 
-util_status_t btl_mem_reg(btl_ctx_t *ctx, void *addr, size_t size, btl_mem_t **mem_p)
+/* Registers caller memory with every iface; with remap, the first iface
+ * that can remap it (shm) does so first and the others register the result. */
+static util_status_t btl_mem_wrap(btl_ctx_t *ctx, void *addr, size_t size, int remap,
+                                  btl_mem_t **mem_p)
 {
     btl_mem_t *mem;
     util_status_t status;
@@ -494,33 +497,7 @@ util_status_t btl_mem_reg(btl_ctx_t *ctx, void *addr, size_t size, btl_mem_t **m
     mem->addr = addr;
     mem->size = size;
     mem->owner_iface = -1;
-    status = btl_mem_reg_others(mem);
-    if (status != UTIL_OK) {
-        btl_mem_release(mem);
-        return status;
-    }
-    *mem_p = mem;
-    return UTIL_OK;
-}
-
-util_status_t btl_mem_remap(btl_ctx_t *ctx, void *addr, size_t size, btl_mem_t **mem_p)
-{
-    btl_mem_t *mem;
-    util_status_t status;
-
-    if (addr == NULL || size == 0) {
-        return UTIL_ERR_INVALID;
-    }
-    mem = calloc(1, sizeof(*mem));
-    if (mem == NULL) {
-        return UTIL_ERR_NO_MEMORY;
-    }
-    mem->ctx = ctx;
-    mem->addr = addr;
-    mem->size = size;
-    mem->owner_iface = -1;
-    /* The first iface that can remap does; the others register the result. */
-    for (int i = 0; i < ctx->num_ifaces && mem->owner_iface < 0; i++) {
+    for (int i = 0; remap && i < ctx->num_ifaces && mem->owner_iface < 0; i++) {
         btl_iface_t *iface = ctx->ifaces[i];
         status = iface->ops.mem_remap(iface, addr, size, &mem->mr[i]);
         if (status == UTIL_OK) {
@@ -537,6 +514,16 @@ util_status_t btl_mem_remap(btl_ctx_t *ctx, void *addr, size_t size, btl_mem_t *
     }
     *mem_p = mem;
     return UTIL_OK;
+}
+
+util_status_t btl_mem_reg(btl_ctx_t *ctx, void *addr, size_t size, btl_mem_t **mem_p)
+{
+    return btl_mem_wrap(ctx, addr, size, 0, mem_p);
+}
+
+util_status_t btl_mem_remap(btl_ctx_t *ctx, void *addr, size_t size, btl_mem_t **mem_p)
+{
+    return btl_mem_wrap(ctx, addr, size, 1, mem_p);
 }
 
 util_status_t btl_mem_free(btl_mem_t *mem)
