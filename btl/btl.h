@@ -164,8 +164,12 @@ struct btl_component {
     util_status_t (*iface_open)(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
 };
 
+/* A backend's struct from the base object embedded in it. */
+#define btl_container_of(_ptr, _type, _member) \
+    ((_type *)((char *)(_ptr) - offsetof(_type, _member)))
+
 /* Base objects. Backends embed these first and reach their own struct with
- * container_of; fields are read by the inline dispatchers. */
+ * btl_container_of; fields are read by the inline dispatchers. */
 struct btl_iface {
     btl_ops_t              ops;       /* by value: dispatch is two loads */
     const btl_component_t *component;

@@ -609,6 +609,17 @@ util_status_t rmalloc_sync_alloc(rmalloc_sync_ep_t *ep, uint64_t payload, uint64
     }
 }
 
+/* The record that tells the peer about an allocation or a free. */
+static void rec_from_desc(rec_t *r, const raddr_t *desc)
+{
+    memset(r, 0, sizeof(*r));
+    r->start      = desc->start;
+    r->units      = desc->end - desc->start;
+    r->payload    = desc->payload;
+    r->peer_id    = desc->id;
+    r->peer_block = desc->block;
+}
+
 util_status_t rmalloc_sync_post(rmalloc_sync_ep_t *ep, const raddr_t *desc)
 {
     uint64_t      peer_id;
@@ -626,12 +637,7 @@ util_status_t rmalloc_sync_post(rmalloc_sync_ep_t *ep, const raddr_t *desc)
     status = complete_pending(ep);
     if (status != UTIL_OK)
         return status;
-    memset(&r, 0, sizeof(r));
-    r.start      = desc->start;
-    r.units      = desc->end - desc->start;
-    r.payload    = desc->payload;
-    r.peer_id    = desc->id;
-    r.peer_block = desc->block;
+    rec_from_desc(&r, desc);
     return send_rec(ep, &r);
 }
 
@@ -701,11 +707,8 @@ util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
     status = complete_pending(ep);
     if (status != UTIL_OK)
         return status;
-    memset(&r, 0, sizeof(r));
-    r.start      = desc->start;
-    r.units      = desc->end - desc->start;
-    r.payload    = desc->payload;
-    r.peer_id    = peer_id;
+    rec_from_desc(&r, desc);
+    r.peer_id    = peer_id; /* the producer's names for the block */
     r.peer_block = peer_block;
     status = send_rec(ep, &r);
     if (status != UTIL_OK)

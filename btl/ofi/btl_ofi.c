@@ -161,27 +161,24 @@ typedef struct {
     uint64_t   offset; /* subtracted from remote addresses (0 with FI_MR_VIRT_ADDR) */
 } btl_ofi_rkey_t;
 
-#define btl_ofi_container_of(_ptr, _type, _member) \
-    ((_type *)((char *)(_ptr) - offsetof(_type, _member)))
-
 static inline btl_ofi_iface_t *btl_ofi_iface(btl_iface_t *iface)
 {
-    return btl_ofi_container_of(iface, btl_ofi_iface_t, super);
+    return btl_container_of(iface, btl_ofi_iface_t, super);
 }
 
 static inline btl_ofi_ep_t *btl_ofi_ep(btl_ep_t *ep)
 {
-    return btl_ofi_container_of(ep, btl_ofi_ep_t, super);
+    return btl_container_of(ep, btl_ofi_ep_t, super);
 }
 
 static inline btl_ofi_rkey_t *btl_ofi_rkey(btl_rkey_t *rkey)
 {
-    return btl_ofi_container_of(rkey, btl_ofi_rkey_t, super);
+    return btl_container_of(rkey, btl_ofi_rkey_t, super);
 }
 
 static inline btl_ofi_mr_t *btl_ofi_mr(btl_mr_t *mr)
 {
-    return btl_ofi_container_of(mr, btl_ofi_mr_t, super);
+    return btl_container_of(mr, btl_ofi_mr_t, super);
 }
 
 /* A libfabric return code as a status; the caller has logged the cause. */

@@ -118,22 +118,19 @@ typedef struct {
     int            amo_locked; /* cma memory: atomics under the owner's lock */
 } btl_shm_rkey_t;
 
-#define btl_shm_container_of(_ptr, _type, _member) \
-    ((_type *)((char *)(_ptr) - offsetof(_type, _member)))
-
 static inline btl_shm_iface_t *btl_shm_iface(btl_iface_t *iface)
 {
-    return btl_shm_container_of(iface, btl_shm_iface_t, super);
+    return btl_container_of(iface, btl_shm_iface_t, super);
 }
 
 static inline btl_shm_ep_t *btl_shm_ep(btl_ep_t *ep)
 {
-    return btl_shm_container_of(ep, btl_shm_ep_t, super);
+    return btl_container_of(ep, btl_shm_ep_t, super);
 }
 
 static inline btl_shm_rkey_t *btl_shm_rkey(btl_rkey_t *rkey)
 {
-    return btl_shm_container_of(rkey, btl_shm_rkey_t, super);
+    return btl_container_of(rkey, btl_shm_rkey_t, super);
 }
 
 static size_t btl_shm_page_round(size_t size)
@@ -669,7 +666,7 @@ static util_status_t btl_shm_mem_reg(btl_iface_t *iface, void *addr, size_t size
 
 static util_status_t btl_shm_mem_dereg(btl_mr_t *mr_base)
 {
-    btl_shm_mr_t *mr = btl_shm_container_of(mr_base, btl_shm_mr_t, super);
+    btl_shm_mr_t *mr = btl_container_of(mr_base, btl_shm_mr_t, super);
     btl_shm_iface_t *siface = btl_shm_iface(mr->super.iface);
 
     if (mr->owned) {
@@ -693,7 +690,7 @@ static util_status_t btl_shm_mem_dereg(btl_mr_t *mr_base)
 static util_status_t btl_shm_rkey_pack(btl_mr_t *mr_base, void *buf, size_t bufsize,
                                        size_t *size_p)
 {
-    btl_shm_mr_t *mr = btl_shm_container_of(mr_base, btl_shm_mr_t, super);
+    btl_shm_mr_t *mr = btl_container_of(mr_base, btl_shm_mr_t, super);
     btl_shm_packed_t packed;
 
     if (bufsize < sizeof(packed)) {

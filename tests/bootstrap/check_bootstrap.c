@@ -311,8 +311,6 @@ int main(void)
     TCase *oshrun    = tcase_create("oshrun");
     TCase *failures  = tcase_create("failures");
     TCase *mpirun    = tcase_create("mpirun");
-    SRunner *r;
-    int failed;
 
     tcase_add_test(singleton, test_singleton_identity);
     tcase_add_test(singleton, test_singleton_kv);
@@ -340,9 +338,5 @@ int main(void)
     tcase_add_test(mpirun, test_under_ompi_mpirun);
     suite_add_tcase(s, mpirun);
 
-    r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return mp_run_suite(s);
 }

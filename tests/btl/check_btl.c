@@ -75,8 +75,6 @@ int main(void)
     Suite *s   = suite_create("btl");
     TCase *shm = tcase_create("shm");
     TCase *ofi = tcase_create("ofi");
-    SRunner *r;
-    int failed;
 
     tcase_set_timeout(shm, 300);
     tcase_add_test(shm, test_shm_2);
@@ -86,9 +84,5 @@ int main(void)
     tcase_set_timeout(ofi, 300);
     tcase_add_loop_test(ofi, test_ofi_forced, 0, 4);
     suite_add_tcase(s, ofi);
-    r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return mp_run_suite(s);
 }

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "tests/common/mp_run.h"
 
+#include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -193,4 +194,15 @@ int mp_shm_new_entries(const char *before)
         closedir(dir);
     }
     return fresh;
+}
+
+int mp_run_suite(Suite *suite)
+{
+    SRunner *runner = srunner_create(suite);
+    int failed;
+
+    srunner_run_all(runner, CK_NORMAL);
+    failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -37,4 +37,8 @@ int mp_count_alive(const char *prog);
 char *mp_shm_snapshot(void);
 int mp_shm_new_entries(const char *before);
 
+/* Runs a Check suite (normal output); returns the process exit status. */
+typedef struct Suite Suite;
+int mp_run_suite(Suite *suite);
+
 #endif

@@ -101,8 +101,6 @@ int main(void)
     Suite *s  = suite_create("rcoll");
     TCase *tc = tcase_create("shm");
     TCase *net = tcase_create("ofi");
-    SRunner *r;
-    int failed;
 
     tcase_set_timeout(tc, 90);
     tcase_add_loop_test(tc, test_ops, 1, 9);
@@ -117,9 +115,5 @@ int main(void)
     tcase_set_timeout(net, 90);
     tcase_add_loop_test(net, test_ofi, 0, 3);
     suite_add_tcase(s, net);
-    r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return mp_run_suite(s);
 }

@@ -116,8 +116,6 @@ int main(void)
     Suite *s  = suite_create("rpipe");
     TCase *tc = tcase_create("shm");
     TCase *net = tcase_create("ofi");
-    SRunner *r;
-    int failed;
 
     tcase_set_timeout(tc, 150);
     tcase_add_loop_test(tc, test_modes, 0, 24);
@@ -131,9 +129,5 @@ int main(void)
     tcase_add_loop_test(net, test_ofi, 0, 12);
     tcase_add_test(net, test_ofi_alltoall);
     suite_add_tcase(s, net);
-    r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return mp_run_suite(s);
 }

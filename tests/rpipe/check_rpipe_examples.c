@@ -125,8 +125,6 @@ int main(void)
     Suite *s   = suite_create("rpipe_examples");
     TCase *tc  = tcase_create("shm");
     TCase *net = tcase_create("ofi");
-    SRunner *r;
-    int failed;
 
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, test_usage);
@@ -138,9 +136,5 @@ int main(void)
     tcase_set_timeout(net, 150);
     tcase_add_loop_test(net, test_ofi, 0, 2);
     suite_add_tcase(s, net);
-    r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return mp_run_suite(s);
 }

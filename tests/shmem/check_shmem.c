@@ -57,17 +57,11 @@ int main(void)
 {
     Suite *s  = suite_create("shmem");
     TCase *tc = tcase_create("shmem");
-    SRunner *r;
-    int failed;
 
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_modes_shm, 0, 5);
     tcase_add_loop_test(tc, test_modes_ofi, 0, 5);
     tcase_add_test(tc, test_bad_input);
     suite_add_tcase(s, tc);
-    r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return mp_run_suite(s);
 }
