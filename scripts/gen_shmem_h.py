@@ -6,6 +6,7 @@ run this script after changing a table:  python3 scripts/gen_shmem_h.py
 The C side (shmem/shmem_types.h) keeps the same tables as X-macro lists.
 """
 import os
+import re
 
 RMA = [("float", "float"), ("double", "double"), ("long double", "longdouble"),
        ("char", "char"), ("signed char", "schar"), ("short", "short"), ("int", "int"),
@@ -37,9 +38,17 @@ SIZES = ["8", "16", "32", "64", "128"]
 
 out = []
 w = out.append
+DECLS = []  # (ret, name, args, deprecated): every routine, for pshmem.h and pshmem.ld
 
-def proto(ret, name, args):
-    w(f"SHMEM_API {ret} {name}({args});")
+def proto(ret, name, args, deprecated=False):
+    DECLS.append((ret, name, args, deprecated))
+    dep = "SHMEM_DEPRECATED " if deprecated else ""
+    w(f"SHMEM_API {dep}{ret} {name}({args});")
+
+def old(line):
+    """A deprecated routine given as a full 'SHMEM_API SHMEM_DEPRECATED ret name(args);' line."""
+    m = re.match(r"SHMEM_API SHMEM_DEPRECATED (.*?)\b(\w+)\((.*)\);$", line)
+    proto(m.group(1).strip(), m.group(2), m.group(3), deprecated=True)
 
 w("""/*
  * shmem.h — OpenSHMEM 1.5 for rmb (RDMA Managed Buffers).
@@ -115,6 +124,25 @@ extern "C" {
 #define SHMEM_MALLOC_ATOMICS_REMOTE 1L
 #define SHMEM_MALLOC_SIGNAL_REMOTE  2L
 
+#define SHMEM_SIGNAL_SET 0
+#define SHMEM_SIGNAL_ADD 1
+
+#define SHMEM_CTX_SERIALIZED (1L << 0)
+#define SHMEM_CTX_PRIVATE    (1L << 1)
+#define SHMEM_CTX_NOSTORE    (1L << 2)
+
+#define SHMEM_TEAM_NUM_CONTEXTS (1L << 0)
+
+/* Teams and contexts are handles to library objects. The predefined ones
+ * are valid before shmem_init (their members are filled in by it). */
+typedef struct shmemi_team *shmem_team_t;
+typedef struct shmemi_ctx *shmem_ctx_t;
+typedef struct {
+    int num_contexts;
+} shmem_team_config_t;
+#define SHMEM_TEAM_INVALID ((shmem_team_t)0)
+#define SHMEM_CTX_INVALID ((shmem_ctx_t)0)
+
 /* ---- setup, exit and query ---- */""")
 proto("void", "shmem_init", "void")
 proto("int", "shmem_init_thread", "int requested, int *provided")
@@ -129,9 +157,13 @@ proto("void", "shmem_query_thread", "int *provided")
 proto("int", "shmem_query_initialized", "int *initialized")
 proto("void", "shmem_info_get_version", "int *major, int *minor")
 proto("void", "shmem_info_get_name", "char *name")
-w("SHMEM_API SHMEM_DEPRECATED void start_pes(int npes);")
-w("SHMEM_API SHMEM_DEPRECATED int _my_pe(void);")
-w("SHMEM_API SHMEM_DEPRECATED int _num_pes(void);")
+w("SHMEM_API extern shmem_team_t SHMEM_TEAM_WORLD;")
+w("SHMEM_API extern shmem_team_t SHMEM_TEAM_SHARED;")
+w("SHMEM_API extern shmem_ctx_t SHMEM_CTX_DEFAULT;")
+proto("void", "shmem_pcontrol", "const int level, ...")
+old("SHMEM_API SHMEM_DEPRECATED void start_pes(int npes);")
+old("SHMEM_API SHMEM_DEPRECATED int _my_pe(void);")
+old("SHMEM_API SHMEM_DEPRECATED int _num_pes(void);")
 w("\n/* ---- memory management ---- */")
 proto("void *", "shmem_malloc", "size_t size")
 proto("void *", "shmem_malloc_with_hints", "size_t size, long hints")
@@ -139,120 +171,344 @@ proto("void", "shmem_free", "void *ptr")
 proto("void *", "shmem_realloc", "void *ptr, size_t size")
 proto("void *", "shmem_align", "size_t alignment, size_t size")
 proto("void *", "shmem_calloc", "size_t count, size_t size")
-w("SHMEM_API SHMEM_DEPRECATED void *shmalloc(size_t size);")
-w("SHMEM_API SHMEM_DEPRECATED void shfree(void *ptr);")
-w("SHMEM_API SHMEM_DEPRECATED void *shrealloc(void *ptr, size_t size);")
-w("SHMEM_API SHMEM_DEPRECATED void *shmemalign(size_t alignment, size_t size);")
+old("SHMEM_API SHMEM_DEPRECATED void *shmalloc(size_t size);")
+old("SHMEM_API SHMEM_DEPRECATED void shfree(void *ptr);")
+old("SHMEM_API SHMEM_DEPRECATED void *shrealloc(void *ptr, size_t size);")
+old("SHMEM_API SHMEM_DEPRECATED void *shmemalign(size_t alignment, size_t size);")
 
-w("\n/* ---- RMA ---- */")
+def both(ret, name, args):
+    """The routine and its context form shmem_ctx_* (ctx first)."""
+    proto(ret, name, args)
+    proto(ret, name.replace("shmem_", "shmem_ctx_", 1), "shmem_ctx_t ctx, " + args)
+
+RED_BIT = [("unsigned char", "uchar"), ("unsigned short", "ushort"), ("unsigned int", "uint"),
+           ("unsigned long", "ulong"), ("unsigned long long", "ulonglong"), ("int8_t", "int8"),
+           ("int16_t", "int16"), ("int32_t", "int32"), ("int64_t", "int64"),
+           ("uint8_t", "uint8"), ("uint16_t", "uint16"), ("uint32_t", "uint32"),
+           ("uint64_t", "uint64"), ("size_t", "size")]
+RED_MINMAX = [("char", "char"), ("signed char", "schar"), ("short", "short"), ("int", "int"),
+              ("long", "long"), ("long long", "longlong"), ("ptrdiff_t", "ptrdiff"),
+              ("unsigned char", "uchar"), ("unsigned short", "ushort"), ("unsigned int", "uint"),
+              ("unsigned long", "ulong"), ("unsigned long long", "ulonglong"),
+              ("int8_t", "int8"), ("int16_t", "int16"), ("int32_t", "int32"),
+              ("int64_t", "int64"), ("uint8_t", "uint8"), ("uint16_t", "uint16"),
+              ("uint32_t", "uint32"), ("uint64_t", "uint64"), ("size_t", "size"),
+              ("float", "float"), ("double", "double"), ("long double", "longdouble")]
+RED_COMPLEX = [("double _Complex", "complexd"), ("float _Complex", "complexf")]
+
+w("\n/* ---- teams ---- */")
+proto("int", "shmem_team_my_pe", "shmem_team_t team")
+proto("int", "shmem_team_n_pes", "shmem_team_t team")
+proto("int", "shmem_team_get_config", "shmem_team_t team, long config_mask, shmem_team_config_t *config")
+proto("int", "shmem_team_translate_pe", "shmem_team_t src_team, int src_pe, shmem_team_t dest_team")
+proto("int", "shmem_team_split_strided", "shmem_team_t parent_team, int start, int stride, int size, const shmem_team_config_t *config, long config_mask, shmem_team_t *new_team")
+proto("int", "shmem_team_split_2d", "shmem_team_t parent_team, int xrange, const shmem_team_config_t *xaxis_config, long xaxis_mask, shmem_team_t *xaxis_team, const shmem_team_config_t *yaxis_config, long yaxis_mask, shmem_team_t *yaxis_team")
+proto("void", "shmem_team_destroy", "shmem_team_t team")
+proto("int", "shmem_team_sync", "shmem_team_t team")
+proto("void *", "shmem_team_ptr", "shmem_team_t team, const void *dest, int pe")
+
+w("\n/* ---- communication contexts ---- */")
+proto("int", "shmem_ctx_create", "long options, shmem_ctx_t *ctx")
+proto("int", "shmem_team_create_ctx", "shmem_team_t team, long options, shmem_ctx_t *ctx")
+proto("void", "shmem_ctx_destroy", "shmem_ctx_t ctx")
+proto("int", "shmem_ctx_get_team", "shmem_ctx_t ctx, shmem_team_t *team")
+
+w("\n/* ---- RMA (each routine also as shmem_ctx_*, context first) ---- */")
 for ct, n in RMA:
-    proto("void", f"shmem_{n}_put", f"{ct} *dest, const {ct} *source, size_t nelems, int pe")
-    proto("void", f"shmem_{n}_get", f"{ct} *dest, const {ct} *source, size_t nelems, int pe")
-    proto("void", f"shmem_{n}_p", f"{ct} *dest, {ct} value, int pe")
-    proto(ct, f"shmem_{n}_g", f"const {ct} *source, int pe")
-    proto("void", f"shmem_{n}_iput", f"{ct} *dest, const {ct} *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe")
-    proto("void", f"shmem_{n}_iget", f"{ct} *dest, const {ct} *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe")
-    proto("void", f"shmem_{n}_put_nbi", f"{ct} *dest, const {ct} *source, size_t nelems, int pe")
-    proto("void", f"shmem_{n}_get_nbi", f"{ct} *dest, const {ct} *source, size_t nelems, int pe")
+    both("void", f"shmem_{n}_put", f"{ct} *dest, const {ct} *source, size_t nelems, int pe")
+    both("void", f"shmem_{n}_get", f"{ct} *dest, const {ct} *source, size_t nelems, int pe")
+    both("void", f"shmem_{n}_p", f"{ct} *dest, {ct} value, int pe")
+    both(ct, f"shmem_{n}_g", f"const {ct} *source, int pe")
+    both("void", f"shmem_{n}_iput", f"{ct} *dest, const {ct} *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe")
+    both("void", f"shmem_{n}_iget", f"{ct} *dest, const {ct} *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe")
+    both("void", f"shmem_{n}_ibput", f"{ct} *dest, const {ct} *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe")
+    both("void", f"shmem_{n}_ibget", f"{ct} *dest, const {ct} *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe")
+    both("void", f"shmem_{n}_put_nbi", f"{ct} *dest, const {ct} *source, size_t nelems, int pe")
+    both("void", f"shmem_{n}_get_nbi", f"{ct} *dest, const {ct} *source, size_t nelems, int pe")
 for s in SIZES:
-    proto("void", f"shmem_put{s}", "void *dest, const void *source, size_t nelems, int pe")
-    proto("void", f"shmem_get{s}", "void *dest, const void *source, size_t nelems, int pe")
-    proto("void", f"shmem_iput{s}", "void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe")
-    proto("void", f"shmem_iget{s}", "void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe")
-    proto("void", f"shmem_put{s}_nbi", "void *dest, const void *source, size_t nelems, int pe")
-    proto("void", f"shmem_get{s}_nbi", "void *dest, const void *source, size_t nelems, int pe")
-proto("void", "shmem_putmem", "void *dest, const void *source, size_t nelems, int pe")
-proto("void", "shmem_getmem", "void *dest, const void *source, size_t nelems, int pe")
-proto("void", "shmem_putmem_nbi", "void *dest, const void *source, size_t nelems, int pe")
-proto("void", "shmem_getmem_nbi", "void *dest, const void *source, size_t nelems, int pe")
+    both("void", f"shmem_put{s}", "void *dest, const void *source, size_t nelems, int pe")
+    both("void", f"shmem_get{s}", "void *dest, const void *source, size_t nelems, int pe")
+    both("void", f"shmem_iput{s}", "void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe")
+    both("void", f"shmem_iget{s}", "void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe")
+    both("void", f"shmem_ibput{s}", "void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe")
+    both("void", f"shmem_ibget{s}", "void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t bsize, size_t nblocks, int pe")
+    both("void", f"shmem_put{s}_nbi", "void *dest, const void *source, size_t nelems, int pe")
+    both("void", f"shmem_get{s}_nbi", "void *dest, const void *source, size_t nelems, int pe")
+both("void", "shmem_putmem", "void *dest, const void *source, size_t nelems, int pe")
+both("void", "shmem_getmem", "void *dest, const void *source, size_t nelems, int pe")
+both("void", "shmem_putmem_nbi", "void *dest, const void *source, size_t nelems, int pe")
+both("void", "shmem_getmem_nbi", "void *dest, const void *source, size_t nelems, int pe")
 
-w("\n/* ---- atomic memory operations ---- */")
+w("\n/* ---- signaling operations ---- */")
+SIG = "uint64_t *sig_addr, uint64_t signal, int sig_op, int pe"
+for ct, n in RMA:
+    both("void", f"shmem_{n}_put_signal", f"{ct} *dest, const {ct} *source, size_t nelems, {SIG}")
+    both("void", f"shmem_{n}_put_signal_nbi", f"{ct} *dest, const {ct} *source, size_t nelems, {SIG}")
+for s in SIZES:
+    both("void", f"shmem_put{s}_signal", f"void *dest, const void *source, size_t nelems, {SIG}")
+    both("void", f"shmem_put{s}_signal_nbi", f"void *dest, const void *source, size_t nelems, {SIG}")
+both("void", "shmem_putmem_signal", f"void *dest, const void *source, size_t nelems, {SIG}")
+both("void", "shmem_putmem_signal_nbi", f"void *dest, const void *source, size_t nelems, {SIG}")
+proto("uint64_t", "shmem_signal_fetch", "const uint64_t *sig_addr")
+proto("uint64_t", "shmem_signal_wait_until", "uint64_t *sig_addr, int cmp, uint64_t cmp_value")
+both("void", "shmem_signal_add", "uint64_t *sig_addr, uint64_t signal, int pe")
+both("void", "shmem_signal_set", "uint64_t *sig_addr, uint64_t signal, int pe")
+
+w("\n/* ---- atomic memory operations (each also as shmem_ctx_*) ---- */")
 for ct, n in AMO_EXT:
-    proto(ct, f"shmem_{n}_atomic_fetch", f"const {ct} *source, int pe")
-    proto("void", f"shmem_{n}_atomic_set", f"{ct} *dest, {ct} value, int pe")
-    proto(ct, f"shmem_{n}_atomic_swap", f"{ct} *dest, {ct} value, int pe")
+    both(ct, f"shmem_{n}_atomic_fetch", f"const {ct} *source, int pe")
+    both("void", f"shmem_{n}_atomic_set", f"{ct} *dest, {ct} value, int pe")
+    both(ct, f"shmem_{n}_atomic_swap", f"{ct} *dest, {ct} value, int pe")
+    both("void", f"shmem_{n}_atomic_fetch_nbi", f"{ct} *fetch, const {ct} *source, int pe")
+    both("void", f"shmem_{n}_atomic_swap_nbi", f"{ct} *fetch, {ct} *dest, {ct} value, int pe")
 for ct, n in AMO_STD:
-    proto(ct, f"shmem_{n}_atomic_compare_swap", f"{ct} *dest, {ct} cond, {ct} value, int pe")
-    proto(ct, f"shmem_{n}_atomic_fetch_inc", f"{ct} *dest, int pe")
-    proto("void", f"shmem_{n}_atomic_inc", f"{ct} *dest, int pe")
-    proto(ct, f"shmem_{n}_atomic_fetch_add", f"{ct} *dest, {ct} value, int pe")
-    proto("void", f"shmem_{n}_atomic_add", f"{ct} *dest, {ct} value, int pe")
+    both(ct, f"shmem_{n}_atomic_compare_swap", f"{ct} *dest, {ct} cond, {ct} value, int pe")
+    both(ct, f"shmem_{n}_atomic_fetch_inc", f"{ct} *dest, int pe")
+    both("void", f"shmem_{n}_atomic_inc", f"{ct} *dest, int pe")
+    both(ct, f"shmem_{n}_atomic_fetch_add", f"{ct} *dest, {ct} value, int pe")
+    both("void", f"shmem_{n}_atomic_add", f"{ct} *dest, {ct} value, int pe")
+    both("void", f"shmem_{n}_atomic_compare_swap_nbi", f"{ct} *fetch, {ct} *dest, {ct} cond, {ct} value, int pe")
+    both("void", f"shmem_{n}_atomic_fetch_inc_nbi", f"{ct} *fetch, {ct} *dest, int pe")
+    both("void", f"shmem_{n}_atomic_fetch_add_nbi", f"{ct} *fetch, {ct} *dest, {ct} value, int pe")
 for ct, n in AMO_BIT:
     for op in ("and", "or", "xor"):
-        proto(ct, f"shmem_{n}_atomic_fetch_{op}", f"{ct} *dest, {ct} value, int pe")
-        proto("void", f"shmem_{n}_atomic_{op}", f"{ct} *dest, {ct} value, int pe")
+        both(ct, f"shmem_{n}_atomic_fetch_{op}", f"{ct} *dest, {ct} value, int pe")
+        both("void", f"shmem_{n}_atomic_{op}", f"{ct} *dest, {ct} value, int pe")
+        both("void", f"shmem_{n}_atomic_fetch_{op}_nbi", f"{ct} *fetch, {ct} *dest, {ct} value, int pe")
 w("/* deprecated names (OpenSHMEM 1.3) */")
 for ct, n in DEPRECATED_AMO + [("float", "float"), ("double", "double")]:
-    w(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_fetch(const {ct} *source, int pe);")
-    w(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_set({ct} *dest, {ct} value, int pe);")
-    w(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_swap({ct} *dest, {ct} value, int pe);")
+    old(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_fetch(const {ct} *source, int pe);")
+    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_set({ct} *dest, {ct} value, int pe);")
+    old(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_swap({ct} *dest, {ct} value, int pe);")
 for ct, n in DEPRECATED_AMO:
-    w(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_cswap({ct} *dest, {ct} cond, {ct} value, int pe);")
-    w(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_finc({ct} *dest, int pe);")
-    w(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_inc({ct} *dest, int pe);")
-    w(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_fadd({ct} *dest, {ct} value, int pe);")
-    w(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_add({ct} *dest, {ct} value, int pe);")
+    old(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_cswap({ct} *dest, {ct} cond, {ct} value, int pe);")
+    old(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_finc({ct} *dest, int pe);")
+    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_inc({ct} *dest, int pe);")
+    old(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_fadd({ct} *dest, {ct} value, int pe);")
+    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_add({ct} *dest, {ct} value, int pe);")
 
-w("\n/* ---- memory ordering and point-to-point synchronization ---- */")
+w("\n/* ---- memory ordering ---- */")
 proto("void", "shmem_quiet", "void")
+proto("void", "shmem_ctx_quiet", "shmem_ctx_t ctx")
 proto("void", "shmem_fence", "void")
+proto("void", "shmem_ctx_fence", "shmem_ctx_t ctx")
+
+both("void", "shmem_pe_quiet", "const int *target_pes, size_t npes")
+
+w("\n/* ---- point-to-point synchronization ---- */")
 for ct, n in SYNC:
     proto("void", f"shmem_{n}_wait_until", f"{ct} *ivar, int cmp, {ct} cmp_value")
+    proto("void", f"shmem_{n}_wait_until_all", f"{ct} *ivars, size_t nelems, const int *status, int cmp, {ct} cmp_value")
+    proto("size_t", f"shmem_{n}_wait_until_any", f"{ct} *ivars, size_t nelems, const int *status, int cmp, {ct} cmp_value")
+    proto("size_t", f"shmem_{n}_wait_until_some", f"{ct} *ivars, size_t nelems, size_t *indices, const int *status, int cmp, {ct} cmp_value")
+    proto("void", f"shmem_{n}_wait_until_all_vector", f"{ct} *ivars, size_t nelems, const int *status, int cmp, {ct} *cmp_values")
+    proto("size_t", f"shmem_{n}_wait_until_any_vector", f"{ct} *ivars, size_t nelems, const int *status, int cmp, {ct} *cmp_values")
+    proto("size_t", f"shmem_{n}_wait_until_some_vector", f"{ct} *ivars, size_t nelems, size_t *indices, const int *status, int cmp, {ct} *cmp_values")
     proto("int", f"shmem_{n}_test", f"{ct} *ivar, int cmp, {ct} cmp_value")
+    proto("int", f"shmem_{n}_test_all", f"{ct} *ivars, size_t nelems, const int *status, int cmp, {ct} cmp_value")
+    proto("size_t", f"shmem_{n}_test_any", f"{ct} *ivars, size_t nelems, const int *status, int cmp, {ct} cmp_value")
+    proto("size_t", f"shmem_{n}_test_some", f"{ct} *ivars, size_t nelems, size_t *indices, const int *status, int cmp, {ct} cmp_value")
+    proto("int", f"shmem_{n}_test_all_vector", f"{ct} *ivars, size_t nelems, const int *status, int cmp, {ct} *cmp_values")
+    proto("size_t", f"shmem_{n}_test_any_vector", f"{ct} *ivars, size_t nelems, const int *status, int cmp, {ct} *cmp_values")
+    proto("size_t", f"shmem_{n}_test_some_vector", f"{ct} *ivars, size_t nelems, size_t *indices, const int *status, int cmp, {ct} *cmp_values")
 for ct, n in [("short", "short"), ("int", "int"), ("long", "long"), ("long long", "longlong")]:
-    w(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_wait({ct} *ivar, {ct} cmp_value);")
-w("SHMEM_API SHMEM_DEPRECATED void shmem_wait(long *ivar, long cmp_value);")
+    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_wait({ct} *ivar, {ct} cmp_value);")
+old("SHMEM_API SHMEM_DEPRECATED void shmem_wait(long *ivar, long cmp_value);")
+
+w("\n/* ---- distributed locking ---- */")
+proto("void", "shmem_set_lock", "long *lock")
+proto("void", "shmem_clear_lock", "long *lock")
+proto("int", "shmem_test_lock", "long *lock")
 
 w("\n/* ---- collectives ---- */")
 proto("void", "shmem_barrier_all", "void")
 proto("void", "shmem_sync_all", "void")
-w("SHMEM_API SHMEM_DEPRECATED void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);")
+proto("int", "shmem_broadcastmem", "shmem_team_t team, void *dest, const void *source, size_t nelems, int PE_root")
+proto("int", "shmem_collectmem", "shmem_team_t team, void *dest, const void *source, size_t nelems")
+proto("int", "shmem_fcollectmem", "shmem_team_t team, void *dest, const void *source, size_t nelems")
+proto("int", "shmem_alltoallmem", "shmem_team_t team, void *dest, const void *source, size_t nelems")
+proto("int", "shmem_alltoallsmem", "shmem_team_t team, void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems")
+for ct, n in RMA:
+    proto("int", f"shmem_{n}_broadcast", f"shmem_team_t team, {ct} *dest, const {ct} *source, size_t nelems, int PE_root")
+    proto("int", f"shmem_{n}_collect", f"shmem_team_t team, {ct} *dest, const {ct} *source, size_t nelems")
+    proto("int", f"shmem_{n}_fcollect", f"shmem_team_t team, {ct} *dest, const {ct} *source, size_t nelems")
+    proto("int", f"shmem_{n}_alltoall", f"shmem_team_t team, {ct} *dest, const {ct} *source, size_t nelems")
+    proto("int", f"shmem_{n}_alltoalls", f"shmem_team_t team, {ct} *dest, const {ct} *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems")
+RED = "shmem_team_t team, {0} *dest, const {0} *source, size_t nreduce"
+for ct, n in RED_BIT:
+    for op in ("and", "or", "xor"):
+        proto("int", f"shmem_{n}_{op}_reduce", RED.format(ct))
+for ct, n in RED_MINMAX:
+    for op in ("max", "min", "sum", "prod"):
+        proto("int", f"shmem_{n}_{op}_reduce", RED.format(ct))
+    for op in ("sum_inscan", "sum_exscan"):
+        proto("int", f"shmem_{n}_{op}", f"shmem_team_t team, {ct} *dest, const {ct} *source, size_t nelems")
+w("#ifndef __cplusplus")
+for ct, n in RED_COMPLEX:
+    for op in ("sum", "prod"):
+        proto("int", f"shmem_{n}_{op}_reduce", RED.format(ct))
+w("#endif")
+w("/* active-set forms (deprecated in 1.5) */")
+old("SHMEM_API SHMEM_DEPRECATED void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);")
 for bits in ("32", "64"):
-    w(f"SHMEM_API SHMEM_DEPRECATED void shmem_broadcast{bits}(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync);")
-    w(f"SHMEM_API SHMEM_DEPRECATED void shmem_collect{bits}(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);")
-    w(f"SHMEM_API SHMEM_DEPRECATED void shmem_fcollect{bits}(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);")
+    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_broadcast{bits}(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync);")
+    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_collect{bits}(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);")
+    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_fcollect{bits}(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);")
+    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_alltoall{bits}(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);")
+    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_alltoalls{bits}(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);")
 for ct, n in REDUCE_ARITH:
     for op in ("sum", "prod", "min", "max"):
-        w(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_{op}_to_all({ct} *dest, const {ct} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {ct} *pWrk, long *pSync);")
+        old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_{op}_to_all({ct} *dest, const {ct} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {ct} *pWrk, long *pSync);")
+w("#ifndef __cplusplus")
+for ct, n in RED_COMPLEX:
+    for op in ("sum", "prod"):
+        old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_{op}_to_all({ct} *dest, const {ct} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {ct} *pWrk, long *pSync);")
+w("#endif")
 for ct, n in REDUCE_BIT:
     for op in ("and", "or", "xor"):
-        w(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_{op}_to_all({ct} *dest, const {ct} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {ct} *pWrk, long *pSync);")
+        old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_{op}_to_all({ct} *dest, const {ct} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {ct} *pWrk, long *pSync);")
+
+# ---- type-generic interfaces: C11 _Generic and C++ overloads from one description ----
+# Only the basic C types take part (the intN_t names alias them).
+def basic(table):
+    return [t for t in table if not t[0].endswith("_t")]
+
+# (generic name, typed suffix, type table, parameter list with T for the type,
+#  index of the parameter that selects the type, has a context form)
+GENERICS = []
+def gen(name, suffix, table, params, sel, ctx=True, ret="void"):
+    GENERICS.append((name, suffix, basic(table), params, sel, ctx, ret))
+
+RMA_P = ["T *dest", "const T *source", "size_t nelems", "int pe"]
+STRIDE_P = ["T *dest", "const T *source", "ptrdiff_t dst", "ptrdiff_t sst", "size_t nelems", "int pe"]
+for fn in ("put", "get", "put_nbi", "get_nbi"):
+    gen(f"shmem_{fn}", fn, RMA, RMA_P, 0)
+gen("shmem_p", "p", RMA, ["T *dest", "T value", "int pe"], 0)
+gen("shmem_g", "g", RMA, ["const T *source", "int pe"], 0, ret="T")
+gen("shmem_iput", "iput", RMA, STRIDE_P, 0)
+gen("shmem_iget", "iget", RMA, STRIDE_P, 0)
+for fn in ("ibput", "ibget"):
+    gen(f"shmem_{fn}", fn, RMA, ["T *dest", "const T *source", "ptrdiff_t dst", "ptrdiff_t sst", "size_t bsize", "size_t nblocks", "int pe"], 0)
+for fn in ("put_signal", "put_signal_nbi"):
+    gen(f"shmem_{fn}", fn, RMA, ["T *dest", "const T *source", "size_t nelems", "uint64_t *sig_addr", "uint64_t signal", "int sig_op", "int pe"], 0)
+gen("shmem_atomic_fetch", "atomic_fetch", AMO_EXT, ["const T *source", "int pe"], 0, ret="T")
+gen("shmem_atomic_set", "atomic_set", AMO_EXT, ["T *dest", "T value", "int pe"], 0)
+gen("shmem_atomic_swap", "atomic_swap", AMO_EXT, ["T *dest", "T value", "int pe"], 0, ret="T")
+gen("shmem_atomic_fetch_nbi", "atomic_fetch_nbi", AMO_EXT, ["T *fetch", "const T *source", "int pe"], 0)
+gen("shmem_atomic_swap_nbi", "atomic_swap_nbi", AMO_EXT, ["T *fetch", "T *dest", "T value", "int pe"], 0)
+gen("shmem_atomic_compare_swap", "atomic_compare_swap", AMO_STD, ["T *dest", "T cond", "T value", "int pe"], 0, ret="T")
+gen("shmem_atomic_compare_swap_nbi", "atomic_compare_swap_nbi", AMO_STD, ["T *fetch", "T *dest", "T cond", "T value", "int pe"], 0)
+gen("shmem_atomic_fetch_inc", "atomic_fetch_inc", AMO_STD, ["T *dest", "int pe"], 0, ret="T")
+gen("shmem_atomic_inc", "atomic_inc", AMO_STD, ["T *dest", "int pe"], 0)
+gen("shmem_atomic_fetch_inc_nbi", "atomic_fetch_inc_nbi", AMO_STD, ["T *fetch", "T *dest", "int pe"], 0)
+gen("shmem_atomic_fetch_add", "atomic_fetch_add", AMO_STD, ["T *dest", "T value", "int pe"], 0, ret="T")
+gen("shmem_atomic_add", "atomic_add", AMO_STD, ["T *dest", "T value", "int pe"], 0)
+gen("shmem_atomic_fetch_add_nbi", "atomic_fetch_add_nbi", AMO_STD, ["T *fetch", "T *dest", "T value", "int pe"], 0)
+for op in ("and", "or", "xor"):
+    gen(f"shmem_atomic_fetch_{op}", f"atomic_fetch_{op}", AMO_BIT, ["T *dest", "T value", "int pe"], 0, ret="T")
+    gen(f"shmem_atomic_{op}", f"atomic_{op}", AMO_BIT, ["T *dest", "T value", "int pe"], 0)
+    gen(f"shmem_atomic_fetch_{op}_nbi", f"atomic_fetch_{op}_nbi", AMO_BIT, ["T *fetch", "T *dest", "T value", "int pe"], 0)
+WAIT1 = ["T *ivars", "size_t nelems", "const int *status", "int cmp"]
+gen("shmem_wait_until", "wait_until", SYNC, ["T *ivar", "int cmp", "T cmp_value"], 0, ctx=False)
+gen("shmem_test", "test", SYNC, ["T *ivar", "int cmp", "T cmp_value"], 0, ctx=False, ret="int")
+for fn, r in (("all", "void"), ("any", "size_t")):
+    gen(f"shmem_wait_until_{fn}", f"wait_until_{fn}", SYNC, WAIT1 + ["T cmp_value"], 0, ctx=False, ret=r)
+    gen(f"shmem_wait_until_{fn}_vector", f"wait_until_{fn}_vector", SYNC, WAIT1 + ["T *cmp_values"], 0, ctx=False, ret=r)
+    tr = "int" if fn == "all" else "size_t"
+    gen(f"shmem_test_{fn}", f"test_{fn}", SYNC, WAIT1 + ["T cmp_value"], 0, ctx=False, ret=tr)
+    gen(f"shmem_test_{fn}_vector", f"test_{fn}_vector", SYNC, WAIT1 + ["T *cmp_values"], 0, ctx=False, ret=tr)
+SOME = ["T *ivars", "size_t nelems", "size_t *indices", "const int *status", "int cmp"]
+for fn in ("wait_until_some", "test_some"):
+    gen(f"shmem_{fn}", fn, SYNC, SOME + ["T cmp_value"], 0, ctx=False, ret="size_t")
+    gen(f"shmem_{fn}_vector", f"{fn}_vector", SYNC, SOME + ["T *cmp_values"], 0, ctx=False, ret="size_t")
+TEAM_P = ["shmem_team_t team", "T *dest", "const T *source", "size_t nelems"]
+gen("shmem_broadcast", "broadcast", RMA, TEAM_P + ["int PE_root"], 1, ctx=False, ret="int")
+for fn in ("collect", "fcollect", "alltoall"):
+    gen(f"shmem_{fn}", fn, RMA, TEAM_P, 1, ctx=False, ret="int")
+gen("shmem_alltoalls", "alltoalls", RMA, ["shmem_team_t team", "T *dest", "const T *source", "ptrdiff_t dst", "ptrdiff_t sst", "size_t nelems"], 1, ctx=False, ret="int")
+for op in ("and", "or", "xor"):
+    gen(f"shmem_{op}_reduce", f"{op}_reduce", RED_BIT, TEAM_P, 1, ctx=False, ret="int")
+for op in ("max", "min", "sum", "prod"):
+    gen(f"shmem_{op}_reduce", f"{op}_reduce", RED_MINMAX, TEAM_P, 1, ctx=False, ret="int")
+for op in ("sum_inscan", "sum_exscan"):
+    gen(f"shmem_{op}", op, RED_MINMAX, TEAM_P, 1, ctx=False, ret="int")
+
+def arms(table, params, sel, typed):
+    """_Generic association list for the selecting parameter."""
+    p = params[sel]
+    out = []
+    for ct, n in table:
+        t = p.replace("T", ct, 1) if p.startswith(("T ", "T*", "const T")) else p
+        t, pname = t.rsplit(" ", 1)      # drop the parameter name, keep its '*'
+        t += " " + "*" * (len(pname) - len(pname.lstrip("*")))
+        out.append(f"{t}: {typed(n)}")
+        if t.startswith("const "):       # a non-const pointer selects too
+            out.append(f"{t[6:]}: {typed(n)}")
+    return ", \\\n    ".join(out)
 
 w("\n/* ---- C11 generic interfaces ---- */")
 w("#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)")
-def generic(name, first_arg, table, suffix):
-    arms = ", \\\n    ".join(f"{ct} *: shmem_{n}_{suffix}" for ct, n in table)
-    w(f"#define {name}(dest, ...) _Generic(({first_arg}), \\\n    {arms})(dest, __VA_ARGS__)")
-# only the basic C types take part (the intN_t names alias them)
-BASIC = [t for t in RMA if not t[0].endswith("_t")]
-BASIC_AMO = [t for t in AMO_STD if not t[0].endswith("_t")]
-BASIC_EXT = [t for t in AMO_EXT if not t[0].endswith("_t")]
-BASIC_BIT = [t for t in AMO_BIT if not t[0].endswith("_t")]
-BASIC_SYNC = [t for t in SYNC if not t[0].endswith("_t")]
-for fn in ("put", "get", "put_nbi", "get_nbi", "p", "iput", "iget"):
-    generic(f"shmem_{fn}", "dest", BASIC, fn)
-w("#define shmem_g(source, pe) _Generic((source), \\\n    " + ", \\\n    ".join(f"const {ct} *: shmem_{n}_g, {ct} *: shmem_{n}_g" for ct, n in BASIC) + ")(source, pe)")
-for fn in ("atomic_set", "atomic_swap"):
-    generic(f"shmem_{fn}", "dest", BASIC_EXT, fn)
-w("#define shmem_atomic_fetch(source, pe) _Generic((source), \\\n    " + ", \\\n    ".join(f"const {ct} *: shmem_{n}_atomic_fetch, {ct} *: shmem_{n}_atomic_fetch" for ct, n in BASIC_EXT) + ")(source, pe)")
-for fn in ("atomic_compare_swap", "atomic_fetch_add", "atomic_add"):
-    generic(f"shmem_{fn}", "dest", BASIC_AMO, fn)
-for fn in ("atomic_fetch_inc", "atomic_inc"):
-    w(f"#define shmem_{fn}(dest, pe) _Generic((dest), \\\n    " + ", \\\n    ".join(f"{ct} *: shmem_{n}_{fn}" for ct, n in BASIC_AMO) + ")(dest, pe)")
-for op in ("and", "or", "xor"):
-    for fn in (f"atomic_fetch_{op}", f"atomic_{op}"):
-        generic(f"shmem_{fn}", "dest", BASIC_BIT, fn)
-for fn in ("wait_until", "test"):
-    generic(f"shmem_{fn}", "dest", BASIC_SYNC, fn)
+w("/* A routine with a context form takes one argument more with it: the argument")
+w(" * count picks the form, the selecting argument's type picks the routine. */")
+w("#define SHMEMI_NARGS(...) SHMEMI_NARGS_(__VA_ARGS__, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)")
+w("#define SHMEMI_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, N, ...) N")
+w("#define SHMEMI_CAT(a, b) SHMEMI_CAT_(a, b)")
+w("#define SHMEMI_CAT_(a, b) a##b")
+for name, suffix, table, params, sel, ctx, ret in GENERICS:
+    n = len(params)
+    args = [f"a{i}" for i in range(n)]
+    plain = arms(table, params, sel, lambda tn: f"shmem_{tn}_{suffix}")
+    if not ctx:
+        w(f"#define {name}({', '.join(args)}) _Generic(({args[sel]}), \\\n    {plain})({', '.join(args)})")
+        continue
+    cargs = ["c"] + args
+    withctx = arms(table, params, sel, lambda tn: f"shmem_ctx_{tn}_{suffix}")
+    w(f"#define {name}(...) SHMEMI_CAT(shmemi_g_{suffix}_, SHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)")
+    w(f"#define shmemi_g_{suffix}_{n}({', '.join(args)}) _Generic(({args[sel]}), \\\n    {plain})({', '.join(args)})")
+    w(f"#define shmemi_g_{suffix}_{n + 1}({', '.join(cargs)}) _Generic(({args[sel]}), \\\n    {withctx})({', '.join(cargs)})")
 w("#endif")
 
 w("""
 #ifdef __cplusplus
 }
-#endif
+#endif""")
 
+w("\n/* ---- C++ overloads (the C11 generic names) ---- */")
+w("#ifdef __cplusplus")
+for name, suffix, table, params, sel, ctx, ret in GENERICS:
+    pnames = [p.rsplit(" ", 1)[1].lstrip("*") for p in params]
+    for ct, n in table:
+        sig = ", ".join(p.replace("T ", ct + " ", 1).replace("T *", ct + " *", 1) if ("T " in p or "T *" in p) else p for p in params)
+        r = ct if ret == "T" else ret
+        rv = "" if r == "void" else "return "
+        w(f"static inline {r} {name}({sig}) {{ {rv}shmem_{n}_{suffix}({', '.join(pnames)}); }}")
+        if ctx:
+            w(f"static inline {r} {name}(shmem_ctx_t ctx, {sig}) {{ {rv}shmem_ctx_{n}_{suffix}(ctx, {', '.join(pnames)}); }}")
+w("#endif")
+
+w("""
 #endif""")
 
 here = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(here, "..", "shmem", "shmem.h"), "w") as f:
     f.write("\n".join(out) + "\n")
+
+# The profiling interface: every routine also under its pshmem_ name. The
+# linker script gives librmb those names as aliases of the same code, so a
+# tool that defines shmem_X can call pshmem_X to reach the library.
+with open(os.path.join(here, "..", "shmem", "pshmem.h"), "w") as f:
+    f.write("/*\n * pshmem.h: the OpenSHMEM profiling interface (every routine under its\n"
+            " * pshmem_ name). GENERATED by scripts/gen_shmem_h.py.\n */\n"
+            "#ifndef PSHMEM_H\n#define PSHMEM_H\n\n#include <shmem.h>\n\n"
+            "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n")
+    for ret, name, args, dep in DECLS:
+        if "_Complex" in args:
+            f.write("#ifndef __cplusplus\n")
+        f.write(f"{ret} p{name}({args});\n")
+        if "_Complex" in args:
+            f.write("#endif\n")
+    f.write("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n")
+with open(os.path.join(here, "..", "shmem", "pshmem.ld"), "w") as f:
+    f.write("/* pshmem_ aliases for librmb. GENERATED by scripts/gen_shmem_h.py. */\n")
+    for ret, name, args, dep in DECLS:
+        f.write(f"p{name} = {name};\n")

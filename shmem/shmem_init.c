@@ -139,6 +139,7 @@ int shmem_init_thread(int requested, int *provided)
     }
     shmemi_setup_heap();
     shmemi_setup_static();
+    shmemi_team_init();
     /* Every PE keeps one lock for the library; SERIALIZED is what we
      * guarantee today (MULTIPLE needs per-context locking). */
     shmemi.thread_level = requested > SHMEM_THREAD_SERIALIZED ? SHMEM_THREAD_SERIALIZED : requested;
@@ -173,6 +174,7 @@ void shmem_finalize(void)
         return;
     }
     shmem_barrier_all();
+    shmemi_team_finalize();
     shmemi.initialized = 0;
     if (shmemi.data != NULL) {
         rpipe_sym_destroy(shmemi.data);

@@ -8,6 +8,7 @@
 #ifndef SHMEMI_H
 #define SHMEMI_H
 
+#include "shmem/shmem.h"
 #include "rmalloc/rmalloc_symm.h"
 #include "rpipe/rpipe_sym.h"
 #include "util/log.h"
@@ -36,6 +37,42 @@ typedef struct shmemi_state {
 } shmemi_state_t;
 
 extern shmemi_state_t shmemi;
+
+/* ---- teams and contexts (shmem_team.c, shmem_ctx.c) ---- */
+
+struct shmemi_team_coll; /* collective state of a team (shmem_team_coll.c) */
+
+/* Member i of a team is world PE start + i * stride, or world_pes[i] when
+ * the members are not evenly spaced (SHMEM_TEAM_SHARED on some layouts). */
+struct shmemi_team {
+    int                  start, stride, size;
+    int                 *world_pes;   /* NULL when strided */
+    int                  my_pe;       /* my index; -1 when not a member */
+    shmem_team_config_t  config;
+    long                 config_mask;
+    int                  predefined;  /* WORLD, SHARED: never destroyed */
+    int                  n_ctx;       /* contexts created on the team */
+    struct shmemi_team_coll *coll;
+};
+
+struct shmemi_ctx {
+    struct shmemi_team *team;
+    long                options;
+    int                 is_default;
+};
+
+extern struct shmemi_team shmemi_team_world, shmemi_team_shared;
+extern struct shmemi_ctx shmemi_ctx_default;
+
+static inline int shmemi_team_world_pe(const struct shmemi_team *team, int i)
+{
+    return team->world_pes != NULL ? team->world_pes[i] : team->start + i * team->stride;
+}
+
+/* Team setup at shmem_init (after the heap exists: collective state lives
+ * in it) and teardown at shmem_finalize. */
+void shmemi_team_init(void);
+void shmemi_team_finalize(void);
 
 /* Prints "shmem error: <what>" (with the PE) and ends the job with status
  * 1: the OpenSHMEM routines have no error return, and silent corruption is
