@@ -379,10 +379,15 @@ static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, int sfd, int wa
             oshrun_server_abort_info(&abort_rank, &abort_status, abort_msg, sizeof(abort_msg))) {
             reported_abort = 1;
             if (!failed) {
-                fprintf(stderr, "oshrun: PE %d called abort with status %d%s%s; terminating the job\n",
-                        abort_rank, abort_status, abort_msg[0] ? ": " : "", abort_msg);
+                /* Status 0 is a deliberate successful end of the whole job
+                 * (shmem_global_exit(0)): nothing to report. */
+                if (abort_status != 0) {
+                    fprintf(stderr,
+                            "oshrun: PE %d called abort with status %d%s%s; terminating the job\n",
+                            abort_rank, abort_status, abort_msg[0] ? ": " : "", abort_msg);
+                }
                 failed    = 1;
-                exit_code = abort_status != 0 ? abort_status : 1;
+                exit_code = abort_status;
                 oshrun_signal_all(pes, job->np, SIGKILL);
             }
         }
