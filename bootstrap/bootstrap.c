@@ -273,9 +273,11 @@ util_status_t bootstrap_allgather(const void *in, void *out, size_t size)
 
 void bootstrap_abort(int code, const char *msg)
 {
-    if (code == 0) {
-        code = 1;
-    }
+    bootstrap_end_job(code == 0 ? 1 : code, msg);
+}
+
+void bootstrap_end_job(int code, const char *msg)
+{
     if (bootstrap_ops == NULL) {
         fprintf(stderr, "rmb: abort before initialization: %s\n", msg ? msg : "");
         exit(code);

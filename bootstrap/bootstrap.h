@@ -66,5 +66,8 @@ util_status_t bootstrap_allgather(const void *in, void *out, size_t size);
 /* Ends the whole job: the launcher terminates every rank and exits with
  * code (non-zero). msg is printed once. Does not return. */
 void bootstrap_abort(int code, const char *msg) __attribute__((noreturn));
+/* The same, with code 0 allowed: a deliberate end of the whole job that
+ * counts as success (shmem_global_exit(0)). */
+void bootstrap_end_job(int code, const char *msg) __attribute__((noreturn));
 
 #endif

@@ -99,8 +99,11 @@ static util_status_t bootstrap_singleton_get(int rank, const char *key, void *bu
 
 __attribute__((noreturn)) static void bootstrap_singleton_abort(int code, const char *msg)
 {
-    fprintf(stderr, "rmb: job aborted with status %d%s%s\n", code, msg ? ": " : "", msg ? msg : "");
-    fflush(stderr);
+    if (code != 0) { /* 0: a deliberate successful end, nothing to report */
+        fprintf(stderr, "rmb: job aborted with status %d%s%s\n", code, msg ? ": " : "", msg ? msg : "");
+        fflush(stderr);
+    }
+    fflush(stdout);
     _exit(code);
 }
 

@@ -191,7 +191,7 @@ void shmem_finalize(void)
 void shmem_global_exit(int status)
 {
     fflush(stdout);
-    bootstrap_abort(status == 0 ? 0 : status, "shmem_global_exit");
+    bootstrap_end_job(status, "shmem_global_exit");
 }
 
 int shmem_my_pe(void) { return shmemi.initialized > 0 ? shmemi.my_pe : -1; }

@@ -53,6 +53,15 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+START_TEST(test_global_exit)
+{
+    /* shmem_global_exit(status) is the job's exit status, 0 included */
+    ck_assert_int_eq(run(3, "auto", "exit0"), 0);
+    ck_assert_int_eq(run(3, "auto", "exit5"), 5);
+    ck_assert_int_eq(run(1, "auto", "exit7"), 7);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s  = suite_create("shmem");
@@ -62,6 +71,7 @@ int main(void)
     tcase_add_loop_test(tc, test_modes_shm, 0, 5);
     tcase_add_loop_test(tc, test_modes_ofi, 0, 5);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_global_exit);
     suite_add_tcase(s, tc);
     return mp_run_suite(s);
 }

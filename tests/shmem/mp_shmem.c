@@ -292,7 +292,14 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "heap")) mode_heap();
     else if (!strcmp(mode, "badpe")) shmem_long_p(&static_counter, 1, npes + 3);
     else if (!strcmp(mode, "badaddr")) { long local = 0; shmem_long_p(&local, 1, 0); }
-    else { fprintf(stderr, "usage: mp_shmem rma|amo|sync|coll|heap|badpe|badaddr\n"); return 2; }
+    else if (!strncmp(mode, "exit", 4)) {
+        /* the last PE ends the job while the others wait in a barrier */
+        if (me == npes - 1) shmem_global_exit(atoi(mode + 4));
+        shmem_barrier_all();
+        fprintf(stderr, "mp_shmem: PE %d passed a barrier PE %d never entered\n", me, npes - 1);
+        return 3;
+    }
+    else { fprintf(stderr, "usage: mp_shmem rma|amo|sync|coll|heap|badpe|badaddr|exitN\n"); return 2; }
 
     for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) pSync[i] = SHMEM_SYNC_VALUE;
     errs = shmem_malloc(sizeof(long));
