@@ -12,6 +12,7 @@
 #include "btl/btl_inl.h"
 #include "bootstrap/bootstrap.h"
 
+#include "bench/bench_args.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,7 +224,7 @@ static int b_backend(const btl_component_t *comp, long iters)
 
 int main(int argc, char **argv)
 {
-    long iters = argc > 1 ? atol(argv[1]) : 1000000;
+    long iters = (long)bench_arg(argc, argv, 1, 1000000, 1, 1L << 40, "oshrun -n 2 btl_bench [ITERATIONS]");
     int rc = 0;
 
     if (iters <= 0 || bootstrap_init() != UTIL_OK) {

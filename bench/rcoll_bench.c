@@ -7,6 +7,7 @@
  */
 #include "rpipe/rcoll.h"
 
+#include "bench/bench_args.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +56,7 @@ int main(int argc, char **argv)
 {
     static const struct { rcoll_type_t type; const char *name; } ops[] = {
         {RCOLL_BARRIER, "barrier"}, {RCOLL_BCAST, "bcast 8 B"}, {RCOLL_ALLREDUCE, "allreduce 8 B"}};
-    long iters = argc > 1 ? atol(argv[1]) : 100000;
+    long iters = (long)bench_arg(argc, argv, 1, 100000, 1, 1L << 40, "oshrun -n N rcoll_bench [ITERATIONS]");
     int me, npes;
 
     if (rinit(&me, &npes) != R_SUCCESS) {

@@ -16,6 +16,7 @@
 #include "rmalloc/rmalloc_sync.h"
 #include "tests/rmalloc/rmalloc_pair.h"
 
+#include "bench/bench_args.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,16 +160,21 @@ fail:
 
 int main(int argc, char **argv)
 {
-    uint64_t pairs = (argc > 1) ? strtoull(argv[1], NULL, 0) : 50000000;
+    const char *usage = "rmalloc_bench [PAIRS [HEURISTIC fifo|random LIVE]]";
+    uint64_t pairs = (uint64_t)bench_arg(argc, argv, 1, 50000000, 1, 1LL << 40, usage);
     static const uint64_t lives[] = {1024, 65536, 1048576};
 
     for (int i = 0; i < NSIZES; i++)
         sizes[i] = UNIT * (1 + rnd() % 8); /* 1..8 units */
     if (argc > 4) {
         rmalloc_heuristic_t h;
-        if (rmalloc_heuristic_parse(argv[2], &h) != UTIL_OK)
-            return 1;
-        double r = run_pairs(h, strtoull(argv[4], NULL, 0), pairs, !strcmp(argv[3], "random"));
+        if (argc > 5 || rmalloc_heuristic_parse(argv[2], &h) != UTIL_OK ||
+            (strcmp(argv[3], "random") && strcmp(argv[3], "fifo"))) {
+            fprintf(stderr, "usage: %s\n", usage);
+            return 2;
+        }
+        double r = run_pairs(h, (uint64_t)bench_arg(argc, argv, 4, 0, 1, 1 << 24, usage), pairs,
+                             !strcmp(argv[3], "random"));
         printf("%s %s %s live: %.2f M pairs/s\n", rmalloc_heuristic_name(h), argv[3], argv[4],
                r / 1e6);
         return r > 0 ? 0 : 1;

@@ -20,6 +20,7 @@
  *              slowdown against next-fit, in order, no delay
  */
 #define _GNU_SOURCE
+#include "bench/bench_args.h"
 #include <rmalloc.h>
 
 #include <fcntl.h>
@@ -420,7 +421,7 @@ int main(int argc, char **argv)
 {
     const char *dir  = argc > 1 ? argv[1] : "-put";
     const char *what = argc > 2 ? argv[2] : "all";
-    long max         = argc > 3 ? strtol(argv[3], NULL, 10) : 1 << 20;
+    long max         = (long)bench_arg(argc, argv, 3, 1 << 20, 8, 1 << 20, "rpipe_bench [-put|-get] [all|floor|lat|bw|table|irregular] [MAX_BYTES]");
     int all, nranks;
     const char *btl = getenv("RMB_BTL");
 

@@ -22,6 +22,8 @@
  */
 #include <shmem.h>
 
+#include "bench_args.h" /* same directory: builds with any oshcc */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,18 +227,14 @@ static void collectives(long iters)
 
 int main(int argc, char **argv)
 {
-    long iters = argc > 1 ? atol(argv[1]) : 20000;
-    size_t max_bytes = argc > 2 ? (size_t)atol(argv[2]) : (size_t)1 << 22;
+    const char *usage = "oshrun -n N shmem_bench [ITERS >= 10] [MAX_BYTES >= 8]";
+    long iters = (long)bench_arg(argc, argv, 1, 20000, 10, 1L << 40, usage);
+    size_t max_bytes = (size_t)bench_arg(argc, argv, 2, 1 << 22, 8, 1LL << 34, usage);
 
     shmem_init();
     me = shmem_my_pe();
     npes = shmem_n_pes();
     peer = npes - 1;
-    if (iters < 10 || max_bytes < 8) {
-        if (me == 0) fprintf(stderr, "usage: shmem_bench [ITERS >= 10] [MAX_BYTES >= 8]\n");
-        shmem_finalize();
-        return 2;
-    }
     char *remote = shmem_malloc(max_bytes);
     char *local = malloc(max_bytes);
     if (remote == NULL || local == NULL) {
