@@ -124,6 +124,21 @@ static util_status_t bootstrap_pmix_node_ids_by_hostname(int *node_of, int size)
     return status;
 }
 
+/* The PMIx connection lives from the first init until the process exits:
+ * a client that finalizes and initializes again (rinit/rexit or
+ * shmem_init/shmem_finalize cycles) can be counted twice by PMIx 4.x
+ * servers, and its next fence then completes early with PARTIAL_SUCCESS
+ * (openpmix issue 4113). */
+static int bootstrap_pmix_alive;
+
+static void bootstrap_pmix_atexit(void)
+{
+    if (bootstrap_pmix_alive) {
+        bootstrap_pmix_alive = 0;
+        PMIx_Finalize(NULL, 0);
+    }
+}
+
 static util_status_t bootstrap_pmix_init(bootstrap_job_t *job)
 {
     pmix_status_t rc;
@@ -131,9 +146,14 @@ static util_status_t bootstrap_pmix_init(bootstrap_job_t *job)
     uint32_t size, node;
     int by_hostname = 0;
 
-    rc = PMIx_Init(&bootstrap_pmix_me, NULL, 0);
-    if (rc != PMIX_SUCCESS) {
-        return bootstrap_pmix_error("client initialization (is the launcher a PMIx server?)", rc);
+    if (!bootstrap_pmix_alive) {
+        rc = PMIx_Init(&bootstrap_pmix_me, NULL, 0);
+        if (rc != PMIX_SUCCESS) {
+            return bootstrap_pmix_error("client initialization (is the launcher a PMIx server?)",
+                                        rc);
+        }
+        bootstrap_pmix_alive = 1;
+        atexit(bootstrap_pmix_atexit);
     }
     status = bootstrap_pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, 0, &size);
     if (status != UTIL_OK) {
@@ -166,14 +186,13 @@ err_free:
     free(job->node_of);
     job->node_of = NULL;
 err_finalize:
-    PMIx_Finalize(NULL, 0);
+    bootstrap_pmix_atexit(); /* nothing usable came of it: disconnect now */
     return status;
 }
 
 static util_status_t bootstrap_pmix_finalize(void)
 {
-    pmix_status_t rc = PMIx_Finalize(NULL, 0);
-    return (rc == PMIX_SUCCESS) ? UTIL_OK : bootstrap_pmix_error("finalize", rc);
+    return UTIL_OK; /* PMIx itself is finalized at exit (see bootstrap_pmix_alive) */
 }
 
 static util_status_t bootstrap_pmix_put(const char *key, const void *value, size_t size)

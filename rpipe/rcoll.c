@@ -39,6 +39,7 @@ static struct {
     rcoll_group_t  *groups;
     unsigned        handles;   /* live handles: the tables go with the last one */
     rcoll_h         active;    /* collectives in flight */
+    rcoll_h         all;       /* every live handle */
 } rcoll_state;
 
 /* ---- peers and channels ---------------------------------------------------------------- */
@@ -113,9 +114,11 @@ static int rcoll_peer_get(rdma_op_t op, int rank, rcoll_peer_t **peer_p)
 /* Drops rcoll's tables once no handle is left (the channels stay open in
  * rpipe until rexit and are found again). Messages kept for a collective
  * that has not started yet keep the tables alive. */
-static void rcoll_state_release(void)
+/* Drops the peer tables when no early arrival is kept in them (those
+ * belong to collectives still to come), or always when forced (rexit). */
+static void rcoll_state_release(int force)
 {
-    for (int op = 0; op < 2; op++) {
+    for (int op = 0; op < 2 && !force; op++) {
         rcoll_peer_t **table = rcoll_state.peers[op];
         for (int r = 0; table != NULL && r < rcoll_state.nranks; r++) {
             if (table[r] != NULL && table[r]->unexp != NULL) {
@@ -126,6 +129,10 @@ static void rcoll_state_release(void)
     for (int op = 0; op < 2; op++) {
         rcoll_peer_t **table = rcoll_state.peers[op];
         for (int r = 0; table != NULL && r < rcoll_state.nranks; r++) {
+            for (rcoll_msg_t *m = table[r] ? table[r]->unexp : NULL, *next; m != NULL; m = next) {
+                next = m->next;
+                free(m);
+            }
             free(table[r]);
         }
         free(table);
@@ -988,10 +995,27 @@ static void rcoll_destroy(rcoll_h h)
     if (h->group != NULL) {
         rcoll_group_put(h->group);
     }
+    if (h->all_prev != NULL) {
+        h->all_prev->all_next = h->all_next;
+    } else if (rcoll_state.all == h) {
+        rcoll_state.all = h->all_next;
+    }
+    if (h->all_next != NULL) {
+        h->all_next->all_prev = h->all_prev;
+    }
     free(h);
     if (--rcoll_state.handles == 0) {
-        rcoll_state_release();
+        rcoll_state_release(0);
     }
+}
+
+void rcoll_finalize(void)
+{
+    rcoll_state.active = NULL; /* whatever was in flight is abandoned */
+    while (rcoll_state.all != NULL) {
+        rcoll_destroy(rcoll_state.all);
+    }
+    rcoll_state_release(1);
 }
 
 int rcoll_init(rcoll_h *handle_p, const rcoll_config_t *cfg)
@@ -1008,6 +1032,11 @@ int rcoll_init(rcoll_h *handle_p, const rcoll_config_t *cfg)
     }
     h->cfg = *cfg;
     rcoll_state.handles++;
+    h->all_next = rcoll_state.all;
+    if (rcoll_state.all != NULL) {
+        rcoll_state.all->all_prev = h;
+    }
+    rcoll_state.all = h;
     status = rcoll_check_config(h, cfg);
     if (status != R_SUCCESS) {
         goto err;

@@ -93,7 +93,12 @@ struct rcoll_handle {
     int                  copied;      /* this round's copies are done */
     unsigned char       *base[RCOLL_BUF_MAX];
     struct rcoll_handle *next_active;
+    struct rcoll_handle *all_prev, *all_next; /* every live handle (for rexit) */
 };
+
+/* Called by rexit before the channels close: frees every live handle and
+ * everything rcoll still holds (handles are invalid afterwards). */
+void rcoll_finalize(void);
 
 size_t rcoll_dtype_size(rcoll_dtype_t dtype);
 rcoll_user_op_func_t rcoll_ops_lookup(rcoll_dtype_t dtype, rcoll_op_t op);

@@ -12,6 +12,7 @@
  */
 #include "rpipe/rpipe.h"
 #include "rpipe/rpipe_inl.h"
+#include "rpipe/rcoll_int.h"
 #include "btl/btl_inl.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -214,6 +215,7 @@ int rexit(void)
     }
     /* Everyone stops using channels before anyone unmaps its memory. */
     bootstrap_barrier();
+    rcoll_finalize(); /* handles the user did not free use these channels */
     while (rpipe_state.channels != NULL) {
         rpipe_close(rpipe_state.channels);
     }
@@ -335,10 +337,12 @@ static void rpipe_channel_keys(rch_t ch)
 
     /* channel id = (active, passive, context), plus the op so that a PUT and
      * a GET channel of the same pair and context do not collide */
-    snprintf(ch->key_mine, sizeof(ch->key_mine), "rp.%d.%d.%u.%d.%c", active, passive,
-             ch->cfg.context, (int)ch->cfg.op, ch->cfg.rdma_active ? 'a' : 'p');
-    snprintf(ch->key_peer, sizeof(ch->key_peer), "rp.%d.%d.%u.%d.%c", active, passive,
-             ch->cfg.context, (int)ch->cfg.op, ch->cfg.rdma_active ? 'p' : 'a');
+    /* the btl context's serial tells this rinit's keys from those of an
+     * earlier rinit/rexit, which stay in the exchange store */
+    snprintf(ch->key_mine, sizeof(ch->key_mine), "rp%u.%d.%d.%u.%d.%c", rpipe_state.btl->serial,
+             active, passive, ch->cfg.context, (int)ch->cfg.op, ch->cfg.rdma_active ? 'a' : 'p');
+    snprintf(ch->key_peer, sizeof(ch->key_peer), "rp%u.%d.%d.%u.%d.%c", rpipe_state.btl->serial,
+             active, passive, ch->cfg.context, (int)ch->cfg.op, ch->cfg.rdma_active ? 'p' : 'a');
 }
 
 /* Bytes of the message region: the capacity plus, per message the
@@ -631,7 +635,7 @@ int network_send(int to, const void *buf, size_t bytes)
     if (to < 0 || to >= rpipe_state.size || (buf == NULL && bytes > 0)) {
         return R_ERR_INVALID;
     }
-    snprintf(key, sizeof(key), "nm.%d.%d.%llu", rpipe_state.rank, to,
+    snprintf(key, sizeof(key), "nm%u.%d.%d.%llu", rpipe_state.btl->serial, rpipe_state.rank, to,
              (unsigned long long)rpipe_state.msg_sent[to]);
     status = bootstrap_put(key, buf, bytes);
     if (status == UTIL_OK) {
@@ -656,7 +660,7 @@ int network_recv(int from, void *buf, size_t bytes)
     if (from < 0 || from >= rpipe_state.size || (buf == NULL && bytes > 0)) {
         return R_ERR_INVALID;
     }
-    snprintf(key, sizeof(key), "nm.%d.%d.%llu", from, rpipe_state.rank,
+    snprintf(key, sizeof(key), "nm%u.%d.%d.%llu", rpipe_state.btl->serial, from, rpipe_state.rank,
              (unsigned long long)rpipe_state.msg_recv[from]);
     deadline = rpipe_now() + rpipe_state.connect_timeout;
     do {

@@ -84,6 +84,13 @@ START_TEST(test_misuse)
 }
 END_TEST
 
+/* handles still live at rexit */
+START_TEST(test_leftover)
+{
+    run(_i, "auto", "leftover", "put");
+}
+END_TEST
+
 static const char *const ofi_modes[] = {"repeat", "nb", "user"};
 
 START_TEST(test_ofi)
@@ -111,6 +118,7 @@ int main(void)
     tcase_add_loop_test(tc, test_user, 3, 5);
     tcase_add_loop_test(tc, test_barrier, 3, 4);
     tcase_add_test(tc, test_misuse);
+    tcase_add_loop_test(tc, test_leftover, 1, 5);
     suite_add_tcase(s, tc);
     tcase_set_timeout(net, 90);
     tcase_add_loop_test(net, test_ofi, 0, 3);

@@ -654,6 +654,35 @@ static void test_misuse(void)
     }
 }
 
+/* Handles left live at rexit are freed by it; a new rinit starts clean. */
+static void test_leftover(void)
+{
+    for (int round = 0; round < 3; round++) {
+        rcoll_config_t cfg;
+        rcoll_h bar, sum;
+        int64_t x = me + 1 + round, total = -1;
+
+        rcoll_config_init(&cfg);
+        CHECK_RC(rcoll_init(&bar, &cfg));
+        cfg.type  = RCOLL_ALLREDUCE;
+        cfg.dtype = RCOLL_INT64;
+        cfg.op    = RCOLL_SUM;
+        cfg.count = 1;
+        CHECK_RC(rcoll_init(&sum, &cfg));
+        CHECK_RC(rcoll(bar, NULL, NULL));
+        CHECK_RC(rcoll(sum, &x, &total));
+        if (total != (int64_t)npes * (npes + 1) / 2 + (int64_t)npes * round) {
+            FAIL("round %d: allreduce gave %lld", round, (long long)total);
+        }
+        /* no rcoll_free: rexit must release both */
+        network_barrier();
+        if (rexit() != R_SUCCESS || rinit(&me, &npes) != R_SUCCESS) {
+            FAIL("rexit/rinit with live handles failed");
+            return;
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "ops";
@@ -682,6 +711,8 @@ int main(int argc, char **argv)
         test_barrier();
     } else if (!strcmp(mode, "misuse")) {
         test_misuse();
+    } else if (!strcmp(mode, "leftover")) {
+        test_leftover();
     } else {
         FAIL("unknown mode %s", mode);
     }
