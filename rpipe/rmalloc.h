@@ -119,7 +119,10 @@ typedef struct rmalloc_config {
     uint64_t           atomic_type; /* RDMA_ATOMIC: operation applied by rwrite (RATOMIC_*) */
 } rmalloc_config_t;
 
-/* RDMA_ATOMIC channels: what rwrite does with the 8-byte payload. */
+/* RDMA_ATOMIC channels: messages are one 8-byte operand; rwrite applies
+ * atomic_type with it to the consumer's accumulator before the message
+ * arrives; rread gives the operand in the user header (network_header) and
+ * the accumulator's value as of that update as the payload. */
 enum { RATOMIC_ADD = 0, RATOMIC_XOR = 1, RATOMIC_OR = 2, RATOMIC_AND = 3, RATOMIC_SET = 4 };
 
 /* Defaults: RDMA_PUT, NEXT_FIT, NET_SYNC_BLKS, unit 8, 64 KiB, FULL

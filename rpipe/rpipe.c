@@ -296,9 +296,14 @@ static util_status_t rpipe_check_config(const rmalloc_config_t *cfg)
                    rpipe_state.size - 1, rpipe_state.rank);
         return UTIL_ERR_INVALID;
     }
-    if (cfg->op != RDMA_PUT && cfg->op != RDMA_GET) {
-        util_error("rpipe: op %d is not supported (RDMA_PUT or RDMA_GET)", (int)cfg->op);
-        return (cfg->op == RDMA_ATOMIC) ? UTIL_ERR_UNSUPPORTED : UTIL_ERR_INVALID;
+    if (cfg->op != RDMA_PUT && cfg->op != RDMA_GET && cfg->op != RDMA_ATOMIC) {
+        util_error("rpipe: op %d is not RDMA_PUT, RDMA_GET or RDMA_ATOMIC", (int)cfg->op);
+        return UTIL_ERR_INVALID;
+    }
+    if (cfg->op == RDMA_ATOMIC && cfg->atomic_type > RATOMIC_SET) {
+        util_error("rpipe: atomic_type %llu is not a RATOMIC_* operation",
+                   (unsigned long long)cfg->atomic_type);
+        return UTIL_ERR_INVALID;
     }
     if (cfg->unit_size == 0 || (cfg->unit_size & (cfg->unit_size - 1)) != 0) {
         util_error("rpipe: unit_size %zu is not a power of two", cfg->unit_size);
@@ -428,9 +433,17 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
         memset(ch->region, 0, ch->region_bytes);
         ch->sync_cfg.base = ch->region;
     }
+    if (cfg->op == RDMA_ATOMIC && !ch->producer) {
+        status = btl_mem_alloc(rpipe_state.btl, 64, &ch->cell_mem);
+        if (status != UTIL_OK) {
+            goto err_region;
+        }
+        ch->cell  = btl_mem_addr(ch->cell_mem);
+        *ch->cell = (cfg->atomic_type == RATOMIC_AND) ? ~UINT64_C(0) : 0; /* the op's identity */
+    }
     status = btl_mem_alloc(rpipe_state.btl, rmalloc_sync_buffer_size(&ch->sync_cfg), &ch->sync_mem);
     if (status != UTIL_OK) {
-        goto err_region;
+        goto err_cell;
     }
     transport.ctx = ch;
     status = rmalloc_sync_create(&ch->sync_cfg, btl_mem_addr(ch->sync_mem), &transport, &ch->sync);
@@ -450,6 +463,12 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     meta.sync_addr    = (uint64_t)(uintptr_t)btl_mem_addr(ch->sync_mem);
     status = btl_mem_pack(ch->sync_mem, meta.sync_key, sizeof(meta.sync_key), &key_len);
     meta.sync_key_len = (uint32_t)key_len;
+    meta.atomic_type = cfg->op == RDMA_ATOMIC ? cfg->atomic_type : 0;
+    if (status == UTIL_OK && ch->cell_mem != NULL) {
+        meta.cell_addr = (uint64_t)(uintptr_t)ch->cell;
+        status = btl_mem_pack(ch->cell_mem, meta.cell_key, sizeof(meta.cell_key), &key_len);
+        meta.cell_key_len = (uint32_t)key_len;
+    }
     if (status == UTIL_OK && ch->owner) {
         meta.region_addr = (uint64_t)(uintptr_t)ch->region;
         status = btl_mem_pack(ch->region_mem, meta.region_key, sizeof(meta.region_key), &key_len);
@@ -473,6 +492,10 @@ err_sync:
     rmalloc_sync_destroy(ch->sync);
 err_sync_mem:
     btl_mem_free(ch->sync_mem);
+err_cell:
+    if (ch->cell_mem != NULL) {
+        btl_mem_free(ch->cell_mem);
+    }
 err_region:
     if (ch->region_mem != NULL) {
         btl_mem_free(ch->region_mem);
@@ -520,9 +543,10 @@ util_status_t rpipe_connect(rch_t ch)
     }
     if (meta.op != (uint32_t)ch->cfg.op || meta.algorithm != (uint32_t)ch->cfg.algorithm ||
         meta.sync != (uint32_t)ch->cfg.sync || meta.unit != ch->unit ||
-        meta.alloc_size != ch->cfg.alloc_size) {
-        util_error("rpipe: the two ends of channel %s disagree (op, algorithm, sync, unit_size "
-                   "or alloc_size differ between rank %d and rank %d)", ch->key_mine,
+        meta.alloc_size != ch->cfg.alloc_size ||
+        (ch->cfg.op == RDMA_ATOMIC && meta.atomic_type != ch->cfg.atomic_type)) {
+        util_error("rpipe: the two ends of channel %s disagree (op, algorithm, sync, unit_size, "
+                   "alloc_size or atomic_type differ between rank %d and rank %d)", ch->key_mine,
                    rpipe_state.rank, ch->cfg.peer);
         return UTIL_ERR_INVALID;
     }
@@ -534,6 +558,16 @@ util_status_t rpipe_connect(rch_t ch)
     status = btl_rkey_unpack(ch->ep, meta.sync_key, meta.sync_key_len, &ch->peer_sync_rkey);
     if (status != UTIL_OK) {
         return status;
+    }
+    if (ch->cfg.op == RDMA_ATOMIC && ch->producer) {
+        ch->peer_cell_addr = meta.cell_addr;
+        status = btl_rkey_unpack(ch->ep, meta.cell_key, meta.cell_key_len, &ch->peer_cell_rkey);
+        if (status != UTIL_OK) {
+            goto err_sync_rkey;
+        }
+        if (btl_rkey_ptr(ch->peer_cell_rkey, meta.cell_addr, &ptr) == UTIL_OK) {
+            ch->peer_cell = ptr; /* on node: CPU atomics */
+        }
     }
     if (!ch->owner) {
         ch->peer_region_addr = meta.region_addr;
@@ -558,6 +592,11 @@ util_status_t rpipe_connect(rch_t ch)
 err_region_rkey:
     btl_rkey_release(ch->peer_region_rkey);
     ch->peer_region_rkey = NULL;
+    if (ch->peer_cell_rkey != NULL) {
+        btl_rkey_release(ch->peer_cell_rkey);
+        ch->peer_cell_rkey = NULL;
+        ch->peer_cell      = NULL;
+    }
 err_sync_rkey:
     btl_rkey_release(ch->peer_sync_rkey);
     ch->peer_sync_rkey = NULL;
@@ -587,6 +626,12 @@ int rpipe_close(rch_t ch)
     }
     if (ch->peer_sync_rkey != NULL) {
         btl_rkey_release(ch->peer_sync_rkey);
+    }
+    if (ch->peer_cell_rkey != NULL) {
+        btl_rkey_release(ch->peer_cell_rkey);
+    }
+    if (ch->cell_mem != NULL) {
+        btl_mem_free(ch->cell_mem);
     }
     if (ch->region_mem != NULL) {
         btl_mem_free(ch->region_mem);

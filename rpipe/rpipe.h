@@ -40,6 +40,9 @@ typedef struct rpipe_meta {
     uint32_t region_key_len, sync_key_len;
     uint8_t  region_key[BTL_RKEY_PACKED_MAX];
     uint8_t  sync_key[BTL_RKEY_PACKED_MAX];
+    uint64_t atomic_type, cell_addr; /* RDMA_ATOMIC: the consumer's accumulator */
+    uint32_t cell_key_len, pad_;
+    uint8_t  cell_key[BTL_RKEY_PACKED_MAX];
 } rpipe_meta_t;
 
 struct rpipe_channel {
@@ -70,6 +73,14 @@ struct rpipe_channel {
      * rfree never wait for the peer. */
     raddr_t         *deferred;
     uint32_t         deferred_n, deferred_cap;
+
+    /* RDMA_ATOMIC: the accumulator every rwrite updates, in the consumer's
+     * memory (cell_mem there; peer_cell mapped or peer_cell_rkey here) */
+    btl_mem_t       *cell_mem;
+    uint64_t        *cell;
+    uint64_t        *peer_cell;
+    btl_rkey_t      *peer_cell_rkey;
+    uint64_t         peer_cell_addr;
 
     /* consumer: the message rread_nb is waiting for */
     int              pending;

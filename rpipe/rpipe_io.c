@@ -48,6 +48,11 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
         }
         return R_ERR_INVALID;
     }
+    if (ch->cfg.op == RDMA_ATOMIC && size != 8) {
+        util_error("rmalloc: a message of an RDMA_ATOMIC channel is one 8-byte operand, not %zu "
+                   "bytes", size);
+        return R_ERR_INVALID;
+    }
     status = rpipe_ready(ch);
     if (status != UTIL_OK) {
         return status;
@@ -110,6 +115,36 @@ uint16_t network_header_bytes(size_t payload)
     return RPIPE_UHDR_BYTES;
 }
 
+/* RDMA_ATOMIC: applies the configured operation with the message's operand
+ * to the consumer's accumulator, before the message's flag can be seen,
+ * and keeps the operand in the user header (rread puts the accumulator's
+ * value in the payload). */
+static util_status_t rpipe_apply_atomic(rch_t ch, const raddr_t *desc)
+{
+    static const btl_amo_op_t amo[] = {[RATOMIC_ADD] = BTL_AMO_ADD, [RATOMIC_XOR] = BTL_AMO_XOR,
+                                       [RATOMIC_OR] = BTL_AMO_OR, [RATOMIC_AND] = BTL_AMO_AND,
+                                       [RATOMIC_SET] = BTL_AMO_SET};
+    char *msg = rpipe_view(ch) + rpipe_offset(desc);
+    uint64_t operand;
+    util_status_t status;
+
+    memcpy(&operand, msg + RPIPE_UHDR_BYTES, 8);
+    memcpy(msg, &operand, 8);
+    if (ch->peer_cell != NULL) {
+        switch (ch->cfg.atomic_type) {
+        case RATOMIC_ADD: __atomic_fetch_add(ch->peer_cell, operand, __ATOMIC_RELEASE); break;
+        case RATOMIC_XOR: __atomic_fetch_xor(ch->peer_cell, operand, __ATOMIC_RELEASE); break;
+        case RATOMIC_OR:  __atomic_fetch_or(ch->peer_cell, operand, __ATOMIC_RELEASE); break;
+        case RATOMIC_AND: __atomic_fetch_and(ch->peer_cell, operand, __ATOMIC_RELEASE); break;
+        default:          __atomic_store_n(ch->peer_cell, operand, __ATOMIC_RELEASE); break;
+        }
+        return UTIL_OK;
+    }
+    status = btl_amo_post(ch->ep, amo[ch->cfg.atomic_type], 8, ch->peer_cell_addr,
+                          ch->peer_cell_rkey, operand);
+    return status == UTIL_OK ? btl_fence(ch->ep) : status; /* the update lands before the flag */
+}
+
 int rwrite_nb(rch_t ch, raddr_t user_desc)
 {
     util_status_t status = rpipe_check_side(ch, 1, "rwrite");
@@ -121,6 +156,12 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
     }
     if (raddr_is_null(user_desc) || !ch->connected) {
         return R_ERR_INVALID;
+    }
+    if (ch->cfg.op == RDMA_ATOMIC) {
+        status = rpipe_apply_atomic(ch, &desc);
+        if (status != UTIL_OK) {
+            return status;
+        }
     }
     if (ch->owner || ch->peer_region != NULL) {
         /* GET producer, or PUT into mapped memory: the message is in place. */
@@ -230,6 +271,11 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         }
         /* The mirror's flag slot marks the message live until rfree. */
         *(uint64_t *)(ch->region + rpipe_flag_offset(&desc)) = flag ^ rpipe_flag_mask(ch, &desc);
+    }
+    if (ch->cfg.op == RDMA_ATOMIC) {
+        /* the accumulator as of this update (later ones may be in too) */
+        uint64_t value = __atomic_load_n(ch->cell, __ATOMIC_ACQUIRE);
+        memcpy(rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES, &value, 8);
     }
     ch->pending   = 0;
     desc.payload  = payload + RPIPE_UHDR_BYTES;

@@ -68,6 +68,17 @@ START_TEST(test_misuse)
 }
 END_TEST
 
+/* RDMA_ATOMIC channels, every operation, both directions at once */
+START_TEST(test_atomic)
+{
+    const char *args[] = {"atomic", "put", syncs[_i], "next", "500", NULL};
+    run(2, "auto", NULL, PROG, args);
+    if (btl_component_find("ofi") != NULL) {
+        run(2, "ofi", "tcp;ofi_rxm", PROG, args);
+    }
+}
+END_TEST
+
 START_TEST(test_messages)
 {
     const char *args[] = {"messages", NULL};
@@ -123,6 +134,7 @@ int main(void)
     tcase_add_loop_test(tc, test_pe_counts, 2, 9);
     tcase_add_loop_test(tc, test_misuse, 0, 2);
     tcase_add_test(tc, test_messages);
+    tcase_add_loop_test(tc, test_atomic, 0, 3);
     tcase_add_loop_test(tc, test_listing_b2, 0, 2);
     suite_add_tcase(s, tc);
     tcase_set_timeout(net, 150);

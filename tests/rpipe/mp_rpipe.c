@@ -76,7 +76,7 @@ static rch_t open_channel(rmalloc_config_t cfg, int src, int dst, unsigned ctx, 
     cfg.peer        = (me == src) ? dst : src;
     cfg.context     = ctx;
     cfg.alloc_size  = capacity;
-    cfg.rdma_active = (cfg.op == RDMA_PUT) ? (me == src) : (me == dst);
+    cfg.rdma_active = (cfg.op != RDMA_GET) ? (me == src) : (me == dst);
     rc = rpipe(&ch, &cfg);
     if (rc != R_SUCCESS) {
         FAIL("rpipe(%d -> %d, ctx %u): %s", src, dst, ctx, rstrerror(rc));
@@ -301,9 +301,9 @@ static void mode_misuse(rmalloc_config_t base)
     EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
     cfg.context = 0; cfg.sync = NET_SYNC_BLKS; cfg.algorithm = BEST_FIT;
     EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
-    cfg.algorithm = NEXT_FIT; cfg.op = RDMA_ATOMIC;
-    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_UNSUPPORTED);
-    cfg.op = RDMA_PUT; cfg.alloc_size = 0;
+    cfg.algorithm = NEXT_FIT; cfg.op = RDMA_ATOMIC; cfg.atomic_type = 99;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.op = RDMA_PUT; cfg.atomic_type = RATOMIC_ADD; cfg.alloc_size = 0;
     EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
     EXPECT_RC(rpipe(NULL, &base), R_ERR_INVALID);
 
@@ -337,6 +337,78 @@ static void mode_misuse(rmalloc_config_t base)
     }
     EXPECT_RC(rpipe_close(ch), R_SUCCESS);
     EXPECT_RC(network_send(npes, &d, 1), R_ERR_INVALID);
+}
+
+/* RDMA_ATOMIC: PE 0 and PE 1 update each other's accumulator with every
+ * operation; each message carries its operand in the user header and the
+ * accumulator's value as of its update in the payload. */
+static uint64_t atomic_operand(int type, long k)
+{
+    switch (type) {
+    case RATOMIC_ADD: return (uint64_t)k + 1;
+    case RATOMIC_XOR: return (uint64_t)k * 0x9e3779b97f4a7c15ull;
+    case RATOMIC_OR:  return 1ull << (k % 64);
+    case RATOMIC_AND: return ~(1ull << (k % 64));
+    default:          return (uint64_t)k + 1;
+    }
+}
+
+static uint64_t atomic_apply(int type, uint64_t acc, uint64_t v)
+{
+    switch (type) {
+    case RATOMIC_ADD: return acc + v;
+    case RATOMIC_XOR: return acc ^ v;
+    case RATOMIC_OR:  return acc | v;
+    case RATOMIC_AND: return acc & v;
+    default:          return v;
+    }
+}
+
+static void mode_atomic(rmalloc_config_t base, long count)
+{
+    rch_t out = NULL, in = NULL;
+
+    for (int type = RATOMIC_ADD; type <= RATOMIC_SET + 1; type++) {
+        rmalloc_config_t cfg = base;
+        uint64_t expect = type == RATOMIC_AND ? ~0ull : 0;
+        raddr_t d;
+        void *p;
+
+        /* every PE, also those without a channel; an end is closed only
+         * once its peer is done with it */
+        network_barrier();
+        if (out != NULL) rpipe_close(out);
+        if (in != NULL) rpipe_close(in);
+        out = in = NULL;
+        if (me > 1 || npes < 2 || type > RATOMIC_SET) continue;
+        cfg.op = RDMA_ATOMIC;
+        cfg.atomic_type = (uint64_t)type;
+        out = open_channel(cfg, me, 1 - me, 20 + (unsigned)type, 256);
+        in  = open_channel(cfg, 1 - me, me, 20 + (unsigned)type, 256);
+        if (out == NULL || in == NULL) return;
+        EXPECT_RC(rmalloc_nb(out, 4, &d), R_ERR_INVALID); /* one 8-byte operand only */
+        for (long k = 0; k < count; k++) {
+            uint64_t v = atomic_operand(type, k), value, operand;
+            uint64_t *slot = rmalloc_mem(out, 8, &d);
+            if (slot == NULL) { FAIL("rmalloc of an operand failed"); return; }
+            *slot = v;
+            EXPECT_RC(rwrite(out, d), R_SUCCESS);
+            EXPECT_RC(rread(in, &d, &p, 8), R_SUCCESS);
+            memcpy(&operand, network_header(in, d), 8);
+            memcpy(&value, p, 8);
+            expect = atomic_apply(type, expect, v);
+            if (operand != v || d.payload != 8) {
+                FAIL("atomic type %d message %ld: operand %llx, want %llx", type, k,
+                     (unsigned long long)operand, (unsigned long long)v);
+            }
+            /* the peer runs the same sequence, at most one update ahead */
+            if (value != expect && value != atomic_apply(type, expect, atomic_operand(type, k + 1))) {
+                FAIL("atomic type %d message %ld: accumulator %llx, want %llx", type, k,
+                     (unsigned long long)value, (unsigned long long)expect);
+            }
+            EXPECT_RC(rfree(in, d), R_SUCCESS);
+        }
+    }
 }
 
 /* Control messages: every PE sends 3 numbered messages to every other. */
@@ -378,6 +450,7 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "alltoall")) mode_alltoall(cfg, count);
     else if (!strcmp(mode, "misuse")) mode_misuse(cfg);
     else if (!strcmp(mode, "messages")) mode_messages();
+    else if (!strcmp(mode, "atomic")) mode_atomic(cfg, count);
     else { fprintf(stderr, "mp_rpipe: unknown mode %s\n", mode); errors++; }
 
     /* every PE learns whether anyone failed */
