@@ -191,4 +191,54 @@ static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t 
     return btl_amo_post(peer->ep, op, size, peer->base + offset, peer->rkey, operand);
 }
 
+/* Put with signal: the payload, then the 8-byte word at sig_offset of
+ * sig_sym (8-byte aligned) set to value, or atomically increased by it
+ * when add is non-zero. A peer that sees the signal sees the payload. On
+ * node: memcpy, then a release store or add. Across nodes SET is the btl's
+ * put_flag (payload and flag ordered inside the network where it can);
+ * ADD is put, fence to the peer, network atomic. */
+static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_t offset,
+                                                 const void *src, size_t len,
+                                                 rpipe_sym_t *sig_sym, size_t sig_offset,
+                                                 int add, uint64_t value)
+{
+    rpipe_sym_peer_t *peer, *sig_peer;
+    util_status_t status = rpipe_sym_peer(sym, pe, &peer);
+
+    if (status == UTIL_OK) {
+        status = rpipe_sym_peer(sig_sym, pe, &sig_peer);
+    }
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (__builtin_expect(peer->ptr != NULL && sig_peer->ptr != NULL, 1)) {
+        uint64_t *sig = (uint64_t *)(sig_peer->ptr + sig_offset);
+        memcpy(peer->ptr + offset, src, len);
+        if (add) {
+            __atomic_fetch_add(sig, value, __ATOMIC_RELEASE);
+        } else {
+            __atomic_store_n(sig, value, __ATOMIC_RELEASE);
+        }
+        return UTIL_OK;
+    }
+    if (peer->ptr == NULL && sig_peer->ptr == NULL && !add) {
+        status = btl_put_flag(peer->ep, src, len, NULL, peer->base + offset, peer->rkey,
+                              sig_peer->base + sig_offset, sig_peer->rkey, value, NULL);
+        if (status != UTIL_ERR_UNSUPPORTED) {
+            return status;
+        }
+    }
+    /* Generic order: payload; if it went through the network, a fence
+     * (signal through the network too) or remote completion (signal by a
+     * store on a mapping) before the signal. */
+    status = rpipe_sym_put(sym, pe, offset, src, len);
+    if (status == UTIL_OK && peer->ptr == NULL) {
+        status = sig_peer->ptr == NULL ? btl_fence(peer->ep) : btl_quiet(peer->ep->iface);
+    }
+    if (status != UTIL_OK) {
+        return status;
+    }
+    return rpipe_sym_amo_post(sig_sym, pe, sig_offset, add ? BTL_AMO_ADD : BTL_AMO_SET, 8, value);
+}
+
 #endif
