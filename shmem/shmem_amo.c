@@ -14,7 +14,6 @@
 
 /* shmem_ctx.c: the world PE of a context's team PE (fatal on
  * SHMEM_CTX_INVALID). Wanted in shmemi.h. */
-int shmemi_ctx_pe(const char *call, shmem_ctx_t ctx, int pe);
 
 static inline uint64_t shmemi_bits(const void *v, unsigned size)
 {

@@ -17,23 +17,6 @@
 struct shmemi_ctx shmemi_ctx_default = {.team = &shmemi_team_world, .is_default = 1};
 shmem_ctx_t SHMEM_CTX_DEFAULT = &shmemi_ctx_default;
 
-/* The world PE of pe in ctx's team; fatal on SHMEM_CTX_INVALID. */
-int shmemi_ctx_pe(const char *call, shmem_ctx_t ctx, int pe)
-{
-    const struct shmemi_team *team;
-
-    if (__builtin_expect(ctx == SHMEM_CTX_INVALID, 0)) {
-        shmemi_fatal("%s: the context is SHMEM_CTX_INVALID", call);
-    }
-    team = ctx->team;
-#ifdef RMB_ARG_CHECKS
-    if (__builtin_expect((unsigned)pe >= (unsigned)team->size, 0)) {
-        shmemi_fatal("%s: PE %d is not in 0..%d of the context's team", call, pe, team->size - 1);
-    }
-#endif
-    return shmemi_team_world_pe(team, pe);
-}
-
 static void shmemi_ctx_check(const char *call, shmem_ctx_t ctx)
 {
     shmemi_check_init(call);

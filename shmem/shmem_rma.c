@@ -12,7 +12,6 @@
 
 /* shmem_ctx.c: the world PE of a context's team PE (fatal on
  * SHMEM_CTX_INVALID). Wanted in shmemi.h. */
-int shmemi_ctx_pe(const char *call, shmem_ctx_t ctx, int pe);
 
 static inline void shmemi_iput(const char *call, char *dest, const char *src, ptrdiff_t dst,
                                ptrdiff_t sst, size_t nelems, size_t elem, int pe)

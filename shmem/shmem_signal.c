@@ -12,7 +12,6 @@
 
 /* shmem_ctx.c: the world PE of a context's team PE (fatal on
  * SHMEM_CTX_INVALID). Wanted in shmemi.h. */
-int shmemi_ctx_pe(const char *call, shmem_ctx_t ctx, int pe);
 
 static inline rpipe_sym_t *shmemi_locate_signal(const char *call, uint64_t *sig_addr,
                                                 size_t *offset_p)

@@ -98,6 +98,28 @@ static inline void shmemi_check_pe(const char *call, int pe)
 #endif
 }
 
+/* The world PE of pe in ctx's team (fatal on SHMEM_CTX_INVALID; range
+ * checked with argument checks on). Inline: every shmem_ctx_* routine
+ * starts with it. */
+static inline int shmemi_ctx_pe(const char *call, shmem_ctx_t ctx, int pe)
+{
+    const struct shmemi_team *team;
+
+    if (__builtin_expect(ctx == SHMEM_CTX_INVALID, 0)) {
+        shmemi_fatal("%s: the context is SHMEM_CTX_INVALID", call);
+    }
+    team = ctx->team;
+    if (__builtin_expect(team == &shmemi_team_world, 1)) {
+        return pe; /* the RMA/AMO helpers check it */
+    }
+#ifdef RMB_ARG_CHECKS
+    if (__builtin_expect((unsigned)pe >= (unsigned)team->size, 0)) {
+        shmemi_fatal("%s: PE %d is not in 0..%d of the context's team", call, pe, team->size - 1);
+    }
+#endif
+    return shmemi_team_world_pe(team, pe);
+}
+
 /* Segment and offset of a symmetric address range; fatal when it is not
  * symmetric (with argument checks on). */
 static inline rpipe_sym_t *shmemi_locate(const char *call, const void *addr, size_t len,
