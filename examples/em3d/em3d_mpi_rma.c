@@ -18,6 +18,7 @@
 
 #include <mpi.h>
 
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,15 @@ static int64_t read_word(MPI_Aint off)
     MPI_Fetch_and_op(&dummy, &v, MPI_INT64_T, me, off, MPI_NO_OP, win);
     MPI_Win_flush(me, win);
     return v;
+}
+
+/* Waits until the word at off is at least v; yields after a while, since
+ * osc/sm's flush does not (oversubscribed ranks). */
+static void wait_word(MPI_Aint off, int64_t v)
+{
+    for (unsigned polls = 0; read_word(off) < v; polls++) {
+        if (polls > 64) sched_yield();
+    }
 }
 
 static void set_word(int target, MPI_Aint off, int64_t v)
@@ -98,8 +108,7 @@ int main(int argc, char **argv)
             if (s >= 2) { /* every reader has used this parity's previous contents */
                 for (int q = 0; q < np; q++) {
                     if (g.send_len[V][q] == 0) continue;
-                    while (read_word(ack_off[V] + q * (MPI_Aint)sizeof(int64_t)) < s - 1) {
-                    }
+                    wait_word(ack_off[V] + q * (MPI_Aint)sizeof(int64_t), s - 1);
                 }
             }
             for (int q = 0; q < np; q++) {
@@ -121,8 +130,7 @@ int main(int argc, char **argv)
             }
             for (int q = 0; q < np; q++) {
                 if (g.recv_len[V][q] == 0) continue;
-                while (read_word(flag_off[V] + q * (MPI_Aint)sizeof(int64_t)) < s + 1) {
-                }
+                wait_word(flag_off[V] + q * (MPI_Aint)sizeof(int64_t), s + 1);
                 seg[q] = region[V] + par + g.recv_off[V][q];
             }
             seg[me] = val[V];

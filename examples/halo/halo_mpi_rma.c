@@ -15,10 +15,13 @@
 
 #include <mpi.h>
 
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define IDLE_SPIN 64 /* empty polls before a waiting rank yields the core */
 
 int main(int argc, char **argv)
 {
@@ -69,11 +72,14 @@ int main(int argc, char **argv)
                     continue;
                 }
                 int64_t seen = 0, dummy = 0;
-                do {
+                for (unsigned polls = 0;; polls++) {
                     MPI_Fetch_and_op(&dummy, &seen, MPI_INT64_T, me,
                                      (MPI_Aint)k * (MPI_Aint)sizeof(int64_t), MPI_NO_OP, win);
                     MPI_Win_flush(me, win);
-                } while (seen < s + 1);
+                    if (seen >= s + 1) break;
+                    /* oversubscribed: osc/sm's flush does not yield */
+                    if (polls > IDLE_SPIN) sched_yield();
+                }
                 halo[k] = halo_buf + ((size_t)(s % 2) * 2 + (size_t)k) * C;
             }
             if (R == 1) {
