@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #if HAVE_SYS_PRCTL_H
@@ -583,9 +584,22 @@ static util_status_t btl_shm_mem_remap(btl_iface_t *iface, void *addr, size_t si
         free(mr);
         return status;
     }
-    memcpy(seg, addr, size);
-    /* Nothing else of this process may write the range in between: callers
-     * remap at initialization, before they start threads touching it. */
+    /* The kernel copies the contents: a program's static data holds
+     * AddressSanitizer's redzones between globals, which a memcpy here
+     * would report (a raw syscall is not intercepted). Nothing else of this
+     * process may write the range in between: callers remap at
+     * initialization, before they start threads touching it. */
+    for (size_t done = 0; done < size;) {
+        long n = syscall(SYS_pwrite64, mr->fd, (const char *)addr + done, size - done, (off_t)done);
+        if (n <= 0) {
+            util_error("btl/shm: cannot copy %p (+%zu) into shared memory: %m", addr, size);
+            munmap(seg, size);
+            close(mr->fd);
+            free(mr);
+            return UTIL_ERR_IO;
+        }
+        done += (size_t)n;
+    }
     if (mmap(addr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, mr->fd, 0) == MAP_FAILED) {
         util_error("btl/shm: cannot remap %p (+%zu) as shared memory: %m", addr, size);
         munmap(seg, size);
@@ -609,21 +623,15 @@ static util_status_t btl_shm_mem_remap(btl_iface_t *iface, void *addr, size_t si
 }
 
 /* Undoes a remap: private memory again, contents kept (the program goes on
- * using its static data after the library is finalized). */
+ * using its static data after the library is finalized). A private mapping
+ * of the segment's own file keeps the contents without copying them (and
+ * without touching sanitizer redzones); later writes stay in this process. */
 static void btl_shm_unremap(btl_shm_mr_t *mr)
 {
-    void *copy = mmap(NULL, mr->seg_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-    if (copy == MAP_FAILED) {
+    if (mmap(mr->seg_base, mr->seg_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, mr->fd,
+             0) == MAP_FAILED) {
         util_warn("btl/shm: cannot restore %p as private memory; it stays shared", mr->seg_base);
-        return;
     }
-    memcpy(copy, mr->seg_base, mr->seg_size);
-    if (mmap(mr->seg_base, mr->seg_size, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
-        memcpy(mr->seg_base, copy, mr->seg_size);
-    }
-    munmap(copy, mr->seg_size);
 }
 
 static util_status_t btl_shm_mem_reg(btl_iface_t *iface, void *addr, size_t size,
