@@ -114,28 +114,44 @@ util_status_t rpipe_sym_static(void *addr, size_t size, rpipe_sym_t **sym_p)
     return (addr == NULL) ? UTIL_ERR_INVALID : rpipe_sym_create(RPIPE_SYM_REMAP, addr, size, sym_p);
 }
 
+int rpipe_sym_threaded;
+pthread_mutex_t rpipe_sym_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void rpipe_sym_set_threaded(int on)
+{
+    rpipe_sym_threaded = on;
+}
+
+/* The peer is published (ptr, else ep) only once complete, with release
+ * stores, so a thread that sees it in rpipe_sym_peer sees its key too. */
 util_status_t rpipe_sym_connect(rpipe_sym_t *sym, int pe)
 {
     const rpipe_sym_card_t *card;
     rpipe_sym_peer_t *peer = &sym->peer[pe];
-    util_status_t status;
+    util_status_t status = UTIL_OK;
+    btl_ep_t *ep;
     void *ptr;
 
-    status = btl_ctx_ep(rpipe_state.btl, pe, &peer->ep);
+    rpipe_sym_enter();
+    if (peer->ptr != NULL || peer->ep != NULL) {
+        goto out; /* another thread got there first */
+    }
+    status = btl_ctx_ep(rpipe_state.btl, pe, &ep);
     if (status != UTIL_OK) {
-        peer->ep = NULL;
-        return status;
+        goto out;
     }
     card   = (const rpipe_sym_card_t *)(sym->packed + (size_t)pe * sym->packed_stride);
-    status = btl_rkey_unpack(peer->ep, card->key, card->key_len, &peer->rkey);
+    status = btl_rkey_unpack(ep, card->key, card->key_len, &peer->rkey);
     if (status != UTIL_OK) {
-        peer->ep = NULL;
-        return status;
+        goto out;
     }
     if (btl_rkey_ptr(peer->rkey, peer->base, &ptr) == UTIL_OK) {
-        peer->ptr = ptr;
+        __atomic_store_n(&peer->ptr, (char *)ptr, __ATOMIC_RELEASE);
     }
-    return UTIL_OK;
+    __atomic_store_n(&peer->ep, ep, __ATOMIC_RELEASE);
+out:
+    rpipe_sym_leave();
+    return status;
 }
 
 util_status_t rpipe_sym_destroy(rpipe_sym_t *sym)
@@ -161,16 +177,23 @@ util_status_t rpipe_sym_destroy(rpipe_sym_t *sym)
 
 util_status_t rpipe_sym_quiet(void)
 {
-    return btl_ctx_quiet(rpipe_state.btl);
+    util_status_t status;
+
+    rpipe_sym_enter();
+    status = btl_ctx_quiet(rpipe_state.btl);
+    rpipe_sym_leave();
+    return status;
 }
 
 util_status_t rpipe_sym_fence(void)
 {
     /* Ordering per peer is implied by completing everything. */
-    return btl_ctx_quiet(rpipe_state.btl);
+    return rpipe_sym_quiet();
 }
 
 void rpipe_sym_progress(void)
 {
+    rpipe_sym_enter();
     btl_ctx_progress(rpipe_state.btl);
+    rpipe_sym_leave();
 }

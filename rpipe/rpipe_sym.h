@@ -16,6 +16,7 @@
 
 #include "btl/btl_inl.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -48,6 +49,27 @@ util_status_t rpipe_sym_static(void *addr, size_t size, rpipe_sym_t **sym_p);
 /* Collective. */
 util_status_t rpipe_sym_destroy(rpipe_sym_t *sym);
 
+/* Threads (SHMEM_THREAD_MULTIPLE): the btl serves one thread at a time, so
+ * once rpipe_sym_set_threaded(1) every call into it below is made under one
+ * mutex. Mapped peers (plain loads, stores and CPU atomics) take no lock. */
+extern int rpipe_sym_threaded;
+extern pthread_mutex_t rpipe_sym_mutex;
+void rpipe_sym_set_threaded(int on);
+
+static inline void rpipe_sym_enter(void)
+{
+    if (__builtin_expect(rpipe_sym_threaded, 0)) {
+        pthread_mutex_lock(&rpipe_sym_mutex);
+    }
+}
+
+static inline void rpipe_sym_leave(void)
+{
+    if (__builtin_expect(rpipe_sym_threaded, 0)) {
+        pthread_mutex_unlock(&rpipe_sym_mutex);
+    }
+}
+
 /* Slow path of rpipe_sym_peer: connects and unpacks the peer's key. */
 util_status_t rpipe_sym_connect(rpipe_sym_t *sym, int pe);
 
@@ -67,7 +89,9 @@ static inline util_status_t rpipe_sym_peer(rpipe_sym_t *sym, int pe, rpipe_sym_p
 {
     rpipe_sym_peer_t *peer = &sym->peer[pe];
 
-    if (__builtin_expect(peer->ptr != NULL || peer->ep != NULL, 1)) {
+    /* acquire: pairs with the release that publishes a connected peer */
+    if (__builtin_expect(__atomic_load_n(&peer->ptr, __ATOMIC_ACQUIRE) != NULL ||
+                         __atomic_load_n(&peer->ep, __ATOMIC_ACQUIRE) != NULL, 1)) {
         *peer_p = peer;
         return UTIL_OK;
     }
@@ -100,7 +124,10 @@ static inline util_status_t rpipe_sym_put(rpipe_sym_t *sym, int pe, size_t offse
     if (status != UTIL_OK) {
         return status;
     }
-    return btl_put(peer->ep, src, len, NULL, peer->base + offset, peer->rkey);
+    rpipe_sym_enter();
+    status = btl_put(peer->ep, src, len, NULL, peer->base + offset, peer->rkey);
+    rpipe_sym_leave();
+    return status;
 }
 
 static inline util_status_t rpipe_sym_get(rpipe_sym_t *sym, int pe, size_t offset, void *dst,
@@ -116,7 +143,10 @@ static inline util_status_t rpipe_sym_get(rpipe_sym_t *sym, int pe, size_t offse
     if (status != UTIL_OK) {
         return status;
     }
-    return btl_get(peer->ep, dst, len, NULL, peer->base + offset, peer->rkey);
+    rpipe_sym_enter();
+    status = btl_get(peer->ep, dst, len, NULL, peer->base + offset, peer->rkey);
+    rpipe_sym_leave();
+    return status;
 }
 
 /* Atomics on 4- or 8-byte words. On node they are CPU atomics on the
@@ -171,8 +201,11 @@ static inline util_status_t rpipe_sym_amo_fetch(rpipe_sym_t *sym, int pe, size_t
     if (status != UTIL_OK) {
         return status;
     }
-    return btl_amo_fetch(peer->ep, op, size, peer->base + offset, peer->rkey, operand, compare,
-                         old_p);
+    rpipe_sym_enter();
+    status = btl_amo_fetch(peer->ep, op, size, peer->base + offset, peer->rkey, operand, compare,
+                           old_p);
+    rpipe_sym_leave();
+    return status;
 }
 
 static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t offset,
@@ -188,7 +221,10 @@ static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t 
     if (status != UTIL_OK) {
         return status;
     }
-    return btl_amo_post(peer->ep, op, size, peer->base + offset, peer->rkey, operand);
+    rpipe_sym_enter();
+    status = btl_amo_post(peer->ep, op, size, peer->base + offset, peer->rkey, operand);
+    rpipe_sym_leave();
+    return status;
 }
 
 /* Put with signal: the payload, then the 8-byte word at sig_offset of
@@ -222,8 +258,10 @@ static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_
         return UTIL_OK;
     }
     if (peer->ptr == NULL && sig_peer->ptr == NULL && !add) {
+        rpipe_sym_enter();
         status = btl_put_flag(peer->ep, src, len, NULL, peer->base + offset, peer->rkey,
                               sig_peer->base + sig_offset, sig_peer->rkey, value, NULL);
+        rpipe_sym_leave();
         if (status != UTIL_ERR_UNSUPPORTED) {
             return status;
         }
@@ -233,7 +271,9 @@ static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_
      * store on a mapping) before the signal. */
     status = rpipe_sym_put(sym, pe, offset, src, len);
     if (status == UTIL_OK && peer->ptr == NULL) {
+        rpipe_sym_enter();
         status = sig_peer->ptr == NULL ? btl_fence(peer->ep) : btl_quiet(peer->ep->iface);
+        rpipe_sym_leave();
     }
     if (status != UTIL_OK) {
         return status;

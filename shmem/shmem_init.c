@@ -140,9 +140,12 @@ int shmem_init_thread(int requested, int *provided)
     shmemi_setup_heap();
     shmemi_setup_static();
     shmemi_team_init();
-    /* Every PE keeps one lock for the library; SERIALIZED is what we
-     * guarantee today (MULTIPLE needs per-context locking). */
-    shmemi.thread_level = requested > SHMEM_THREAD_SERIALIZED ? SHMEM_THREAD_SERIALIZED : requested;
+    /* MULTIPLE: on-node operations are plain loads, stores and CPU atomics
+     * (thread-safe as they are); calls into the btl are serialized by
+     * rpipe_sym's mutex. Lower levels pay nothing. */
+    shmemi.thread_level = requested < SHMEM_THREAD_SINGLE ? SHMEM_THREAD_SINGLE
+                        : requested > SHMEM_THREAD_MULTIPLE ? SHMEM_THREAD_MULTIPLE : requested;
+    rpipe_sym_set_threaded(shmemi.thread_level == SHMEM_THREAD_MULTIPLE);
     if (provided) *provided = shmemi.thread_level;
     shmemi.initialized = 1;
     shmemi.finalized   = 0;
@@ -185,6 +188,7 @@ void shmem_finalize(void)
     shmemi.heap      = NULL;
     shmemi.symm      = NULL;
     shmemi.finalized = 1;
+    rpipe_sym_set_threaded(0);
     rexit();
 }
 

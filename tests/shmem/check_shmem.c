@@ -12,7 +12,7 @@
 
 #define PROG "shmem/mp_shmem"
 
-static const char *const modes[] = {"rma", "amo", "sync", "coll", "heap"};
+static const char *const modes[] = {"rma", "amo", "sync", "coll", "heap", "threads"};
 
 static int run(int np, const char *backend, const char *mode)
 {
@@ -68,8 +68,8 @@ int main(void)
     TCase *tc = tcase_create("shmem");
 
     tcase_set_timeout(tc, 300);
-    tcase_add_loop_test(tc, test_modes_shm, 0, 5);
-    tcase_add_loop_test(tc, test_modes_ofi, 0, 5);
+    tcase_add_loop_test(tc, test_modes_shm, 0, 6);
+    tcase_add_loop_test(tc, test_modes_ofi, 0, 6);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_global_exit);
     suite_add_tcase(s, tc);

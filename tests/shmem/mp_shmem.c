@@ -1,11 +1,12 @@
 /*
  * OpenSHMEM tests, launched as N PEs under oshrun; one mode per run.
- *   mp_shmem rma|amo|sync|coll|heap|badpe|badaddr
+ *   mp_shmem rma|amo|sync|coll|heap|threads|badpe|badaddr|exitN
  * Every mode checks real values and exits 0 only if all matched.
  * badpe and badaddr must end the job with a clear error (non-zero).
  */
 #include <shmem.h>
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,13 +277,82 @@ static void mode_heap(void)
     }
 }
 
+/* SHMEM_THREAD_MULTIPLE: THREADS threads per PE put, get and add to every
+ * PE at once, each in its own slice, on the default context and on one
+ * context per thread. */
+#define THREADS 4
+#define TITERS  300
+static long *t_slots;   /* [npes * THREADS * TITERS] on every PE */
+static long *t_counter; /* fetch-add target, one per PE */
+
+static void *thread_body(void *arg)
+{
+    long t = (long)arg;
+    shmem_ctx_t ctx = SHMEM_CTX_DEFAULT;
+
+    if (t % 2 == 1 && shmem_ctx_create(SHMEM_CTX_PRIVATE, &ctx) != 0) {
+        ctx = SHMEM_CTX_DEFAULT;
+    }
+    for (long i = 0; i < TITERS; i++) {
+        for (int pe = 0; pe < npes; pe++) {
+            long v = ((long)me << 32) | (t << 16) | i, back = -1;
+            long *slot = &t_slots[(me * THREADS + t) * TITERS + i];
+            shmem_ctx_long_p(ctx, slot, v, pe);
+            shmem_ctx_quiet(ctx);
+            back = shmem_ctx_long_g(ctx, slot, pe);
+            CHECK(back == v, "thread %ld: PE %d slot %ld holds %lx, want %lx", t, pe, i, back, v);
+            shmem_ctx_long_atomic_add(ctx, t_counter, 1, pe);
+        }
+    }
+    shmem_ctx_quiet(ctx);
+    if (ctx != SHMEM_CTX_DEFAULT) {
+        shmem_ctx_destroy(ctx);
+    }
+    return NULL;
+}
+
+static void mode_threads(void)
+{
+    pthread_t th[THREADS];
+    int provided = -1;
+
+    shmem_query_thread(&provided);
+    CHECK(provided == SHMEM_THREAD_MULTIPLE, "provided thread level %d", provided);
+    t_slots = shmem_calloc((size_t)npes * THREADS * TITERS, sizeof(long));
+    t_counter = shmem_calloc(1, sizeof(long));
+    shmem_barrier_all();
+    for (long t = 0; t < THREADS; t++) {
+        pthread_create(&th[t], NULL, thread_body, (void *)t);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(th[t], NULL);
+    }
+    shmem_barrier_all();
+    CHECK(*t_counter == (long)npes * THREADS * TITERS, "counter %ld, want %ld", *t_counter,
+          (long)npes * THREADS * TITERS);
+    for (int p = 0; p < npes; p++) {
+        for (long t = 0; t < THREADS; t++) {
+            long i = TITERS - 1, want = ((long)p << 32) | (t << 16) | i;
+            CHECK(t_slots[(p * THREADS + t) * TITERS + i] == want, "slot of PE %d thread %ld", p, t);
+        }
+    }
+    shmem_barrier_all();
+    shmem_free(t_counter);
+    shmem_free(t_slots);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "rma";
     static long pSync[SHMEM_REDUCE_SYNC_SIZE], pWrk[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
     long *errs, *total;
 
-    shmem_init();
+    if (!strcmp(mode, "threads")) {
+        int provided;
+        shmem_init_thread(SHMEM_THREAD_MULTIPLE, &provided);
+    } else {
+        shmem_init();
+    }
     me = shmem_my_pe();
     npes = shmem_n_pes();
     if (!strcmp(mode, "rma")) mode_rma();
@@ -290,6 +360,7 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "sync")) mode_sync();
     else if (!strcmp(mode, "coll")) mode_coll();
     else if (!strcmp(mode, "heap")) mode_heap();
+    else if (!strcmp(mode, "threads")) mode_threads();
     else if (!strcmp(mode, "badpe")) shmem_long_p(&static_counter, 1, npes + 3);
     else if (!strcmp(mode, "badaddr")) { long local = 0; shmem_long_p(&local, 1, 0); }
     else if (!strncmp(mode, "exit", 4)) {
