@@ -4,10 +4,11 @@
  * an entry barrier (nobody writes into a destination its owner may still
  * be reading), the data movement, and an exit barrier, on the caller's
  * pSync. Straightforward algorithms, correct for any set; the team-based
- * routines will run on rcoll schedules.
+ * routines are in shmem_team_coll.c.
  */
 #include "shmem/shmem.h"
 #include "shmem/shmemi.h"
+#include "shmem/shmem_coll_types.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -123,14 +124,6 @@ void shmem_fcollect64(void *d, const void *s, size_t n, int st, int ls, int sz, 
 
 /* Reductions: every member reads every member's source and combines in
  * set order, so all members compute the same result bit for bit. */
-#define SHMEMI_OP_sum(a, b)  ((a) + (b))
-#define SHMEMI_OP_prod(a, b) ((a) * (b))
-#define SHMEMI_OP_min(a, b)  ((b) < (a) ? (b) : (a))
-#define SHMEMI_OP_max(a, b)  ((b) > (a) ? (b) : (a))
-#define SHMEMI_OP_and(a, b)  ((a) & (b))
-#define SHMEMI_OP_or(a, b)   ((a) | (b))
-#define SHMEMI_OP_xor(a, b)  ((a) ^ (b))
-
 #define SHMEMI_DEFINE_REDUCE(T, N, OP)                                                           \
     void shmem_##N##_##OP##_to_all(T *dest, const T *source, int nreduce, int start,             \
                                    int log_stride, int size, T *pWrk, long *pSync)               \
@@ -173,3 +166,62 @@ SHMEMI_DEFINE_REDUCE_BIT(short, short)
 SHMEMI_DEFINE_REDUCE_BIT(int, int)
 SHMEMI_DEFINE_REDUCE_BIT(long, long)
 SHMEMI_DEFINE_REDUCE_BIT(long long, longlong)
+SHMEMI_DEFINE_REDUCE(double _Complex, complexd, sum)
+SHMEMI_DEFINE_REDUCE(double _Complex, complexd, prod)
+SHMEMI_DEFINE_REDUCE(float _Complex, complexf, sum)
+SHMEMI_DEFINE_REDUCE(float _Complex, complexf, prod)
+
+/* alltoall(s): an entry barrier (every dest is free), each member puts its
+ * block j (elements at stride sst) into block "my index" of member j's
+ * dest (stride dst), quiet, an exit barrier (everything has landed). */
+static void shmemi_alltoalls(const char *call, void *dest, const void *source, ptrdiff_t dst,
+                             ptrdiff_t sst, size_t nelems, size_t elem, int start, int log_stride,
+                             int size, long *pSync)
+{
+    int me_index = 0;
+
+    shmemi_check_init(call);
+    shmemi_check_set(call, start, log_stride, size);
+    if (dst < 1 || sst < 1) {
+        shmemi_fatal("%s: strides must be at least 1 (dst %td, sst %td)", call, dst, sst);
+    }
+    while (shmemi_member(start, log_stride, me_index) != shmemi.my_pe) {
+        me_index++;
+    }
+    shmemi_barrier_set_psync(start, log_stride, size, pSync);
+    for (int i = 0; i < size; i++) {
+        int j = (me_index + i) % size, pe = shmemi_member(start, log_stride, j);
+        char *to = (char *)dest + (ptrdiff_t)me_index * (ptrdiff_t)nelems * dst * (ptrdiff_t)elem;
+        const char *from = (const char *)source + (ptrdiff_t)j * (ptrdiff_t)nelems * sst * (ptrdiff_t)elem;
+
+        if (dst == 1 && sst == 1) {
+            shmemi_put(call, to, from, nelems * elem, pe);
+        } else {
+            for (size_t k = 0; k < nelems; k++) {
+                shmemi_put(call, to + (ptrdiff_t)k * dst * (ptrdiff_t)elem,
+                           from + (ptrdiff_t)k * sst * (ptrdiff_t)elem, elem, pe);
+            }
+        }
+    }
+    shmemi_quiet();
+    shmemi_barrier_set_psync(start, log_stride, size, pSync);
+}
+
+void shmem_alltoall32(void *d, const void *s, size_t n, int st, int ls, int sz, long *pSync)
+{
+    shmemi_alltoalls("shmem_alltoall32", d, s, 1, 1, n, 4, st, ls, sz, pSync);
+}
+void shmem_alltoall64(void *d, const void *s, size_t n, int st, int ls, int sz, long *pSync)
+{
+    shmemi_alltoalls("shmem_alltoall64", d, s, 1, 1, n, 8, st, ls, sz, pSync);
+}
+void shmem_alltoalls32(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int st,
+                       int ls, int sz, long *pSync)
+{
+    shmemi_alltoalls("shmem_alltoalls32", d, s, dst, sst, n, 4, st, ls, sz, pSync);
+}
+void shmem_alltoalls64(void *d, const void *s, ptrdiff_t dst, ptrdiff_t sst, size_t n, int st,
+                       int ls, int sz, long *pSync)
+{
+    shmemi_alltoalls("shmem_alltoalls64", d, s, dst, sst, n, 8, st, ls, sz, pSync);
+}

@@ -1,0 +1,72 @@
+/*
+ * Type tables of the team-based reductions and scans as X-macro lists,
+ * X(C type, name), matching RED_BIT, RED_MINMAX and RED_COMPLEX in
+ * scripts/gen_shmem_h.py (the RMA table is SHMEMI_RMA_TYPES in
+ * shmem_types.h), the operators the reductions combine with, and the
+ * per-team collective state that shmem_team.c sets up through
+ * shmem_team_coll.c. See docs/shmem_teams.md.
+ */
+#ifndef SHMEM_COLL_TYPES_H
+#define SHMEM_COLL_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* and, or, xor */
+#define SHMEMI_RED_BIT_TYPES(X)                                               \
+    X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint)   \
+    X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int8_t, int8)  \
+    X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8)   \
+    X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size)
+
+/* max, min, sum, prod, sum_inscan, sum_exscan */
+#define SHMEMI_RED_MINMAX_TYPES(X)                                            \
+    X(char, char) X(signed char, schar) X(short, short) X(int, int)           \
+    X(long, long) X(long long, longlong) X(ptrdiff_t, ptrdiff)                \
+    X(unsigned char, uchar) X(unsigned short, ushort) X(unsigned int, uint)   \
+    X(unsigned long, ulong) X(unsigned long long, ulonglong) X(int8_t, int8)  \
+    X(int16_t, int16) X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8)   \
+    X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64) X(size_t, size) \
+    X(float, float) X(double, double) X(long double, longdouble)
+
+/* sum, prod */
+#define SHMEMI_RED_COMPLEX_TYPES(X) X(double _Complex, complexd) X(float _Complex, complexf)
+
+/* The operators, shared by the team reductions and the active-set
+ * *_to_all forms: a = a OP b, always with the lower-numbered member's
+ * value on the left, so every member combines in the same order. */
+#define SHMEMI_OP_sum(a, b)  ((a) + (b))
+#define SHMEMI_OP_prod(a, b) ((a) * (b))
+#define SHMEMI_OP_min(a, b)  ((b) < (a) ? (b) : (a))
+#define SHMEMI_OP_max(a, b)  ((b) > (a) ? (b) : (a))
+#define SHMEMI_OP_and(a, b)  ((a) & (b))
+#define SHMEMI_OP_or(a, b)   ((a) | (b))
+#define SHMEMI_OP_xor(a, b)  ((a) ^ (b))
+
+/* ---- per-team collective state (shmem_team_coll.c), used by shmem_team.c ---- */
+
+struct shmemi_team;
+
+#define SHMEMI_TC_SLOTS 64 /* teams a PE can be a member of at once (WORLD, SHARED included) */
+
+struct shmemi_team_coll {
+    int      slot;        /* index in the pool of symmetric slots */
+    char    *sym;         /* the slot, my address (symmetric) */
+    uint64_t bar_count;   /* barriers done on this team */
+    uint64_t xchg_count;  /* exchanges done on this team */
+    size_t   xchg_max;    /* bytes a member sends in one exchange; 0: none for this team */
+    int      all_mapped;  /* every member's heap is plain memory here; -1: not known yet */
+};
+
+/* Reserves the pool (shmem_init, after the heap; same order on every PE). */
+void shmemi_tc_init(void);
+void shmemi_tc_finalize(void);
+/* Slots no team of mine uses (bit s: slot s). */
+uint64_t shmemi_tc_free_mask(void);
+/* Gives team (size, my_pe set) slot's collective state; nonzero when out of memory. */
+int shmemi_tc_attach(struct shmemi_team *team, int slot);
+void shmemi_tc_detach(struct shmemi_team *team);
+/* Bitwise AND of nwords (<= 3) words over the members of team, in place. */
+void shmemi_tc_allreduce_and(struct shmemi_team *team, uint64_t *words, int nwords);
+
+#endif

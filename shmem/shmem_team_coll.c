@@ -1,0 +1,697 @@
+/*
+ * Team-based collectives of OpenSHMEM 1.5 (+ the 1.6 scans) on
+ * symmetric-heap schedules.
+ *
+ * Every team owns a slot of a pool of internal symmetric blocks reserved at
+ * shmem_init (slot 0 SHMEM_TEAM_WORLD, 1 SHMEM_TEAM_SHARED, the others for
+ * split teams; a slot is free on a PE when no team of that PE uses it, so
+ * teams without a common member may share a slot number). A slot holds:
+ *
+ *   bar[r]      dissemination barrier: member i adds 1 to bar[r] of member
+ *               i + 2^r and waits for its own bar[r] to reach the number of
+ *               barriers done;
+ *   xcnt[2]     arrival counters of the exchange, one per parity;
+ *   misc        the count a collect publishes, the words a split reduces;
+ *   xbuf[2][m]  exchange buffers: block j is written only by member j.
+ *
+ * Signals are remote atomic adds on counters that only grow while the team
+ * lives, and waits are "counter >= expected": an add from a fast member
+ * already in the next operation cannot be lost or confused with this one,
+ * and adds commute, so the network may deliver them in any order. When a
+ * team is destroyed every add aimed at this PE has been waited for, so its
+ * counters go back to zero for the next team of the slot.
+ *
+ * The exchange is the small-message engine: each member puts its block
+ * (up to xchg_max bytes) into xbuf[parity][me] of every member, then adds
+ * 1 to their xcnt[parity]. It costs one one-way latency and also proves
+ * that everyone has entered. Two buffers suffice: a member writing a
+ * buffer for exchange k + 2 has finished exchange k + 1, which needed my
+ * signal of exchange k + 1, sent after I finished reading exchange k.
+ * Larger messages synchronize with the barrier and move the data straight
+ * between the user's symmetric objects (each member pulls or pushes its own
+ * share, so nobody serializes the whole team's traffic).
+ *
+ * Reductions combine in team order (member 0's value on the left), so all
+ * members get bit-identical results; above the exchange size each member
+ * reduces one segment of the vector over the whole team and writes the
+ * result into every member's dest (a reduce-scatter then allgather).
+ */
+#include "shmem/shmem.h"
+#include "shmem/shmemi.h"
+#include "shmem/shmem_types.h"
+#include "shmem/shmem_coll_types.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHMEMI_TC_LINE       64
+#define SHMEMI_TC_SLOT_BYTES 4096u  /* pool budget: 64 slots, 256 KiB */
+#define SHMEMI_TC_XCHG_TEAM  16     /* teams up to this size use the exchange */
+#define SHMEMI_TC_CHUNK_MAX  512u   /* bytes one member contributes to an exchange */
+#define SHMEMI_TC_STAGE      4096u  /* staging buffers of the large-message paths */
+#define SHMEMI_TC_SPIN       1000   /* polls before a waiting PE starts yielding */
+
+/* The pool (same layout on every PE: allocated at init in the same order). */
+static struct {
+    char               *base;
+    size_t              slot_bytes;
+    size_t              off_xcnt, off_misc, off_xbuf; /* offsets inside a slot */
+    size_t              chunk;                        /* xbuf block size */
+    size_t              members;                      /* xbuf blocks per parity */
+    uint64_t            used;                         /* slots in use by my teams */
+    struct shmemi_team *owner[SHMEMI_TC_SLOTS];
+} shmemi_tc;
+
+static _Alignas(64) const char shmemi_tc_zeros[SHMEMI_TC_STAGE];
+
+enum { SHMEMI_MISC_COUNT = 0, SHMEMI_MISC_SPLIT_SRC = 1, SHMEMI_MISC_SPLIT_DST = 4 };
+
+static inline uint64_t *shmemi_tc_bar(const struct shmemi_team_coll *c)
+{
+    return (uint64_t *)c->sym;
+}
+
+static inline uint64_t *shmemi_tc_xcnt(const struct shmemi_team_coll *c, int parity)
+{
+    return (uint64_t *)(c->sym + shmemi_tc.off_xcnt + (size_t)parity * SHMEMI_TC_LINE);
+}
+
+static inline uint64_t *shmemi_tc_misc(const struct shmemi_team_coll *c)
+{
+    return (uint64_t *)(c->sym + shmemi_tc.off_misc);
+}
+
+static inline char *shmemi_tc_xbuf(const struct shmemi_team_coll *c, int parity, int member)
+{
+    return c->sym + shmemi_tc.off_xbuf +
+           ((size_t)parity * shmemi_tc.members + (size_t)member) * shmemi_tc.chunk;
+}
+
+static inline size_t shmemi_tc_round_up(size_t x, size_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+/* ---- the pool -------------------------------------------------------------------------- */
+
+void shmemi_tc_init(void)
+{
+    int rounds = 0;
+    size_t header;
+
+    memset(&shmemi_tc, 0, sizeof(shmemi_tc));
+    while ((1L << rounds) < shmemi.n_pes) {
+        rounds++;
+    }
+    /* one line per counter family: members spin on their own lines */
+    shmemi_tc.off_xcnt = shmemi_tc_round_up((size_t)(rounds > 0 ? rounds : 1) * 8, SHMEMI_TC_LINE);
+    shmemi_tc.off_misc = shmemi_tc.off_xcnt + 2 * SHMEMI_TC_LINE;
+    shmemi_tc.off_xbuf = shmemi_tc.off_misc + SHMEMI_TC_LINE;
+    header = shmemi_tc.off_xbuf;
+    shmemi_tc.members = shmemi.n_pes < SHMEMI_TC_XCHG_TEAM ? (size_t)shmemi.n_pes : SHMEMI_TC_XCHG_TEAM;
+    shmemi_tc.chunk = (SHMEMI_TC_SLOT_BYTES - header) / (2 * shmemi_tc.members) / 16 * 16;
+    if (shmemi_tc.chunk > SHMEMI_TC_CHUNK_MAX) {
+        shmemi_tc.chunk = SHMEMI_TC_CHUNK_MAX;
+    }
+    shmemi_tc.slot_bytes =
+        shmemi_tc_round_up(header + 2 * shmemi_tc.members * shmemi_tc.chunk, SHMEMI_TC_LINE);
+    if (rmalloc_symm_alloc(shmemi.symm, shmemi_tc.slot_bytes * SHMEMI_TC_SLOTS, 64,
+                           (void **)&shmemi_tc.base) != UTIL_OK) {
+        shmemi_fatal("shmem_init: cannot place the team pool in the symmetric heap");
+    }
+    /* zero before the barrier that ends shmem_init: nobody signals earlier */
+    memset(shmemi_tc.base, 0, shmemi_tc.slot_bytes * SHMEMI_TC_SLOTS);
+}
+
+uint64_t shmemi_tc_free_mask(void)
+{
+    return ~shmemi_tc.used;
+}
+
+int shmemi_tc_attach(struct shmemi_team *team, int slot)
+{
+    struct shmemi_team_coll *c = calloc(1, sizeof(*c));
+
+    if (c == NULL) {
+        return -1;
+    }
+    c->slot = slot;
+    c->sym  = shmemi_tc.base + (size_t)slot * shmemi_tc.slot_bytes;
+    c->xchg_max = team->size <= SHMEMI_TC_XCHG_TEAM ? shmemi_tc.chunk : 0;
+    c->all_mapped = -1; /* known after the first exchange has connected the peers */
+    team->coll = c;
+    shmemi_tc.used |= 1ULL << slot;
+    shmemi_tc.owner[slot] = team;
+    return 0;
+}
+
+/* Every add aimed at my counters has been waited for (each operation
+ * waits for all of its own), so they can start again from zero. */
+void shmemi_tc_detach(struct shmemi_team *team)
+{
+    struct shmemi_team_coll *c = team->coll;
+
+    if (c == NULL) {
+        return;
+    }
+    memset(c->sym, 0, shmemi_tc.off_xbuf);
+    shmemi_tc.used &= ~(1ULL << c->slot);
+    shmemi_tc.owner[c->slot] = NULL;
+    free(c);
+    team->coll = NULL;
+}
+
+void shmemi_tc_finalize(void)
+{
+    for (int s = 0; s < SHMEMI_TC_SLOTS; s++) {
+        if (shmemi_tc.owner[s] != NULL) {
+            struct shmemi_team *team = shmemi_tc.owner[s];
+            free(team->coll);
+            team->coll = NULL;
+        }
+    }
+    memset(&shmemi_tc, 0, sizeof(shmemi_tc));
+}
+
+/* ---- synchronization ------------------------------------------------------------------- */
+
+static inline int shmemi_tc_pe(const struct shmemi_team *team, int i)
+{
+    return shmemi_team_world_pe(team, i);
+}
+
+static void shmemi_tc_wait_ge(const uint64_t *word, uint64_t value)
+{
+    unsigned long polls = 0;
+
+    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) < value) {
+        if (++polls > SHMEMI_TC_SPIN) {
+            rpipe_sym_progress();
+            sched_yield(); /* oversubscribed: let the PE we wait for run */
+        } else {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+    }
+}
+
+/* Dissemination barrier over the members (no quiet). */
+static void shmemi_tc_barrier(const char *call, struct shmemi_team *team)
+{
+    struct shmemi_team_coll *c = team->coll;
+    uint64_t *bar = shmemi_tc_bar(c), count = ++c->bar_count;
+    int n = team->size, me = team->my_pe;
+
+    for (int r = 0, dist = 1; dist < n; r++, dist <<= 1) {
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        shmemi_amo_post(call, &bar[r], BTL_AMO_ADD, 8, 1, shmemi_tc_pe(team, (me + dist) % n));
+        shmemi_tc_wait_ge(&bar[r], count);
+    }
+}
+
+/* My block of the next exchange (fill it, then call shmemi_tc_exchange). */
+static inline char *shmemi_tc_mine(const struct shmemi_team *team)
+{
+    return shmemi_tc_xbuf(team->coll, (int)(team->coll->xchg_count & 1), team->my_pe);
+}
+
+/* Sends the first len bytes of my block to every member and returns the
+ * buffer holding every member's block (member j's at j * shmemi_tc.chunk)
+ * once all have arrived. */
+static const char *shmemi_tc_exchange(const char *call, struct shmemi_team *team, size_t len)
+{
+    struct shmemi_team_coll *c = team->coll;
+    uint64_t seq = c->xchg_count++;
+    int parity = (int)(seq & 1), n = team->size, me = team->my_pe;
+    char *mine = shmemi_tc_xbuf(c, parity, me);
+    uint64_t *cnt = shmemi_tc_xcnt(c, parity);
+
+    if (c->all_mapped == 1) {
+        /* plain stores, and the atomic orders them: no quiet */
+        for (int i = 1; i < n; i++) {
+            int pe = shmemi_tc_pe(team, (me + i) % n);
+            shmemi_put(call, mine, mine, len, pe);
+            shmemi_amo_post(call, cnt, BTL_AMO_ADD, 8, 1, pe);
+        }
+    } else {
+        for (int i = 1; i < n; i++) {
+            shmemi_put(call, mine, mine, len, shmemi_tc_pe(team, (me + i) % n));
+        }
+        shmemi_quiet(); /* the data lands before the signal */
+        for (int i = 1; i < n; i++) {
+            shmemi_amo_post(call, cnt, BTL_AMO_ADD, 8, 1, shmemi_tc_pe(team, (me + i) % n));
+        }
+        if (c->all_mapped < 0) {
+            c->all_mapped = 1;
+            for (int i = 0; i < n; i++) {
+                if (shmemi.heap->peer[shmemi_tc_pe(team, i)].ptr == NULL) {
+                    c->all_mapped = 0;
+                }
+            }
+        }
+    }
+    shmemi_tc_wait_ge(cnt, (uint64_t)(n - 1) * (seq / 2 + 1));
+    return shmemi_tc_xbuf(c, parity, 0);
+}
+
+static inline int shmemi_tc_bad_team(const char *call, shmem_team_t team)
+{
+    shmemi_check_init(call);
+    return __builtin_expect(team == SHMEM_TEAM_INVALID || team->my_pe < 0 || team->coll == NULL, 0);
+}
+
+int shmem_team_sync(shmem_team_t team)
+{
+    if (shmemi_tc_bad_team("shmem_team_sync", team)) {
+        return -1;
+    }
+    shmemi_tc_barrier("shmem_team_sync", team);
+    return 0;
+}
+
+/* ---- reductions and scans -------------------------------------------------------------- */
+
+typedef void (*shmemi_tc_op_t)(void *acc, const void *in, size_t n);
+
+enum { SHMEMI_TC_REDUCE, SHMEMI_TC_INSCAN, SHMEMI_TC_EXSCAN };
+
+/* Large vectors: member i owns segment i, gets it from every member in
+ * team order, and puts the result (total, or the prefix of member j for
+ * the scans) into every member's dest. Only member i touches segment i of
+ * any source or dest, so source == dest is safe. */
+static void shmemi_tc_reduce_segments(const char *call, struct shmemi_team *team, char *dest,
+                                      const char *source, size_t nelems, size_t elem,
+                                      shmemi_tc_op_t op, int kind)
+{
+    _Alignas(64) char acc[SHMEMI_TC_STAGE], in[SHMEMI_TC_STAGE];
+    int n = team->size, me = team->my_pe;
+    size_t q = nelems / (size_t)n, r = nelems % (size_t)n;
+    size_t first = (size_t)me * q + ((size_t)me < r ? (size_t)me : r);
+    size_t count = q + ((size_t)me < r), per = SHMEMI_TC_STAGE / elem;
+
+    shmemi_tc_barrier(call, team); /* sources ready, dests free */
+    for (size_t k = 0; k < count; k += per) {
+        size_t m = count - k < per ? count - k : per, len = m * elem, off = (first + k) * elem;
+
+        for (int j = 0; j < n; j++) {
+            int pe = shmemi_tc_pe(team, j);
+            shmemi_get(call, j == 0 ? acc : in, source + off, len, pe);
+            if (kind == SHMEMI_TC_EXSCAN) {
+                shmemi_put(call, dest + off, j == 0 ? shmemi_tc_zeros : acc, len, pe);
+            }
+            if (j > 0) {
+                op(acc, in, m);
+            }
+            if (kind == SHMEMI_TC_INSCAN) {
+                shmemi_put(call, dest + off, acc, len, pe);
+            }
+        }
+        if (kind == SHMEMI_TC_REDUCE) {
+            for (int i = 0; i < n; i++) {
+                shmemi_put(call, dest + off, acc, len, shmemi_tc_pe(team, (me + i) % n));
+            }
+        }
+    }
+    shmemi_quiet();
+    shmemi_tc_barrier(call, team); /* every segment has landed everywhere */
+}
+
+static int shmemi_tc_reduce(const char *call, shmem_team_t team, void *dest, const void *source,
+                            size_t nelems, size_t elem, shmemi_tc_op_t op, int kind)
+{
+    size_t bytes = nelems * elem;
+    int n, me, last;
+
+    if (shmemi_tc_bad_team(call, team)) {
+        return -1;
+    }
+    if (nelems == 0) {
+        return 0; /* the same count on every member: nobody waits */
+    }
+    n  = team->size;
+    me = team->my_pe;
+    last = kind == SHMEMI_TC_REDUCE ? n - 1 : kind == SHMEMI_TC_INSCAN ? me : me - 1;
+    if (n == 1) {
+        if (last < 0) {
+            memset(dest, 0, bytes);
+        } else if (dest != source) {
+            memmove(dest, source, bytes);
+        }
+        return 0;
+    }
+    if (bytes <= team->coll->xchg_max) {
+        const char *all;
+
+        memcpy(shmemi_tc_mine(team), source, bytes); /* before dest may overwrite it */
+        all = shmemi_tc_exchange(call, team, bytes);
+        if (last < 0) {
+            memset(dest, 0, bytes);
+            return 0;
+        }
+        memcpy(dest, all, bytes);
+        for (int j = 1; j <= last; j++) {
+            op(dest, all + (size_t)j * shmemi_tc.chunk, nelems);
+        }
+        return 0;
+    }
+    shmemi_tc_reduce_segments(call, team, dest, source, nelems, elem, op, kind);
+    return 0;
+}
+
+/* AND of nwords (<= 3) words over a team, for team creation: the parent
+ * agrees on free slots with its own machinery. */
+static void shmemi_tc_and_u64(void *acc, const void *in, size_t n)
+{
+    uint64_t *a = acc;
+    const uint64_t *b = in;
+    for (size_t i = 0; i < n; i++) a[i] &= b[i];
+}
+
+void shmemi_tc_allreduce_and(struct shmemi_team *team, uint64_t *words, int nwords)
+{
+    uint64_t *misc = shmemi_tc_misc(team->coll);
+
+    memcpy(&misc[SHMEMI_MISC_SPLIT_SRC], words, sizeof(uint64_t) * (size_t)nwords);
+    shmemi_tc_reduce("shmem_team_split", team, &misc[SHMEMI_MISC_SPLIT_DST],
+                     &misc[SHMEMI_MISC_SPLIT_SRC], (size_t)nwords, 8, shmemi_tc_and_u64,
+                     SHMEMI_TC_REDUCE);
+    memcpy(words, &misc[SHMEMI_MISC_SPLIT_DST], sizeof(uint64_t) * (size_t)nwords);
+}
+
+#define SHMEMI_DEFINE_TC_OP(T, N, OP)                                                            \
+    static void shmemi_tc_##N##_##OP(void *acc, const void *in, size_t n)                        \
+    {                                                                                            \
+        T *a = acc;                                                                              \
+        const T *b = in;                                                                         \
+        for (size_t i = 0; i < n; i++) a[i] = SHMEMI_OP_##OP(a[i], b[i]);                        \
+    }
+
+#define SHMEMI_DEFINE_TC_REDUCE(T, N, OP)                                                        \
+    SHMEMI_DEFINE_TC_OP(T, N, OP)                                                                \
+    int shmem_##N##_##OP##_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce)  \
+    {                                                                                            \
+        return shmemi_tc_reduce("shmem_" #N "_" #OP "_reduce", team, dest, source, nreduce,     \
+                                sizeof(T), shmemi_tc_##N##_##OP, SHMEMI_TC_REDUCE);              \
+    }
+
+#define SHMEMI_DEFINE_TC_BIT(T, N)                                                               \
+    SHMEMI_DEFINE_TC_REDUCE(T, N, and) SHMEMI_DEFINE_TC_REDUCE(T, N, or)                         \
+    SHMEMI_DEFINE_TC_REDUCE(T, N, xor)
+#define SHMEMI_DEFINE_TC_MINMAX(T, N)                                                            \
+    SHMEMI_DEFINE_TC_REDUCE(T, N, max) SHMEMI_DEFINE_TC_REDUCE(T, N, min)                        \
+    SHMEMI_DEFINE_TC_REDUCE(T, N, sum) SHMEMI_DEFINE_TC_REDUCE(T, N, prod)                       \
+    int shmem_##N##_sum_inscan(shmem_team_t team, T *dest, const T *source, size_t nelems)      \
+    {                                                                                            \
+        return shmemi_tc_reduce("shmem_" #N "_sum_inscan", team, dest, source, nelems,          \
+                                sizeof(T), shmemi_tc_##N##_sum, SHMEMI_TC_INSCAN);               \
+    }                                                                                            \
+    int shmem_##N##_sum_exscan(shmem_team_t team, T *dest, const T *source, size_t nelems)      \
+    {                                                                                            \
+        return shmemi_tc_reduce("shmem_" #N "_sum_exscan", team, dest, source, nelems,          \
+                                sizeof(T), shmemi_tc_##N##_sum, SHMEMI_TC_EXSCAN);               \
+    }
+#define SHMEMI_DEFINE_TC_COMPLEX(T, N)                                                           \
+    SHMEMI_DEFINE_TC_REDUCE(T, N, sum) SHMEMI_DEFINE_TC_REDUCE(T, N, prod)
+
+SHMEMI_RED_BIT_TYPES(SHMEMI_DEFINE_TC_BIT)
+SHMEMI_RED_MINMAX_TYPES(SHMEMI_DEFINE_TC_MINMAX)
+SHMEMI_RED_COMPLEX_TYPES(SHMEMI_DEFINE_TC_COMPLEX)
+
+/* ---- broadcast ------------------------------------------------------------------------- */
+
+static int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const void *source,
+                               size_t bytes, int root)
+{
+    int me;
+
+    if (shmemi_tc_bad_team(call, team) || root < 0 || root >= team->size) {
+        return -1;
+    }
+    me = team->my_pe;
+    if (bytes == 0) {
+        return 0;
+    }
+    if (team->size == 1) {
+        if (dest != source) memmove(dest, source, bytes);
+        return 0;
+    }
+    if (bytes <= team->coll->xchg_max) {
+        /* the others send empty blocks: their signals say they are in */
+        const char *all;
+
+        if (me == root) {
+            memcpy(shmemi_tc_mine(team), source, bytes);
+        }
+        all = shmemi_tc_exchange(call, team, me == root ? bytes : 0);
+        memmove(dest, me == root ? source : all + (size_t)root * shmemi_tc.chunk, bytes);
+        return 0;
+    }
+    /* every member pulls from the root at once; the root's source stays
+     * untouched until the last has its copy */
+    shmemi_tc_barrier(call, team);
+    if (me == root) {
+        if (dest != source) memmove(dest, source, bytes);
+    } else {
+        shmemi_get(call, dest, source, bytes, shmemi_tc_pe(team, root));
+    }
+    shmemi_tc_barrier(call, team);
+    return 0;
+}
+
+/* ---- collect, fcollect ----------------------------------------------------------------- */
+
+/* Blocks in team order. With the exchange, every member sends its count
+ * and, when it fits, its block; blocks that do not fit are pulled from
+ * their owner's source, and then (everyone saw the same counts) all wait
+ * at a barrier so no owner changes its source early. Without it (large
+ * teams) counts are published in the slot and read after a barrier. */
+static int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const void *source,
+                             size_t nelems, size_t elem, int fixed)
+{
+    struct shmemi_team_coll *c;
+    size_t off = 0, mine = nelems * elem;
+    int n, me;
+
+    if (shmemi_tc_bad_team(call, team)) {
+        return -1;
+    }
+    c  = team->coll;
+    n  = team->size;
+    me = team->my_pe;
+    if (n == 1 || (fixed && nelems == 0)) {
+        if (mine != 0 && dest != source) memmove(dest, source, mine);
+        return 0;
+    }
+    if (c->xchg_max >= 16) {
+        size_t cap = c->xchg_max - 16;
+        char *block = shmemi_tc_mine(team);
+        const char *all;
+        int pulled = 0;
+
+        memcpy(block, &nelems, sizeof(nelems));
+        if (mine <= cap) {
+            memcpy(block + 16, source, mine);
+        }
+        all = shmemi_tc_exchange(call, team, 16 + (mine <= cap ? mine : 0));
+        for (int j = 0; j < n; j++) {
+            const char *b = all + (size_t)j * shmemi_tc.chunk;
+            size_t count, len;
+
+            memcpy(&count, b, sizeof(count));
+            len = count * elem;
+            if (len <= cap) {
+                memcpy((char *)dest + off, b + 16, len);
+            } else {
+                pulled = 1;
+                if (j == me) {
+                    memmove((char *)dest + off, source, len);
+                } else {
+                    shmemi_get(call, (char *)dest + off, source, len, shmemi_tc_pe(team, j));
+                }
+            }
+            off += len;
+        }
+        if (pulled) {
+            shmemi_tc_barrier(call, team);
+        }
+        return 0;
+    }
+    if (!fixed) {
+        __atomic_store_n(&shmemi_tc_misc(c)[SHMEMI_MISC_COUNT], (uint64_t)nelems, __ATOMIC_RELAXED);
+    }
+    shmemi_tc_barrier(call, team);
+    for (int j = 0; j < n; j++) {
+        uint64_t count = nelems;
+        int pe = shmemi_tc_pe(team, j);
+
+        if (!fixed && j != me) {
+            shmemi_get(call, &count, &shmemi_tc_misc(c)[SHMEMI_MISC_COUNT], 8, pe);
+        }
+        if (j == me) {
+            memmove((char *)dest + off, source, mine);
+        } else {
+            shmemi_get(call, (char *)dest + off, source, (size_t)count * elem, pe);
+        }
+        off += (size_t)count * elem;
+    }
+    shmemi_tc_barrier(call, team);
+    return 0;
+}
+
+/* ---- alltoall, alltoalls --------------------------------------------------------------- */
+
+/* Block j of source (elements j*nelems .. at stride sst) goes to block me
+ * of member j's dest (stride dst). Small: every member sends all its blocks
+ * packed in one exchange and keeps the ones meant for it. Large: a
+ * barrier (dests free), direct puts, quiet, a barrier (all landed). */
+static void shmemi_tc_pack(char *out, const char *src, ptrdiff_t stride, size_t nelems, size_t elem)
+{
+    if (stride == 1) {
+        memcpy(out, src, nelems * elem);
+        return;
+    }
+    for (size_t i = 0; i < nelems; i++) {
+        memcpy(out + i * elem, src + (ptrdiff_t)i * stride * (ptrdiff_t)elem, elem);
+    }
+}
+
+static void shmemi_tc_unpack(char *dst, const char *in, ptrdiff_t stride, size_t nelems, size_t elem)
+{
+    if (stride == 1) {
+        memmove(dst, in, nelems * elem);
+        return;
+    }
+    for (size_t i = 0; i < nelems; i++) {
+        memmove(dst + (ptrdiff_t)i * stride * (ptrdiff_t)elem, in + i * elem, elem);
+    }
+}
+
+static int shmemi_tc_alltoall(const char *call, shmem_team_t team, void *dest, const void *source,
+                              ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t elem)
+{
+    const char *src = source;
+    char *out = dest;
+    ptrdiff_t dblock, sblock;
+    int n, me;
+
+    if (shmemi_tc_bad_team(call, team) || dst < 1 || sst < 1) {
+        return -1;
+    }
+    if (nelems == 0) {
+        return 0;
+    }
+    n  = team->size;
+    me = team->my_pe;
+    dblock = (ptrdiff_t)nelems * dst * (ptrdiff_t)elem; /* bytes between blocks */
+    sblock = (ptrdiff_t)nelems * sst * (ptrdiff_t)elem;
+    if (n == 1) {
+        _Alignas(64) char tmp[SHMEMI_TC_STAGE];
+        for (size_t k = 0, per = SHMEMI_TC_STAGE / elem; k < nelems; k += per) {
+            size_t m = nelems - k < per ? nelems - k : per;
+            shmemi_tc_pack(tmp, src + (ptrdiff_t)k * sst * (ptrdiff_t)elem, sst, m, elem);
+            shmemi_tc_unpack(out + (ptrdiff_t)k * dst * (ptrdiff_t)elem, tmp, dst, m, elem);
+        }
+        return 0;
+    }
+    if ((size_t)n * nelems * elem <= team->coll->xchg_max) {
+        char *block = shmemi_tc_mine(team);
+        size_t bytes = nelems * elem;
+        const char *all;
+
+        for (int j = 0; j < n; j++) {
+            shmemi_tc_pack(block + (size_t)j * bytes, src + j * sblock, sst, nelems, elem);
+        }
+        all = shmemi_tc_exchange(call, team, (size_t)n * bytes);
+        for (int i = 0; i < n; i++) {
+            shmemi_tc_unpack(out + i * dblock, all + (size_t)i * shmemi_tc.chunk + (size_t)me * bytes,
+                             dst, nelems, elem);
+        }
+        return 0;
+    }
+    shmemi_tc_barrier(call, team);
+    for (int i = 0; i < n; i++) {
+        int j = (me + i) % n, pe = shmemi_tc_pe(team, j);
+        char *to = out + me * dblock;
+        const char *from = src + j * sblock;
+
+        if (dst == 1 && sst == 1) {
+            shmemi_put(call, to, from, nelems * elem, pe);
+        } else if (dst == 1) {
+            _Alignas(64) char tmp[SHMEMI_TC_STAGE];
+            for (size_t k = 0, per = SHMEMI_TC_STAGE / elem; k < nelems; k += per) {
+                size_t m = nelems - k < per ? nelems - k : per;
+                shmemi_tc_pack(tmp, from + (ptrdiff_t)k * sst * (ptrdiff_t)elem, sst, m, elem);
+                shmemi_put(call, to + k * elem, tmp, m * elem, pe);
+            }
+        } else {
+            for (size_t k = 0; k < nelems; k++) {
+                shmemi_put(call, to + (ptrdiff_t)k * dst * (ptrdiff_t)elem,
+                           from + (ptrdiff_t)k * sst * (ptrdiff_t)elem, elem, pe);
+            }
+        }
+    }
+    shmemi_quiet();
+    shmemi_tc_barrier(call, team);
+    return 0;
+}
+
+/* ---- the public routines --------------------------------------------------------------- */
+
+int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems, int root)
+{
+    return shmemi_tc_broadcast("shmem_broadcastmem", team, dest, source, nelems, root);
+}
+
+int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems)
+{
+    return shmemi_tc_collect("shmem_collectmem", team, dest, source, nelems, 1, 0);
+}
+
+int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source, size_t nelems)
+{
+    return shmemi_tc_collect("shmem_fcollectmem", team, dest, source, nelems, 1, 1);
+}
+
+int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source, size_t nelems)
+{
+    return shmemi_tc_alltoall("shmem_alltoallmem", team, dest, source, 1, 1, nelems, 1);
+}
+
+int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdiff_t dst,
+                       ptrdiff_t sst, size_t nelems)
+{
+    return shmemi_tc_alltoall("shmem_alltoallsmem", team, dest, source, dst, sst, nelems, 1);
+}
+
+#define SHMEMI_DEFINE_TC_DATA(T, N)                                                              \
+    int shmem_##N##_broadcast(shmem_team_t team, T *dest, const T *source, size_t nelems,       \
+                              int root)                                                          \
+    {                                                                                            \
+        return shmemi_tc_broadcast("shmem_" #N "_broadcast", team, dest, source,                \
+                                   nelems * sizeof(T), root);                                    \
+    }                                                                                            \
+    int shmem_##N##_collect(shmem_team_t team, T *dest, const T *source, size_t nelems)         \
+    {                                                                                            \
+        return shmemi_tc_collect("shmem_" #N "_collect", team, dest, source, nelems, sizeof(T), \
+                                 0);                                                             \
+    }                                                                                            \
+    int shmem_##N##_fcollect(shmem_team_t team, T *dest, const T *source, size_t nelems)        \
+    {                                                                                            \
+        return shmemi_tc_collect("shmem_" #N "_fcollect", team, dest, source, nelems,           \
+                                 sizeof(T), 1);                                                  \
+    }                                                                                            \
+    int shmem_##N##_alltoall(shmem_team_t team, T *dest, const T *source, size_t nelems)        \
+    {                                                                                            \
+        return shmemi_tc_alltoall("shmem_" #N "_alltoall", team, dest, source, 1, 1, nelems,    \
+                                  sizeof(T));                                                    \
+    }                                                                                            \
+    int shmem_##N##_alltoalls(shmem_team_t team, T *dest, const T *source, ptrdiff_t dst,       \
+                              ptrdiff_t sst, size_t nelems)                                      \
+    {                                                                                            \
+        return shmemi_tc_alltoall("shmem_" #N "_alltoalls", team, dest, source, dst, sst,       \
+                                  nelems, sizeof(T));                                            \
+    }
+SHMEMI_RMA_TYPES(SHMEMI_DEFINE_TC_DATA)

@@ -1,0 +1,86 @@
+/*
+ * OpenSHMEM teams and team-based collectives: runs tests/shmem/mp_shmem_team
+ * under oshrun with 1-8 PEs on shm, with 2 emulated nodes (SHMEM_TEAM_SHARED
+ * is the node), with 17 PEs (no small-message exchange on the world team),
+ * with the ofi backend forced (peers not mapped), and checks
+ * that destroying SHMEM_TEAM_WORLD ends the job with an error.
+ */
+#include "btl/btl.h"
+#include "tests/common/mp_run.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define PROG "shmem/mp_shmem_team"
+
+static int run(int np, int nodes, const char *backend, const char *mode)
+{
+    char nodes_arg[16];
+    const char *args[] = {mode, nodes_arg, NULL};
+    int status;
+
+    snprintf(nodes_arg, sizeof(nodes_arg), "%d", nodes);
+    setenv("RMB_BTL", backend, 1);
+    setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
+    status = mp_run(mp_oshrun_argv(np, nodes, PROG, args), 120, NULL);
+    ck_assert_int_eq(mp_count_alive(PROG), 0);
+    return status;
+}
+
+static const int counts[] = {1, 2, 3, 4, 8};
+
+START_TEST(test_all_shm)
+{
+    ck_assert_msg(run(counts[_i], 1, "auto", "all") == 0, "%d PEs on shm", counts[_i]);
+}
+END_TEST
+
+START_TEST(test_two_nodes)
+{
+    /* SHMEM_TEAM_SHARED is the emulated node: blocks of ceil(n / 2) PEs */
+    ck_assert_msg(run(4, 2, "auto", "all") == 0, "4 PEs on 2 nodes");
+    ck_assert_msg(run(3, 2, "auto", "shared") == 0, "3 PEs on 2 nodes");
+}
+END_TEST
+
+START_TEST(test_large_team)
+{
+    /* above 16 members the world team has no exchange: every collective
+     * takes its barrier-based path */
+    ck_assert_msg(run(17, 1, "auto", "coll") == 0, "17 PEs on shm");
+}
+END_TEST
+
+START_TEST(test_ofi)
+{
+    static const int np[] = {2, 4};
+
+    if (btl_component_find("ofi") == NULL) {
+        printf("SKIP teams over ofi: btl/ofi not built\n");
+        return;
+    }
+    ck_assert_msg(run(np[_i], 1, "ofi", "all") == 0, "%d PEs over ofi", np[_i]);
+}
+END_TEST
+
+START_TEST(test_destroy_world)
+{
+    ck_assert_int_eq(run(2, 1, "auto", "destroyworld"), 1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s  = suite_create("shmem_team");
+    TCase *tc = tcase_create("shmem_team");
+
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_all_shm, 0, 5);
+    tcase_add_test(tc, test_two_nodes);
+    tcase_add_test(tc, test_large_team);
+    tcase_add_loop_test(tc, test_ofi, 0, 2);
+    tcase_add_test(tc, test_destroy_world);
+    suite_add_tcase(s, tc);
+    return mp_run_suite(s);
+}
