@@ -247,7 +247,7 @@ static const char *shmemi_tc_exchange(const char *call, struct shmemi_team *team
         if (c->all_mapped < 0) {
             c->all_mapped = 1;
             for (int i = 0; i < n; i++) {
-                if (shmemi.heap->peer[shmemi_tc_pe(team, i)].ptr == NULL) {
+                if (rpipe_sym_ptr(shmemi.heap, shmemi_tc_pe(team, i), 0) == NULL) {
                     c->all_mapped = 0;
                 }
             }
