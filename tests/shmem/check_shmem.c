@@ -62,6 +62,14 @@ START_TEST(test_global_exit)
 }
 END_TEST
 
+START_TEST(test_pshmem)
+{
+    /* a tool interposes shmem_ names and forwards through pshmem_ ones */
+    ck_assert_int_eq(mp_run(mp_oshrun_argv(3, 1, "shmem/mp_pshmem", NULL), 60, NULL), 0);
+    ck_assert_int_eq(mp_count_alive("shmem/mp_pshmem"), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s  = suite_create("shmem");
@@ -72,6 +80,7 @@ int main(void)
     tcase_add_loop_test(tc, test_modes_ofi, 0, 6);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_global_exit);
+    tcase_add_test(tc, test_pshmem);
     suite_add_tcase(s, tc);
     return mp_run_suite(s);
 }
