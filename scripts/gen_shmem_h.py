@@ -350,6 +350,7 @@ for ct, n in RED_COMPLEX:
 w("#endif")
 w("/* active-set forms (deprecated in 1.5) */")
 old("SHMEM_API SHMEM_DEPRECATED void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);")
+old("SHMEM_API SHMEM_DEPRECATED void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);")
 for bits in ("32", "64"):
     old(f"SHMEM_API SHMEM_DEPRECATED void shmem_broadcast{bits}(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync);")
     old(f"SHMEM_API SHMEM_DEPRECATED void shmem_collect{bits}(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);")
@@ -370,8 +371,21 @@ for ct, n in REDUCE_BIT:
 
 # ---- type-generic interfaces: C11 _Generic and C++ overloads from one description ----
 # Only the basic C types take part (the intN_t names alias them).
+# What the fixed-width names are on LP64 Linux: a _Generic association (or a
+# C++ overload) may name each underlying type only once.
+ALIAS = {"int8_t": "signed char", "int16_t": "short", "int32_t": "int", "int64_t": "long",
+         "uint8_t": "unsigned char", "uint16_t": "unsigned short", "uint32_t": "unsigned int",
+         "uint64_t": "unsigned long", "size_t": "unsigned long", "ptrdiff_t": "long"}
+
 def basic(table):
-    return [t for t in table if not t[0].endswith("_t")]
+    """The table without entries whose underlying type another entry names."""
+    out, seen = [], set()
+    for ct, n in sorted(table, key=lambda t: t[0].endswith("_t")):  # basic names first
+        u = ALIAS.get(ct, ct)
+        if u not in seen:
+            seen.add(u)
+            out.append((ct, n))
+    return out
 
 # (generic name, typed suffix, type table, parameter list with T for the type,
 #  index of the parameter that selects the type, has a context form)

@@ -1769,6 +1769,7 @@ int pshmem_complexf_sum_reduce(shmem_team_t team, float _Complex *dest, const fl
 int pshmem_complexf_prod_reduce(shmem_team_t team, float _Complex *dest, const float _Complex *source, size_t nreduce);
 #endif
 void pshmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
+void pshmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);
 void pshmem_broadcast32(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync);
 void pshmem_collect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
 void pshmem_fcollect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);

@@ -1869,6 +1869,7 @@ SHMEM_API int shmem_complexf_prod_reduce(shmem_team_t team, float _Complex *dest
 #endif
 /* active-set forms (deprecated in 1.5) */
 SHMEM_API SHMEM_DEPRECATED void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
+SHMEM_API SHMEM_DEPRECATED void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);
 SHMEM_API SHMEM_DEPRECATED void shmem_broadcast32(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync);
 SHMEM_API SHMEM_DEPRECATED void shmem_collect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
 SHMEM_API SHMEM_DEPRECATED void shmem_fcollect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);
@@ -2569,83 +2570,119 @@ SHMEM_API SHMEM_DEPRECATED void shmem_longlong_xor_to_all(long long *dest, const
 #define shmemi_g_atomic_fetch_and_3(a0, a1, a2) _Generic((a0), \
     unsigned int *: shmem_uint_atomic_fetch_and, \
     unsigned long *: shmem_ulong_atomic_fetch_and, \
-    unsigned long long *: shmem_ulonglong_atomic_fetch_and)(a0, a1, a2)
+    unsigned long long *: shmem_ulonglong_atomic_fetch_and, \
+    int32_t *: shmem_int32_atomic_fetch_and, \
+    int64_t *: shmem_int64_atomic_fetch_and)(a0, a1, a2)
 #define shmemi_g_atomic_fetch_and_4(c, a0, a1, a2) _Generic((a0), \
     unsigned int *: shmem_ctx_uint_atomic_fetch_and, \
     unsigned long *: shmem_ctx_ulong_atomic_fetch_and, \
-    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_and)(c, a0, a1, a2)
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_and, \
+    int32_t *: shmem_ctx_int32_atomic_fetch_and, \
+    int64_t *: shmem_ctx_int64_atomic_fetch_and)(c, a0, a1, a2)
 #define shmem_atomic_and(...) SHMEMI_CAT(shmemi_g_atomic_and_, SHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define shmemi_g_atomic_and_3(a0, a1, a2) _Generic((a0), \
     unsigned int *: shmem_uint_atomic_and, \
     unsigned long *: shmem_ulong_atomic_and, \
-    unsigned long long *: shmem_ulonglong_atomic_and)(a0, a1, a2)
+    unsigned long long *: shmem_ulonglong_atomic_and, \
+    int32_t *: shmem_int32_atomic_and, \
+    int64_t *: shmem_int64_atomic_and)(a0, a1, a2)
 #define shmemi_g_atomic_and_4(c, a0, a1, a2) _Generic((a0), \
     unsigned int *: shmem_ctx_uint_atomic_and, \
     unsigned long *: shmem_ctx_ulong_atomic_and, \
-    unsigned long long *: shmem_ctx_ulonglong_atomic_and)(c, a0, a1, a2)
+    unsigned long long *: shmem_ctx_ulonglong_atomic_and, \
+    int32_t *: shmem_ctx_int32_atomic_and, \
+    int64_t *: shmem_ctx_int64_atomic_and)(c, a0, a1, a2)
 #define shmem_atomic_fetch_and_nbi(...) SHMEMI_CAT(shmemi_g_atomic_fetch_and_nbi_, SHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define shmemi_g_atomic_fetch_and_nbi_4(a0, a1, a2, a3) _Generic((a0), \
     unsigned int *: shmem_uint_atomic_fetch_and_nbi, \
     unsigned long *: shmem_ulong_atomic_fetch_and_nbi, \
-    unsigned long long *: shmem_ulonglong_atomic_fetch_and_nbi)(a0, a1, a2, a3)
+    unsigned long long *: shmem_ulonglong_atomic_fetch_and_nbi, \
+    int32_t *: shmem_int32_atomic_fetch_and_nbi, \
+    int64_t *: shmem_int64_atomic_fetch_and_nbi)(a0, a1, a2, a3)
 #define shmemi_g_atomic_fetch_and_nbi_5(c, a0, a1, a2, a3) _Generic((a0), \
     unsigned int *: shmem_ctx_uint_atomic_fetch_and_nbi, \
     unsigned long *: shmem_ctx_ulong_atomic_fetch_and_nbi, \
-    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_and_nbi)(c, a0, a1, a2, a3)
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_and_nbi, \
+    int32_t *: shmem_ctx_int32_atomic_fetch_and_nbi, \
+    int64_t *: shmem_ctx_int64_atomic_fetch_and_nbi)(c, a0, a1, a2, a3)
 #define shmem_atomic_fetch_or(...) SHMEMI_CAT(shmemi_g_atomic_fetch_or_, SHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define shmemi_g_atomic_fetch_or_3(a0, a1, a2) _Generic((a0), \
     unsigned int *: shmem_uint_atomic_fetch_or, \
     unsigned long *: shmem_ulong_atomic_fetch_or, \
-    unsigned long long *: shmem_ulonglong_atomic_fetch_or)(a0, a1, a2)
+    unsigned long long *: shmem_ulonglong_atomic_fetch_or, \
+    int32_t *: shmem_int32_atomic_fetch_or, \
+    int64_t *: shmem_int64_atomic_fetch_or)(a0, a1, a2)
 #define shmemi_g_atomic_fetch_or_4(c, a0, a1, a2) _Generic((a0), \
     unsigned int *: shmem_ctx_uint_atomic_fetch_or, \
     unsigned long *: shmem_ctx_ulong_atomic_fetch_or, \
-    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_or)(c, a0, a1, a2)
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_or, \
+    int32_t *: shmem_ctx_int32_atomic_fetch_or, \
+    int64_t *: shmem_ctx_int64_atomic_fetch_or)(c, a0, a1, a2)
 #define shmem_atomic_or(...) SHMEMI_CAT(shmemi_g_atomic_or_, SHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define shmemi_g_atomic_or_3(a0, a1, a2) _Generic((a0), \
     unsigned int *: shmem_uint_atomic_or, \
     unsigned long *: shmem_ulong_atomic_or, \
-    unsigned long long *: shmem_ulonglong_atomic_or)(a0, a1, a2)
+    unsigned long long *: shmem_ulonglong_atomic_or, \
+    int32_t *: shmem_int32_atomic_or, \
+    int64_t *: shmem_int64_atomic_or)(a0, a1, a2)
 #define shmemi_g_atomic_or_4(c, a0, a1, a2) _Generic((a0), \
     unsigned int *: shmem_ctx_uint_atomic_or, \
     unsigned long *: shmem_ctx_ulong_atomic_or, \
-    unsigned long long *: shmem_ctx_ulonglong_atomic_or)(c, a0, a1, a2)
+    unsigned long long *: shmem_ctx_ulonglong_atomic_or, \
+    int32_t *: shmem_ctx_int32_atomic_or, \
+    int64_t *: shmem_ctx_int64_atomic_or)(c, a0, a1, a2)
 #define shmem_atomic_fetch_or_nbi(...) SHMEMI_CAT(shmemi_g_atomic_fetch_or_nbi_, SHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define shmemi_g_atomic_fetch_or_nbi_4(a0, a1, a2, a3) _Generic((a0), \
     unsigned int *: shmem_uint_atomic_fetch_or_nbi, \
     unsigned long *: shmem_ulong_atomic_fetch_or_nbi, \
-    unsigned long long *: shmem_ulonglong_atomic_fetch_or_nbi)(a0, a1, a2, a3)
+    unsigned long long *: shmem_ulonglong_atomic_fetch_or_nbi, \
+    int32_t *: shmem_int32_atomic_fetch_or_nbi, \
+    int64_t *: shmem_int64_atomic_fetch_or_nbi)(a0, a1, a2, a3)
 #define shmemi_g_atomic_fetch_or_nbi_5(c, a0, a1, a2, a3) _Generic((a0), \
     unsigned int *: shmem_ctx_uint_atomic_fetch_or_nbi, \
     unsigned long *: shmem_ctx_ulong_atomic_fetch_or_nbi, \
-    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_or_nbi)(c, a0, a1, a2, a3)
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_or_nbi, \
+    int32_t *: shmem_ctx_int32_atomic_fetch_or_nbi, \
+    int64_t *: shmem_ctx_int64_atomic_fetch_or_nbi)(c, a0, a1, a2, a3)
 #define shmem_atomic_fetch_xor(...) SHMEMI_CAT(shmemi_g_atomic_fetch_xor_, SHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define shmemi_g_atomic_fetch_xor_3(a0, a1, a2) _Generic((a0), \
     unsigned int *: shmem_uint_atomic_fetch_xor, \
     unsigned long *: shmem_ulong_atomic_fetch_xor, \
-    unsigned long long *: shmem_ulonglong_atomic_fetch_xor)(a0, a1, a2)
+    unsigned long long *: shmem_ulonglong_atomic_fetch_xor, \
+    int32_t *: shmem_int32_atomic_fetch_xor, \
+    int64_t *: shmem_int64_atomic_fetch_xor)(a0, a1, a2)
 #define shmemi_g_atomic_fetch_xor_4(c, a0, a1, a2) _Generic((a0), \
     unsigned int *: shmem_ctx_uint_atomic_fetch_xor, \
     unsigned long *: shmem_ctx_ulong_atomic_fetch_xor, \
-    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_xor)(c, a0, a1, a2)
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_xor, \
+    int32_t *: shmem_ctx_int32_atomic_fetch_xor, \
+    int64_t *: shmem_ctx_int64_atomic_fetch_xor)(c, a0, a1, a2)
 #define shmem_atomic_xor(...) SHMEMI_CAT(shmemi_g_atomic_xor_, SHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define shmemi_g_atomic_xor_3(a0, a1, a2) _Generic((a0), \
     unsigned int *: shmem_uint_atomic_xor, \
     unsigned long *: shmem_ulong_atomic_xor, \
-    unsigned long long *: shmem_ulonglong_atomic_xor)(a0, a1, a2)
+    unsigned long long *: shmem_ulonglong_atomic_xor, \
+    int32_t *: shmem_int32_atomic_xor, \
+    int64_t *: shmem_int64_atomic_xor)(a0, a1, a2)
 #define shmemi_g_atomic_xor_4(c, a0, a1, a2) _Generic((a0), \
     unsigned int *: shmem_ctx_uint_atomic_xor, \
     unsigned long *: shmem_ctx_ulong_atomic_xor, \
-    unsigned long long *: shmem_ctx_ulonglong_atomic_xor)(c, a0, a1, a2)
+    unsigned long long *: shmem_ctx_ulonglong_atomic_xor, \
+    int32_t *: shmem_ctx_int32_atomic_xor, \
+    int64_t *: shmem_ctx_int64_atomic_xor)(c, a0, a1, a2)
 #define shmem_atomic_fetch_xor_nbi(...) SHMEMI_CAT(shmemi_g_atomic_fetch_xor_nbi_, SHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
 #define shmemi_g_atomic_fetch_xor_nbi_4(a0, a1, a2, a3) _Generic((a0), \
     unsigned int *: shmem_uint_atomic_fetch_xor_nbi, \
     unsigned long *: shmem_ulong_atomic_fetch_xor_nbi, \
-    unsigned long long *: shmem_ulonglong_atomic_fetch_xor_nbi)(a0, a1, a2, a3)
+    unsigned long long *: shmem_ulonglong_atomic_fetch_xor_nbi, \
+    int32_t *: shmem_int32_atomic_fetch_xor_nbi, \
+    int64_t *: shmem_int64_atomic_fetch_xor_nbi)(a0, a1, a2, a3)
 #define shmemi_g_atomic_fetch_xor_nbi_5(c, a0, a1, a2, a3) _Generic((a0), \
     unsigned int *: shmem_ctx_uint_atomic_fetch_xor_nbi, \
     unsigned long *: shmem_ctx_ulong_atomic_fetch_xor_nbi, \
-    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_xor_nbi)(c, a0, a1, a2, a3)
+    unsigned long long *: shmem_ctx_ulonglong_atomic_fetch_xor_nbi, \
+    int32_t *: shmem_ctx_int32_atomic_fetch_xor_nbi, \
+    int64_t *: shmem_ctx_int64_atomic_fetch_xor_nbi)(c, a0, a1, a2, a3)
 #define shmem_wait_until(a0, a1, a2) _Generic((a0), \
     short *: shmem_short_wait_until, \
     int *: shmem_int_wait_until, \
@@ -2852,19 +2889,31 @@ SHMEM_API SHMEM_DEPRECATED void shmem_longlong_xor_to_all(long long *dest, const
     unsigned short *: shmem_ushort_and_reduce, \
     unsigned int *: shmem_uint_and_reduce, \
     unsigned long *: shmem_ulong_and_reduce, \
-    unsigned long long *: shmem_ulonglong_and_reduce)(a0, a1, a2, a3)
+    unsigned long long *: shmem_ulonglong_and_reduce, \
+    int8_t *: shmem_int8_and_reduce, \
+    int16_t *: shmem_int16_and_reduce, \
+    int32_t *: shmem_int32_and_reduce, \
+    int64_t *: shmem_int64_and_reduce)(a0, a1, a2, a3)
 #define shmem_or_reduce(a0, a1, a2, a3) _Generic((a1), \
     unsigned char *: shmem_uchar_or_reduce, \
     unsigned short *: shmem_ushort_or_reduce, \
     unsigned int *: shmem_uint_or_reduce, \
     unsigned long *: shmem_ulong_or_reduce, \
-    unsigned long long *: shmem_ulonglong_or_reduce)(a0, a1, a2, a3)
+    unsigned long long *: shmem_ulonglong_or_reduce, \
+    int8_t *: shmem_int8_or_reduce, \
+    int16_t *: shmem_int16_or_reduce, \
+    int32_t *: shmem_int32_or_reduce, \
+    int64_t *: shmem_int64_or_reduce)(a0, a1, a2, a3)
 #define shmem_xor_reduce(a0, a1, a2, a3) _Generic((a1), \
     unsigned char *: shmem_uchar_xor_reduce, \
     unsigned short *: shmem_ushort_xor_reduce, \
     unsigned int *: shmem_uint_xor_reduce, \
     unsigned long *: shmem_ulong_xor_reduce, \
-    unsigned long long *: shmem_ulonglong_xor_reduce)(a0, a1, a2, a3)
+    unsigned long long *: shmem_ulonglong_xor_reduce, \
+    int8_t *: shmem_int8_xor_reduce, \
+    int16_t *: shmem_int16_xor_reduce, \
+    int32_t *: shmem_int32_xor_reduce, \
+    int64_t *: shmem_int64_xor_reduce)(a0, a1, a2, a3)
 #define shmem_max_reduce(a0, a1, a2, a3) _Generic((a1), \
     char *: shmem_char_max_reduce, \
     signed char *: shmem_schar_max_reduce, \
@@ -3481,54 +3530,90 @@ static inline unsigned long shmem_atomic_fetch_and(unsigned long *dest, unsigned
 static inline unsigned long shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { return shmem_ctx_ulong_atomic_fetch_and(ctx, dest, value, pe); }
 static inline unsigned long long shmem_atomic_fetch_and(unsigned long long *dest, unsigned long long value, int pe) { return shmem_ulonglong_atomic_fetch_and(dest, value, pe); }
 static inline unsigned long long shmem_atomic_fetch_and(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_and(ctx, dest, value, pe); }
+static inline int32_t shmem_atomic_fetch_and(int32_t *dest, int32_t value, int pe) { return shmem_int32_atomic_fetch_and(dest, value, pe); }
+static inline int32_t shmem_atomic_fetch_and(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe) { return shmem_ctx_int32_atomic_fetch_and(ctx, dest, value, pe); }
+static inline int64_t shmem_atomic_fetch_and(int64_t *dest, int64_t value, int pe) { return shmem_int64_atomic_fetch_and(dest, value, pe); }
+static inline int64_t shmem_atomic_fetch_and(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe) { return shmem_ctx_int64_atomic_fetch_and(ctx, dest, value, pe); }
 static inline void shmem_atomic_and(unsigned int *dest, unsigned int value, int pe) { shmem_uint_atomic_and(dest, value, pe); }
 static inline void shmem_atomic_and(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_atomic_and(ctx, dest, value, pe); }
 static inline void shmem_atomic_and(unsigned long *dest, unsigned long value, int pe) { shmem_ulong_atomic_and(dest, value, pe); }
 static inline void shmem_atomic_and(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_atomic_and(ctx, dest, value, pe); }
 static inline void shmem_atomic_and(unsigned long long *dest, unsigned long long value, int pe) { shmem_ulonglong_atomic_and(dest, value, pe); }
 static inline void shmem_atomic_and(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_atomic_and(ctx, dest, value, pe); }
+static inline void shmem_atomic_and(int32_t *dest, int32_t value, int pe) { shmem_int32_atomic_and(dest, value, pe); }
+static inline void shmem_atomic_and(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe) { shmem_ctx_int32_atomic_and(ctx, dest, value, pe); }
+static inline void shmem_atomic_and(int64_t *dest, int64_t value, int pe) { shmem_int64_atomic_and(dest, value, pe); }
+static inline void shmem_atomic_and(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe) { shmem_ctx_int64_atomic_and(ctx, dest, value, pe); }
 static inline void shmem_atomic_fetch_and_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe) { shmem_uint_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_and_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe) { shmem_ulong_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_and_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe) { shmem_ulonglong_atomic_fetch_and_nbi(fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
+static inline void shmem_atomic_fetch_and_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe) { shmem_int32_atomic_fetch_and_nbi(fetch, dest, value, pe); }
+static inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe) { shmem_ctx_int32_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
+static inline void shmem_atomic_fetch_and_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe) { shmem_int64_atomic_fetch_and_nbi(fetch, dest, value, pe); }
+static inline void shmem_atomic_fetch_and_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe) { shmem_ctx_int64_atomic_fetch_and_nbi(ctx, fetch, dest, value, pe); }
 static inline unsigned int shmem_atomic_fetch_or(unsigned int *dest, unsigned int value, int pe) { return shmem_uint_atomic_fetch_or(dest, value, pe); }
 static inline unsigned int shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe) { return shmem_ctx_uint_atomic_fetch_or(ctx, dest, value, pe); }
 static inline unsigned long shmem_atomic_fetch_or(unsigned long *dest, unsigned long value, int pe) { return shmem_ulong_atomic_fetch_or(dest, value, pe); }
 static inline unsigned long shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { return shmem_ctx_ulong_atomic_fetch_or(ctx, dest, value, pe); }
 static inline unsigned long long shmem_atomic_fetch_or(unsigned long long *dest, unsigned long long value, int pe) { return shmem_ulonglong_atomic_fetch_or(dest, value, pe); }
 static inline unsigned long long shmem_atomic_fetch_or(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_or(ctx, dest, value, pe); }
+static inline int32_t shmem_atomic_fetch_or(int32_t *dest, int32_t value, int pe) { return shmem_int32_atomic_fetch_or(dest, value, pe); }
+static inline int32_t shmem_atomic_fetch_or(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe) { return shmem_ctx_int32_atomic_fetch_or(ctx, dest, value, pe); }
+static inline int64_t shmem_atomic_fetch_or(int64_t *dest, int64_t value, int pe) { return shmem_int64_atomic_fetch_or(dest, value, pe); }
+static inline int64_t shmem_atomic_fetch_or(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe) { return shmem_ctx_int64_atomic_fetch_or(ctx, dest, value, pe); }
 static inline void shmem_atomic_or(unsigned int *dest, unsigned int value, int pe) { shmem_uint_atomic_or(dest, value, pe); }
 static inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_atomic_or(ctx, dest, value, pe); }
 static inline void shmem_atomic_or(unsigned long *dest, unsigned long value, int pe) { shmem_ulong_atomic_or(dest, value, pe); }
 static inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_atomic_or(ctx, dest, value, pe); }
 static inline void shmem_atomic_or(unsigned long long *dest, unsigned long long value, int pe) { shmem_ulonglong_atomic_or(dest, value, pe); }
 static inline void shmem_atomic_or(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_atomic_or(ctx, dest, value, pe); }
+static inline void shmem_atomic_or(int32_t *dest, int32_t value, int pe) { shmem_int32_atomic_or(dest, value, pe); }
+static inline void shmem_atomic_or(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe) { shmem_ctx_int32_atomic_or(ctx, dest, value, pe); }
+static inline void shmem_atomic_or(int64_t *dest, int64_t value, int pe) { shmem_int64_atomic_or(dest, value, pe); }
+static inline void shmem_atomic_or(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe) { shmem_ctx_int64_atomic_or(ctx, dest, value, pe); }
 static inline void shmem_atomic_fetch_or_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe) { shmem_uint_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_or_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe) { shmem_ulong_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_or_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe) { shmem_ulonglong_atomic_fetch_or_nbi(fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
+static inline void shmem_atomic_fetch_or_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe) { shmem_int32_atomic_fetch_or_nbi(fetch, dest, value, pe); }
+static inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe) { shmem_ctx_int32_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
+static inline void shmem_atomic_fetch_or_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe) { shmem_int64_atomic_fetch_or_nbi(fetch, dest, value, pe); }
+static inline void shmem_atomic_fetch_or_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe) { shmem_ctx_int64_atomic_fetch_or_nbi(ctx, fetch, dest, value, pe); }
 static inline unsigned int shmem_atomic_fetch_xor(unsigned int *dest, unsigned int value, int pe) { return shmem_uint_atomic_fetch_xor(dest, value, pe); }
 static inline unsigned int shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe) { return shmem_ctx_uint_atomic_fetch_xor(ctx, dest, value, pe); }
 static inline unsigned long shmem_atomic_fetch_xor(unsigned long *dest, unsigned long value, int pe) { return shmem_ulong_atomic_fetch_xor(dest, value, pe); }
 static inline unsigned long shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { return shmem_ctx_ulong_atomic_fetch_xor(ctx, dest, value, pe); }
 static inline unsigned long long shmem_atomic_fetch_xor(unsigned long long *dest, unsigned long long value, int pe) { return shmem_ulonglong_atomic_fetch_xor(dest, value, pe); }
 static inline unsigned long long shmem_atomic_fetch_xor(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { return shmem_ctx_ulonglong_atomic_fetch_xor(ctx, dest, value, pe); }
+static inline int32_t shmem_atomic_fetch_xor(int32_t *dest, int32_t value, int pe) { return shmem_int32_atomic_fetch_xor(dest, value, pe); }
+static inline int32_t shmem_atomic_fetch_xor(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe) { return shmem_ctx_int32_atomic_fetch_xor(ctx, dest, value, pe); }
+static inline int64_t shmem_atomic_fetch_xor(int64_t *dest, int64_t value, int pe) { return shmem_int64_atomic_fetch_xor(dest, value, pe); }
+static inline int64_t shmem_atomic_fetch_xor(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe) { return shmem_ctx_int64_atomic_fetch_xor(ctx, dest, value, pe); }
 static inline void shmem_atomic_xor(unsigned int *dest, unsigned int value, int pe) { shmem_uint_atomic_xor(dest, value, pe); }
 static inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_atomic_xor(ctx, dest, value, pe); }
 static inline void shmem_atomic_xor(unsigned long *dest, unsigned long value, int pe) { shmem_ulong_atomic_xor(dest, value, pe); }
 static inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_atomic_xor(ctx, dest, value, pe); }
 static inline void shmem_atomic_xor(unsigned long long *dest, unsigned long long value, int pe) { shmem_ulonglong_atomic_xor(dest, value, pe); }
 static inline void shmem_atomic_xor(shmem_ctx_t ctx, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_atomic_xor(ctx, dest, value, pe); }
+static inline void shmem_atomic_xor(int32_t *dest, int32_t value, int pe) { shmem_int32_atomic_xor(dest, value, pe); }
+static inline void shmem_atomic_xor(shmem_ctx_t ctx, int32_t *dest, int32_t value, int pe) { shmem_ctx_int32_atomic_xor(ctx, dest, value, pe); }
+static inline void shmem_atomic_xor(int64_t *dest, int64_t value, int pe) { shmem_int64_atomic_xor(dest, value, pe); }
+static inline void shmem_atomic_xor(shmem_ctx_t ctx, int64_t *dest, int64_t value, int pe) { shmem_ctx_int64_atomic_xor(ctx, dest, value, pe); }
 static inline void shmem_atomic_fetch_xor_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe) { shmem_uint_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest, unsigned int value, int pe) { shmem_ctx_uint_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_xor_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value, int pe) { shmem_ulong_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest, unsigned long value, int pe) { shmem_ctx_ulong_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_xor_nbi(unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe) { shmem_ulonglong_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
 static inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long long *fetch, unsigned long long *dest, unsigned long long value, int pe) { shmem_ctx_ulonglong_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
+static inline void shmem_atomic_fetch_xor_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe) { shmem_int32_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
+static inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value, int pe) { shmem_ctx_int32_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
+static inline void shmem_atomic_fetch_xor_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe) { shmem_int64_atomic_fetch_xor_nbi(fetch, dest, value, pe); }
+static inline void shmem_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value, int pe) { shmem_ctx_int64_atomic_fetch_xor_nbi(ctx, fetch, dest, value, pe); }
 static inline void shmem_wait_until(short *ivar, int cmp, short cmp_value) { shmem_short_wait_until(ivar, cmp, cmp_value); }
 static inline void shmem_wait_until(int *ivar, int cmp, int cmp_value) { shmem_int_wait_until(ivar, cmp, cmp_value); }
 static inline void shmem_wait_until(long *ivar, int cmp, long cmp_value) { shmem_long_wait_until(ivar, cmp, cmp_value); }
@@ -3716,16 +3801,28 @@ static inline int shmem_and_reduce(shmem_team_t team, unsigned short *dest, cons
 static inline int shmem_and_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_and_reduce(team, dest, source, nelems); }
 static inline int shmem_and_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_and_reduce(team, dest, source, nelems); }
 static inline int shmem_and_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_and_reduce(team, dest, source, nelems); }
+static inline int shmem_and_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems) { return shmem_int8_and_reduce(team, dest, source, nelems); }
+static inline int shmem_and_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems) { return shmem_int16_and_reduce(team, dest, source, nelems); }
+static inline int shmem_and_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems) { return shmem_int32_and_reduce(team, dest, source, nelems); }
+static inline int shmem_and_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems) { return shmem_int64_and_reduce(team, dest, source, nelems); }
 static inline int shmem_or_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_or_reduce(team, dest, source, nelems); }
 static inline int shmem_or_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_or_reduce(team, dest, source, nelems); }
 static inline int shmem_or_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_or_reduce(team, dest, source, nelems); }
 static inline int shmem_or_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_or_reduce(team, dest, source, nelems); }
 static inline int shmem_or_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_or_reduce(team, dest, source, nelems); }
+static inline int shmem_or_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems) { return shmem_int8_or_reduce(team, dest, source, nelems); }
+static inline int shmem_or_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems) { return shmem_int16_or_reduce(team, dest, source, nelems); }
+static inline int shmem_or_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems) { return shmem_int32_or_reduce(team, dest, source, nelems); }
+static inline int shmem_or_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems) { return shmem_int64_or_reduce(team, dest, source, nelems); }
 static inline int shmem_xor_reduce(shmem_team_t team, unsigned char *dest, const unsigned char *source, size_t nelems) { return shmem_uchar_xor_reduce(team, dest, source, nelems); }
 static inline int shmem_xor_reduce(shmem_team_t team, unsigned short *dest, const unsigned short *source, size_t nelems) { return shmem_ushort_xor_reduce(team, dest, source, nelems); }
 static inline int shmem_xor_reduce(shmem_team_t team, unsigned int *dest, const unsigned int *source, size_t nelems) { return shmem_uint_xor_reduce(team, dest, source, nelems); }
 static inline int shmem_xor_reduce(shmem_team_t team, unsigned long *dest, const unsigned long *source, size_t nelems) { return shmem_ulong_xor_reduce(team, dest, source, nelems); }
 static inline int shmem_xor_reduce(shmem_team_t team, unsigned long long *dest, const unsigned long long *source, size_t nelems) { return shmem_ulonglong_xor_reduce(team, dest, source, nelems); }
+static inline int shmem_xor_reduce(shmem_team_t team, int8_t *dest, const int8_t *source, size_t nelems) { return shmem_int8_xor_reduce(team, dest, source, nelems); }
+static inline int shmem_xor_reduce(shmem_team_t team, int16_t *dest, const int16_t *source, size_t nelems) { return shmem_int16_xor_reduce(team, dest, source, nelems); }
+static inline int shmem_xor_reduce(shmem_team_t team, int32_t *dest, const int32_t *source, size_t nelems) { return shmem_int32_xor_reduce(team, dest, source, nelems); }
+static inline int shmem_xor_reduce(shmem_team_t team, int64_t *dest, const int64_t *source, size_t nelems) { return shmem_int64_xor_reduce(team, dest, source, nelems); }
 static inline int shmem_max_reduce(shmem_team_t team, char *dest, const char *source, size_t nelems) { return shmem_char_max_reduce(team, dest, source, nelems); }
 static inline int shmem_max_reduce(shmem_team_t team, signed char *dest, const signed char *source, size_t nelems) { return shmem_schar_max_reduce(team, dest, source, nelems); }
 static inline int shmem_max_reduce(shmem_team_t team, short *dest, const short *source, size_t nelems) { return shmem_short_max_reduce(team, dest, source, nelems); }

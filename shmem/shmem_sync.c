@@ -157,6 +157,14 @@ void shmemi_barrier_set_psync(int start, int log_stride, int size, long *pSync)
     shmemi_barrier_psync(start, log_stride, size, pSync);
 }
 
+/* Like shmem_barrier without the quiet (1.4's active-set shmem_sync). */
+void shmem_sync(int start, int log_stride, int size, long *pSync)
+{
+    shmemi_check_init("shmem_sync");
+    shmemi_check_set("shmem_sync", start, log_stride, size);
+    shmemi_barrier_set_psync(start, log_stride, size, pSync);
+}
+
 void shmem_barrier(int start, int log_stride, int size, long *pSync)
 {
     shmemi_check_init("shmem_barrier");
