@@ -4,6 +4,9 @@
  * only reports which node each rank is on.
  */
 #include "bootstrap/bootstrap_flavour.h"
+#if RMB_HAVE_MPI
+#include "bootstrap/bootstrap_mpi.h"
+#endif
 #include "util/env.h"
 #include "util/log.h"
 
@@ -24,6 +27,16 @@ static util_status_t bootstrap_choose(const bootstrap_flavour_ops_t **ops_p)
     if (status != UTIL_OK) {
         return status;
     }
+#if RMB_HAVE_MPI
+    /* an MPI program (MPI_Init before us), or MPICH's launcher */
+    if (strcmp(choice, "mpi") == 0 || (strcmp(choice, "auto") == 0 && bootstrap_mpi_detected())) {
+        *ops_p = &bootstrap_mpi_ops;
+        return UTIL_OK;
+    }
+#define BOOTSTRAP_CHOICES "auto, pmix, singleton or mpi"
+#else
+#define BOOTSTRAP_CHOICES "auto, pmix or singleton (mpi: rmb was built without MPI)"
+#endif
     if (strcmp(choice, "auto") == 0) {
         *ops_p = bootstrap_pmix_detected() ? &bootstrap_pmix_ops : &bootstrap_singleton_ops;
     } else if (strcmp(choice, "pmix") == 0) {
@@ -31,7 +44,7 @@ static util_status_t bootstrap_choose(const bootstrap_flavour_ops_t **ops_p)
     } else if (strcmp(choice, "singleton") == 0) {
         *ops_p = &bootstrap_singleton_ops;
     } else {
-        util_error("RMB_BOOTSTRAP=\"%s\" is not valid: expected auto, pmix or singleton", choice);
+        util_error("RMB_BOOTSTRAP=\"%s\" is not valid: expected " BOOTSTRAP_CHOICES, choice);
         return UTIL_ERR_INVALID;
     }
     return UTIL_OK;
@@ -245,6 +258,11 @@ util_status_t bootstrap_allgather(const void *in, void *out, size_t size)
     if (bootstrap_ops == NULL) {
         return UTIL_ERR_STATE;
     }
+#if RMB_HAVE_MPI
+    if (bootstrap_ops == &bootstrap_mpi_ops) {
+        return bootstrap_mpi_allgather(in, out, size); /* one MPI_Allgather */
+    }
+#endif
     /* A fresh key per call: values of earlier rounds stay readable, so a slow
      * rank can never read a value from the wrong round. */
     snprintf(key, sizeof(key), "rmb.allgather.%u", bootstrap_allgather_seq++);
