@@ -27,6 +27,7 @@ extern const btl_component_t btl_verbs_component;
 #endif
 #if RMB_HAVE_MPI && RMB_BTL_MPI_LINKED
 extern const btl_component_t btl_mpi_component;
+int btl_mpi_usable(void); /* MPI runs in this process (btl/mpi/btl_mpi.c) */
 #endif
 
 static const btl_component_t *const btl_registry[] = {
@@ -45,23 +46,41 @@ static const btl_component_t *const btl_registry[] = {
     NULL /* keeps the array non-empty */
 };
 
+/* Built backends that can run now: btl/mpi only while MPI is initialized. */
+static int btl_component_usable(const btl_component_t *comp)
+{
+#if RMB_HAVE_MPI && RMB_BTL_MPI_LINKED
+    if (comp == &btl_mpi_component) {
+        return btl_mpi_usable();
+    }
+#endif
+    return comp != NULL;
+}
+
 int btl_component_count(void)
 {
-    return (int)(sizeof(btl_registry) / sizeof(btl_registry[0])) - 1;
+    int n = 0;
+
+    for (int i = 0; btl_registry[i] != NULL; i++) {
+        n += btl_component_usable(btl_registry[i]);
+    }
+    return n;
 }
 
 const btl_component_t *btl_component_at(int i)
 {
-    if (i < 0 || i >= btl_component_count()) {
-        return NULL;
+    for (int k = 0; i >= 0 && btl_registry[k] != NULL; k++) {
+        if (btl_component_usable(btl_registry[k]) && i-- == 0) {
+            return btl_registry[k];
+        }
     }
-    return btl_registry[i];
+    return NULL;
 }
 
 const btl_component_t *btl_component_find(const char *name)
 {
-    for (int i = 0; i < btl_component_count(); i++) {
-        if (strcmp(btl_registry[i]->name, name) == 0) {
+    for (int i = 0; btl_registry[i] != NULL; i++) {
+        if (strcmp(btl_registry[i]->name, name) == 0 && btl_component_usable(btl_registry[i])) {
             return btl_registry[i];
         }
     }
@@ -197,8 +216,7 @@ static util_status_t btl_ctx_choose(btl_ctx_t *ctx, const char *choice)
 
     /* auto: the first on-node backend for my node, the first network one
      * when the job spans nodes. Every rank takes the same decisions. */
-    for (int i = 0; i < btl_component_count(); i++) {
-        comp = btl_registry[i];
+    for (int i = 0; (comp = btl_component_at(i)) != NULL; i++) {
         if (comp->on_node_only && local_iface < 0) {
             status = btl_ctx_open_iface(ctx, comp);
             if (status != UTIL_OK) {

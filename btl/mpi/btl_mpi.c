@@ -1,0 +1,739 @@
+/*
+ * btl/mpi: peers through MPI-3 RMA, passive target (thesis §4.6, Fig. 4.13).
+ * Every MPI call goes through the MPI plugin (bootstrap/bootstrap_mpi.h),
+ * so this file, like the rest of librmb, carries no MPI type and links no
+ * MPI library; the backend exists only while MPI runs in the process
+ * (btl_mpi_usable, consulted by the registry in btl.c).
+ *
+ * Window. One dynamic window per iface over the job communicator
+ * (MPI_Win_create_dynamic, collective at iface_open) and one passive epoch
+ * for its whole life (MPI_Win_lock_all(MPI_MODE_NOCHECK) once; unlock_all
+ * at close). mem_reg attaches the range (MPI_Win_attach, local, no
+ * collective): registration stays what the btl contract says, per process
+ * and at any time. A range inside one already attached is counted, not
+ * attached again (MPI forbids overlapping attachments in some versions).
+ * The packed key carries the owner's virtual base and its MPI_Get_address,
+ * so a remote address turns into a window displacement with one add.
+ * We read flags with plain loads, so the memory model must be
+ * MPI_WIN_UNIFIED (checked at open).
+ *
+ * Completion. put returns after local completion: up to BTL_MPI_SLOT
+ * bytes are copied into a ring of source slots (MPI_Put from the slot, no
+ * flush), larger ones wait for MPI_Win_flush_local(peer). Gets and
+ * fetching atomics wait with MPI_Win_flush_local(peer) (the data or the old
+ * value is then here). quiet is MPI_Win_flush for the one peer written to
+ * since the last quiet, or MPI_Win_flush_all when there were several;
+ * fence(ep) is MPI_Win_flush(peer): MPI orders nothing between two puts.
+ * A ring slot is reused only after MPI_Win_flush_local_all (once per ring
+ * round) or a quiet.
+ *
+ * Put-with-flag. MPI_Put of the payload, MPI_Win_flush(peer) (the payload
+ * is in the target's memory), then the flag as an MPI_Accumulate with
+ * MPI_REPLACE (atomic, so a concurrent reader never sees half a flag). An
+ * "ordered accumulate" instead of the flush would not do: MPI orders
+ * accumulates (accumulate_ordering) only to the same or overlapping
+ * locations, and the flag is another location. get_flag: MPI_Get,
+ * flush_local, then the flag.
+ *
+ * Atomics. Non-fetching: MPI_Accumulate (SUM, BAND, BOR, BXOR, REPLACE for
+ * SET). Fetching: MPI_Fetch_and_op (NO_OP for FETCH, REPLACE for SWAP/SET)
+ * and MPI_Compare_and_swap. All of them are MPI "accumulate" operations,
+ * which are atomic with respect to each other per element, never with
+ * respect to MPI_Put/MPI_Get: a word is updated either by atomics or by
+ * puts, never by both at once (the rule shmem imposes as well). About
+ * accumulate_ops: see bootstrap_mpi_shim.c and docs/btl_mpi.md.
+ *
+ * Progress. Neither Debian MPI here completes a passive-target operation
+ * while the target stays out of MPI: Open MPI 4.1 (osc rdma, ucx, pt2pt)
+ * stalls fetch-and-op or put+flush, MPICH 4.0 (ch4:ucx, dynamic windows as
+ * active messages) everything, until the target calls MPI. btl progress
+ * calls MPI_Iprobe, and every wait in the layers above calls btl progress;
+ * for a PE busy elsewhere (computing, or polling memory without rmb), a
+ * helper thread calls MPI_Iprobe every RMB_MPI_PROGRESS_USEC microseconds
+ * (default 100; 0: no thread; negative: poll continuously). MPI allows the
+ * thread when every MPI call of the process is ours (RMB_BOOTSTRAP=mpi
+ * initializes MPI at MPI_THREAD_SERIALIZED, and the plugin serializes its
+ * calls with a lock) or when the program asked for MPI_THREAD_MULTIPLE; an
+ * MPI program at a lower level gets no thread, and its peers wait until it
+ * calls MPI or rmb again.
+ */
+#include "btl/btl.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap_mpi.h"
+#include "util/env.h"
+#include "util/log.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BTL_MPI_SLOT       64  /* bytes of one ring slot: puts this small are copied */
+#define BTL_MPI_RING_SLOTS 256
+#define BTL_MPI_DIRTY_NONE (-1)
+#define BTL_MPI_DIRTY_MANY (-2)
+#define BTL_MPI_SPINS_BEFORE_YIELD 256
+
+/* Packed remote key. */
+typedef struct {
+    uint64_t base; /* owner's virtual address */
+    uint64_t len;
+    uint64_t disp; /* MPI_Get_address(base) */
+} btl_mpi_packed_t;
+
+/* One attached range of the window, counted by the mrs inside it. */
+typedef struct btl_mpi_region {
+    struct btl_mpi_region *next;
+    uintptr_t              start, end;
+    unsigned               refs;
+} btl_mpi_region_t;
+
+typedef struct {
+    btl_mr_t          super;
+    btl_mpi_region_t *region;
+    uint64_t          disp;
+} btl_mpi_mr_t;
+
+typedef struct {
+    btl_iface_t                 super;
+    const bootstrap_mpi_shim_t *shim;
+    void                       *win;
+    int                         comm_held;
+    btl_mpi_region_t           *regions;
+    int                         dirty;     /* peer written to since the last quiet, or NONE/MANY */
+    unsigned                    ring_next; /* next free slot */
+    unsigned                    progress_calls;
+    pthread_t                   thread;
+    int                         thread_running;
+    int                         thread_stop;
+    long                        progress_usec;
+    uint8_t                     ring[BTL_MPI_RING_SLOTS][BTL_MPI_SLOT] __attribute__((aligned(8)));
+} btl_mpi_iface_t;
+
+typedef struct {
+    btl_ep_t super;
+} btl_mpi_ep_t;
+
+typedef struct {
+    btl_rkey_t super;
+    uint64_t   delta; /* displacement = remote address + delta */
+} btl_mpi_rkey_t;
+
+static inline btl_mpi_iface_t *btl_mpi_iface(btl_iface_t *iface)
+{
+    return btl_container_of(iface, btl_mpi_iface_t, super);
+}
+
+static inline uint64_t btl_mpi_disp(btl_rkey_t *rkey, uint64_t raddr)
+{
+    return raddr + btl_container_of(rkey, btl_mpi_rkey_t, super)->delta;
+}
+
+int btl_mpi_usable(void)
+{
+    return bootstrap_mpi_running();
+}
+
+static util_status_t btl_mpi_check(const char *what, int rc)
+{
+    return rc == 0 ? UTIL_OK : bootstrap_mpi_fail(what, rc);
+}
+
+/* ---- completion bookkeeping ---- */
+static void btl_mpi_mark(btl_mpi_iface_t *mif, int peer)
+{
+    if (mif->dirty == BTL_MPI_DIRTY_NONE) {
+        mif->dirty = peer;
+    } else if (mif->dirty != peer) {
+        mif->dirty = BTL_MPI_DIRTY_MANY;
+    }
+}
+
+/* A ring slot holding a copy of len bytes of src, free to be sent from. */
+static util_status_t btl_mpi_slot(btl_mpi_iface_t *mif, const void *src, size_t len,
+                                  void **slot_p)
+{
+    if (mif->ring_next == BTL_MPI_RING_SLOTS) {
+        util_status_t status = btl_mpi_check("MPI_Win_flush_local_all",
+                                             mif->shim->flush_local_all(mif->win));
+        if (status != UTIL_OK) {
+            return status;
+        }
+        mif->ring_next = 0;
+    }
+    *slot_p = mif->ring[mif->ring_next++];
+    memcpy(*slot_p, src, len);
+    return UTIL_OK;
+}
+
+/* Remote completion of everything to peer. */
+static util_status_t btl_mpi_flush_peer(btl_mpi_iface_t *mif, int peer)
+{
+    util_status_t status = btl_mpi_check("MPI_Win_flush", mif->shim->flush(mif->win, peer));
+
+    if (status == UTIL_OK && mif->dirty == peer) {
+        /* every outstanding write went to peer: the ring is free again */
+        mif->dirty = BTL_MPI_DIRTY_NONE;
+        mif->ring_next = 0;
+    }
+    return status;
+}
+
+/* ---- data ---- */
+static util_status_t btl_mpi_put(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
+                                 uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
+    util_status_t status;
+    void *slot;
+
+    if (len == 0) {
+        return UTIL_OK;
+    }
+    if (len <= BTL_MPI_SLOT) {
+        status = btl_mpi_slot(mif, src, len, &slot);
+        if (status != UTIL_OK) {
+            return status;
+        }
+        src = slot;
+    }
+    status = btl_mpi_check("MPI_Put", mif->shim->put(mif->win, src, len, ep->peer,
+                                                     btl_mpi_disp(rkey, raddr)));
+    if (status != UTIL_OK) {
+        return status;
+    }
+    btl_mpi_mark(mif, ep->peer);
+    if (len > BTL_MPI_SLOT) {
+        status = btl_mpi_check("MPI_Win_flush_local", mif->shim->flush_local(mif->win, ep->peer));
+    }
+    return status;
+}
+
+static util_status_t btl_mpi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
+                                 uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
+    util_status_t status;
+
+    if (len == 0) {
+        return UTIL_OK;
+    }
+    status = btl_mpi_check("MPI_Get", mif->shim->get(mif->win, dst, len, ep->peer,
+                                                     btl_mpi_disp(rkey, raddr)));
+    if (status != UTIL_OK) {
+        return status;
+    }
+    return btl_mpi_check("MPI_Win_flush_local", mif->shim->flush_local(mif->win, ep->peer));
+}
+
+/* The 8-byte flag: an atomic replace from a ring slot. */
+static util_status_t btl_mpi_flag(btl_mpi_iface_t *mif, int peer, uint64_t flag_raddr,
+                                  btl_rkey_t *flag_rkey, uint64_t value)
+{
+    util_status_t status;
+    void *slot;
+
+    if ((flag_raddr & 7) != 0) {
+        util_error("btl/mpi: flag address 0x%llx is not 8-byte aligned",
+                   (unsigned long long)flag_raddr);
+        return UTIL_ERR_INVALID;
+    }
+    status = btl_mpi_slot(mif, &value, sizeof(value), &slot);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    status = btl_mpi_check("MPI_Accumulate", mif->shim->acc(mif->win, slot, 8, peer,
+                                                            btl_mpi_disp(flag_rkey, flag_raddr),
+                                                            BOOTSTRAP_MPI_OP_REPLACE));
+    if (status == UTIL_OK) {
+        btl_mpi_mark(mif, peer);
+    }
+    return status;
+}
+
+static util_status_t btl_mpi_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
+                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
+                                      btl_comp_t *comp)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
+    util_status_t status;
+
+    if (len > 0) {
+        status = btl_mpi_check("MPI_Put", mif->shim->put(mif->win, src, len, ep->peer,
+                                                         btl_mpi_disp(rkey, raddr)));
+        if (status == UTIL_OK) {
+            btl_mpi_mark(mif, ep->peer);
+            /* payload in the target's memory before the flag leaves */
+            status = btl_mpi_flush_peer(mif, ep->peer);
+        }
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    return btl_mpi_flag(mif, ep->peer, flag_raddr, flag_rkey, flag_value);
+}
+
+static util_status_t btl_mpi_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
+                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
+                                      btl_comp_t *comp)
+{
+    util_status_t status = btl_mpi_get(ep, dst, len, lmem, raddr, rkey, NULL);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    return btl_mpi_flag(btl_mpi_iface(ep->iface), ep->peer, flag_raddr, flag_rkey, flag_value);
+}
+
+/* ---- atomics ---- */
+static const bootstrap_mpi_op_t btl_mpi_amo_op[BTL_AMO_LAST] = {
+    [BTL_AMO_FETCH] = BOOTSTRAP_MPI_OP_NO_OP,
+    [BTL_AMO_SET]   = BOOTSTRAP_MPI_OP_REPLACE,
+    [BTL_AMO_SWAP]  = BOOTSTRAP_MPI_OP_REPLACE,
+    [BTL_AMO_CSWAP] = BOOTSTRAP_MPI_OP_NO_OP, /* MPI_Compare_and_swap */
+    [BTL_AMO_ADD]   = BOOTSTRAP_MPI_OP_SUM,
+    [BTL_AMO_AND]   = BOOTSTRAP_MPI_OP_BAND,
+    [BTL_AMO_OR]    = BOOTSTRAP_MPI_OP_BOR,
+    [BTL_AMO_XOR]   = BOOTSTRAP_MPI_OP_BXOR,
+};
+
+static util_status_t btl_mpi_amo_check(btl_amo_op_t op, unsigned size, uint64_t raddr)
+{
+    if ((size != 4 && size != 8) || (raddr & (size - 1)) != 0 || (unsigned)op >= BTL_AMO_LAST) {
+        util_error("btl/mpi: bad atomic (op %d, size %u, address 0x%llx)", (int)op, size,
+                   (unsigned long long)raddr);
+        return UTIL_ERR_INVALID;
+    }
+    return UTIL_OK;
+}
+
+/* The value in its first size bytes, as MPI reads a 4- or 8-byte element. */
+static void btl_mpi_amo_value(uint64_t value, unsigned size, uint64_t *word)
+{
+    if (size == 8) {
+        *word = value;
+    } else {
+        uint32_t v32 = (uint32_t)value;
+        memcpy(word, &v32, 4);
+    }
+}
+
+static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
+    util_status_t status = btl_mpi_amo_check(op, size, raddr);
+    uint64_t word = 0;
+    void *slot;
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (op == BTL_AMO_FETCH || op == BTL_AMO_SWAP || op == BTL_AMO_CSWAP) {
+        util_error("btl/mpi: atomic op %d has no non-fetching form", (int)op);
+        return UTIL_ERR_INVALID;
+    }
+    btl_mpi_amo_value(operand, size, &word);
+    status = btl_mpi_slot(mif, &word, sizeof(word), &slot);
+    if (status != UTIL_OK) {
+        return status;
+    }
+    status = btl_mpi_check("MPI_Accumulate", mif->shim->acc(mif->win, slot, size, ep->peer,
+                                                            btl_mpi_disp(rkey, raddr),
+                                                            btl_mpi_amo_op[op]));
+    if (status == UTIL_OK) {
+        btl_mpi_mark(mif, ep->peer);
+    }
+    return status;
+}
+
+static util_status_t btl_mpi_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
+                                       uint64_t compare, uint64_t *result_p)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
+    util_status_t status = btl_mpi_amo_check(op, size, raddr);
+    uint64_t src = 0, cmp = 0, result = 0;
+    int rc;
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    btl_mpi_amo_value(operand, size, &src);
+    if (op == BTL_AMO_CSWAP) {
+        btl_mpi_amo_value(compare, size, &cmp);
+        rc = mif->shim->cas(mif->win, &src, &cmp, &result, size, ep->peer,
+                            btl_mpi_disp(rkey, raddr));
+    } else {
+        rc = mif->shim->fetch_op(mif->win, &src, &result, size, ep->peer,
+                                 btl_mpi_disp(rkey, raddr), btl_mpi_amo_op[op]);
+    }
+    status = btl_mpi_check(op == BTL_AMO_CSWAP ? "MPI_Compare_and_swap" : "MPI_Fetch_and_op", rc);
+    if (status == UTIL_OK) {
+        /* the old value is here once the operation completed locally */
+        status = btl_mpi_check("MPI_Win_flush_local", mif->shim->flush_local(mif->win, ep->peer));
+    }
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (size == 8) {
+        *result_p = result;
+    } else {
+        uint32_t r32;
+        memcpy(&r32, &result, 4);
+        *result_p = r32;
+    }
+    return UTIL_OK;
+}
+
+/* ---- ordering ---- */
+static util_status_t btl_mpi_quiet(btl_iface_t *iface)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(iface);
+    util_status_t status;
+
+    if (mif->dirty == BTL_MPI_DIRTY_NONE) {
+        return UTIL_OK;
+    }
+    if (mif->dirty >= 0) {
+        return btl_mpi_flush_peer(mif, mif->dirty);
+    }
+    status = btl_mpi_check("MPI_Win_flush_all", mif->shim->flush_all(mif->win));
+    if (status == UTIL_OK) {
+        mif->dirty = BTL_MPI_DIRTY_NONE;
+        mif->ring_next = 0;
+    }
+    return status;
+}
+
+static util_status_t btl_mpi_fence(btl_ep_t *ep)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
+
+    if (mif->dirty != ep->peer && mif->dirty != BTL_MPI_DIRTY_MANY) {
+        return UTIL_OK; /* nothing outstanding to this peer */
+    }
+    return btl_mpi_flush_peer(mif, ep->peer);
+}
+
+static util_status_t btl_mpi_progress(btl_iface_t *iface)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(iface);
+
+    /* A caller polling a flag lets the peers on its cores run now and then. */
+    if (++mif->progress_calls % BTL_MPI_SPINS_BEFORE_YIELD == 0) {
+        sched_yield();
+    }
+    return btl_mpi_check("MPI_Iprobe (progress)", mif->shim->progress());
+}
+
+/* Serves peers' operations while this process is busy outside MPI. */
+static void *btl_mpi_progress_thread(void *arg)
+{
+    btl_mpi_iface_t *mif = arg;
+
+    while (!__atomic_load_n(&mif->thread_stop, __ATOMIC_ACQUIRE)) {
+        (void)mif->shim->progress();
+        if (mif->progress_usec > 0) {
+            usleep((useconds_t)mif->progress_usec);
+        } else {
+            sched_yield(); /* negative interval: poll continuously */
+        }
+    }
+    return NULL;
+}
+
+/* RMB_MPI_PROGRESS_USEC (row in btl/btl_env.def; read directly until then). */
+static long btl_mpi_progress_interval(void)
+{
+    const char *text = getenv("RMB_MPI_PROGRESS_USEC");
+    long usec = 100;
+
+    if (text != NULL && util_env_parse_int(text, &usec) != UTIL_OK) {
+        util_warn("RMB_MPI_PROGRESS_USEC=\"%s\" is not an integer: using 100", text);
+        usec = 100;
+    }
+    return usec;
+}
+
+/* ---- memory ---- */
+static util_status_t btl_mpi_mem_reg(btl_iface_t *iface, void *addr, size_t size,
+                                     btl_mr_t **mr_p)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(iface);
+    uintptr_t start = (uintptr_t)addr, end = start + size;
+    btl_mpi_region_t *region;
+    btl_mpi_mr_t *mr;
+    util_status_t status;
+
+    if (addr == NULL || size == 0) {
+        return UTIL_ERR_INVALID;
+    }
+    mr = calloc(1, sizeof(*mr));
+    if (mr == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    for (region = mif->regions; region != NULL; region = region->next) {
+        if (region->start <= start && end <= region->end) {
+            break;
+        }
+    }
+    if (region == NULL) {
+        region = calloc(1, sizeof(*region));
+        if (region == NULL) {
+            free(mr);
+            return UTIL_ERR_NO_MEMORY;
+        }
+        status = btl_mpi_check("MPI_Win_attach", mif->shim->win_attach(mif->win, addr, size));
+        if (status != UTIL_OK) {
+            free(region);
+            free(mr);
+            return status;
+        }
+        region->start = start;
+        region->end = end;
+        region->next = mif->regions;
+        mif->regions = region;
+    }
+    region->refs++;
+    mr->super.iface = iface;
+    mr->super.addr = addr;
+    mr->super.size = size;
+    mr->region = region;
+    mr->disp = mif->shim->address(addr);
+    *mr_p = &mr->super;
+    return UTIL_OK;
+}
+
+static util_status_t btl_mpi_region_put(btl_mpi_iface_t *mif, btl_mpi_region_t *region)
+{
+    util_status_t status = UTIL_OK;
+
+    if (--region->refs > 0) {
+        return UTIL_OK;
+    }
+    for (btl_mpi_region_t **link = &mif->regions; *link != NULL; link = &(*link)->next) {
+        if (*link == region) {
+            *link = region->next;
+            break;
+        }
+    }
+    status = btl_mpi_check("MPI_Win_detach",
+                           mif->shim->win_detach(mif->win, (void *)region->start));
+    free(region);
+    return status;
+}
+
+static util_status_t btl_mpi_mem_dereg(btl_mr_t *mr)
+{
+    btl_mpi_mr_t *mmr = btl_container_of(mr, btl_mpi_mr_t, super);
+    btl_mpi_iface_t *mif = btl_mpi_iface(mr->iface);
+    util_status_t status;
+
+    /* peers may not be reaching into it any more (the caller's promise),
+     * but our own writes to it may still be in flight */
+    status = btl_mpi_quiet(mr->iface);
+    if (status == UTIL_OK) {
+        status = btl_mpi_region_put(mif, mmr->region);
+    }
+    free(mmr);
+    return status;
+}
+
+static util_status_t btl_mpi_rkey_pack(btl_mr_t *mr, void *buf, size_t bufsize, size_t *size_p)
+{
+    btl_mpi_mr_t *mmr = btl_container_of(mr, btl_mpi_mr_t, super);
+    btl_mpi_packed_t packed = {(uint64_t)(uintptr_t)mr->addr, mr->size, mmr->disp};
+
+    if (bufsize < sizeof(packed)) {
+        return UTIL_ERR_TRUNCATED;
+    }
+    memcpy(buf, &packed, sizeof(packed));
+    *size_p = sizeof(packed);
+    return UTIL_OK;
+}
+
+static util_status_t btl_mpi_rkey_unpack(btl_ep_t *ep, const void *buf, size_t size,
+                                         btl_rkey_t **rkey_p)
+{
+    btl_mpi_packed_t packed;
+    btl_mpi_rkey_t *rk;
+
+    if (size != sizeof(packed)) {
+        util_error("btl/mpi: packed key of %zu bytes, expected %zu", size, sizeof(packed));
+        return UTIL_ERR_INVALID;
+    }
+    memcpy(&packed, buf, sizeof(packed));
+    rk = calloc(1, sizeof(*rk));
+    if (rk == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    rk->super.remote_base = packed.base;
+    rk->super.length = packed.len;
+    rk->delta = packed.disp - packed.base;
+    *rkey_p = &rk->super;
+    return UTIL_OK;
+}
+
+static util_status_t btl_mpi_rkey_release(btl_rkey_t *rkey)
+{
+    free(btl_container_of(rkey, btl_mpi_rkey_t, super));
+    return UTIL_OK;
+}
+
+/* ---- endpoints: a peer is its rank in the window's communicator ---- */
+static util_status_t btl_mpi_ep_connect(btl_iface_t *iface, int peer, btl_ep_t **ep_p)
+{
+    btl_mpi_ep_t *mep = calloc(1, sizeof(*mep));
+
+    if (mep == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    *ep_p = &mep->super;
+    return UTIL_OK;
+}
+
+static util_status_t btl_mpi_ep_disconnect(btl_ep_t *ep)
+{
+    free(btl_container_of(ep, btl_mpi_ep_t, super));
+    return UTIL_OK;
+}
+
+/* ---- iface ---- */
+static util_status_t btl_mpi_teardown(btl_mpi_iface_t *mif)
+{
+    util_status_t status = UTIL_OK, s;
+
+    if (mif->thread_running) {
+        __atomic_store_n(&mif->thread_stop, 1, __ATOMIC_RELEASE);
+        pthread_join(mif->thread, NULL);
+        mif->thread_running = 0;
+    }
+    if (mif->win != NULL) {
+        /* ranges still registered go with the window */
+        while (mif->regions != NULL) {
+            btl_mpi_region_t *region = mif->regions;
+            mif->regions = region->next;
+            mif->shim->win_detach(mif->win, (void *)region->start);
+            free(region);
+        }
+        status = btl_mpi_check("MPI_Win_free", mif->shim->win_free(mif->win));
+    }
+    if (mif->comm_held) {
+        s = bootstrap_mpi_comm_release();
+        status = status != UTIL_OK ? status : s;
+    }
+    free(mif);
+    return status;
+}
+
+static util_status_t btl_mpi_iface_close(btl_iface_t *iface)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(iface);
+    util_status_t status = btl_mpi_quiet(iface), s;
+
+    s = btl_mpi_teardown(mif);
+    return status != UTIL_OK ? status : s;
+}
+
+static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
+
+static const btl_ops_t btl_mpi_ops = {
+    .iface_close   = btl_mpi_iface_close,
+    .ep_connect    = btl_mpi_ep_connect,
+    .ep_disconnect = btl_mpi_ep_disconnect,
+    .mem_alloc     = btl_stub_mem_alloc,
+    .mem_remap     = btl_stub_mem_remap,
+    .mem_reg       = btl_mpi_mem_reg,
+    .mem_dereg     = btl_mpi_mem_dereg,
+    .rkey_pack     = btl_mpi_rkey_pack,
+    .rkey_unpack   = btl_mpi_rkey_unpack,
+    .rkey_release  = btl_mpi_rkey_release,
+    .put           = btl_mpi_put,
+    .get           = btl_mpi_get,
+    .put_flag      = btl_mpi_put_flag,
+    .get_flag      = btl_mpi_get_flag,
+    .amo_post      = btl_mpi_amo_post,
+    .amo_fetch     = btl_mpi_amo_fetch,
+    .fence         = btl_mpi_fence,
+    .quiet         = btl_mpi_quiet,
+    .progress      = btl_mpi_progress,
+};
+
+const btl_component_t btl_mpi_component = {
+    .name         = "mpi",
+    .on_node_only = 0,
+    .iface_open   = btl_mpi_iface_open,
+};
+
+static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
+{
+    btl_mpi_iface_t *mif;
+    int rank, size, unified = 0;
+    util_status_t status;
+
+    mif = calloc(1, sizeof(*mif));
+    if (mif == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    mif->super.ops = btl_mpi_ops;
+    btl_iface_base_init(&mif->super, &btl_mpi_component, ctx, index,
+                        BTL_CAP_ANY_MEMORY | BTL_CAP_AMO32 | BTL_CAP_AMO64);
+    mif->dirty = BTL_MPI_DIRTY_NONE;
+    mif->shim = bootstrap_mpi_shim();
+    if (mif->shim == NULL || !mif->shim->running()) {
+        util_error("btl/mpi: MPI is not initialized (call MPI_Init first, or launch with "
+                   "mpirun/mpiexec and RMB_BOOTSTRAP=mpi)");
+        free(mif);
+        return UTIL_ERR_UNSUPPORTED;
+    }
+    status = bootstrap_mpi_comm_acquire(&rank, &size, NULL);
+    if (status != UTIL_OK) {
+        free(mif);
+        return status;
+    }
+    mif->comm_held = 1;
+    if (rank != ctx->rank || size != ctx->size) {
+        util_error("btl/mpi: MPI_COMM_WORLD rank %d of %d, but bootstrap (%s) rank %d of %d: "
+                   "the job must be one MPI job", rank, size, bootstrap_flavour(), ctx->rank,
+                   ctx->size);
+        status = UTIL_ERR_STATE;
+        goto err;
+    }
+    status = btl_mpi_check("MPI_Win_create_dynamic/MPI_Win_lock_all",
+                           mif->shim->win_create(&mif->win, &unified));
+    if (status != UTIL_OK) {
+        goto err;
+    }
+    if (!unified) {
+        util_error("btl/mpi: %s gives this window the separate memory model; rmb reads "
+                   "notified flags with loads and needs MPI_WIN_UNIFIED", mif->shim->name);
+        status = UTIL_ERR_UNSUPPORTED;
+        goto err;
+    }
+    mif->progress_usec = btl_mpi_progress_interval();
+    if (mif->progress_usec != 0 && bootstrap_mpi_thread_allowed()) {
+        int ret = pthread_create(&mif->thread, NULL, btl_mpi_progress_thread, mif);
+        if (ret != 0) {
+            util_error("btl/mpi: progress thread: %s", strerror(ret));
+            status = UTIL_ERR_NO_RESOURCE;
+            goto err;
+        }
+        mif->thread_running = 1;
+    } else if (mif->progress_usec != 0 && ctx->rank == 0) {
+        util_info("btl/mpi: the program initialized MPI below MPI_THREAD_MULTIPLE: no "
+                  "progress thread; a PE busy outside MPI and rmb delays its peers");
+    }
+    util_debug("btl/mpi: %s, dynamic window, %d ranks, progress thread %s", mif->shim->name,
+               size, mif->thread_running ? "on" : "off");
+    *iface_p = &mif->super;
+    return UTIL_OK;
+
+err:
+    btl_mpi_teardown(mif);
+    return status;
+}
