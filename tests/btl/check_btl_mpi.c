@@ -1,0 +1,221 @@
+/*
+ * btl/mpi and the MPI bootstrap under each MPI this build has a plugin for:
+ * Open MPI's mpirun and MPICH's mpiexec (hydra). Programs that are not MPI
+ * programs run with RMB_BOOTSTRAP=mpi (rmb calls MPI_Init itself) and
+ * RMB_BTL=mpi (every peer through MPI-3 RMA): mp_bootstrap (identity,
+ * exchange, lazy gets, barrier, allgather, abort), the btl conformance
+ * suite, mp_rpipe and mp_shmem. mp_mpi_shmem_<mpi> is an MPI program that
+ * calls MPI_Init before shmem_init. Every run is bounded by a timeout and
+ * followed by a check for survivors and /dev/shm leftovers; an MPI that is
+ * not there gives a SKIP line.
+ */
+#include "tests/common/mp_run.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef RMB_TEST_MPICH_MPIEXEC
+#define RMB_TEST_MPICH_MPIEXEC ""
+#endif
+
+enum { T_OMPI, T_MPICH, T_NUM_MPI };
+
+static const char *const t_mpi_name[T_NUM_MPI] = {"openmpi", "mpich"};
+
+static const char *t_launcher(int mpi)
+{
+    const char *path = mpi == T_OMPI ? getenv("OMPI_MPIRUN") : RMB_TEST_MPICH_MPIEXEC;
+    return (path != NULL && path[0] != '\0' && access(path, X_OK) == 0) ? path : NULL;
+}
+
+/* The MPI is usable here: its launcher exists and its plugin was built. */
+static int t_have(int mpi)
+{
+    char plugin[4096];
+    const char *builddir = getenv("TESTS_BUILDDIR");
+
+    snprintf(plugin, sizeof(plugin), "%s/../btl/mpi/.libs/rmb_mpi_%s.so",
+             builddir ? builddir : ".", t_mpi_name[mpi]);
+    if (access(plugin, R_OK) != 0) {
+        printf("SKIP %s: no plugin built (configure found no %s)\n", t_mpi_name[mpi],
+               mpi == T_OMPI ? "mpicc.openmpi" : "mpicc.mpich");
+        return 0;
+    }
+    if (t_launcher(mpi) == NULL) {
+        printf("SKIP %s: no launcher (%s)\n", t_mpi_name[mpi],
+               mpi == T_OMPI ? "mpirun.openmpi" : "mpiexec.mpich");
+        return 0;
+    }
+    return 1;
+}
+
+/* "<launcher> <np options> <TESTS_BUILDDIR>/prog args..." (static storage). */
+static char **t_argv(int mpi, int np, const char *prog, const char *const args[])
+{
+    static char *argv[64];
+    static char np_text[16], path[4096];
+    int n = 0;
+
+    snprintf(np_text, sizeof(np_text), "%d", np);
+    snprintf(path, sizeof(path), "%s", mp_test_path(prog));
+    argv[n++] = (char *)t_launcher(mpi);
+    if (mpi == T_OMPI) {
+        argv[n++] = "--allow-run-as-root";
+        argv[n++] = "--oversubscribe";
+        argv[n++] = "-np";
+    } else {
+        argv[n++] = "-n";
+    }
+    argv[n++] = np_text;
+    argv[n++] = path;
+    for (int i = 0; args != NULL && args[i] != NULL && n < 63; i++) {
+        argv[n++] = (char *)args[i];
+    }
+    argv[n] = NULL;
+    return argv;
+}
+
+/* Runs prog as np ranks with RMB_BOOTSTRAP=bootstrap and RMB_BTL=backend,
+ * checks that nothing survives or stays in /dev/shm; returns the exit status. */
+static int t_run_with(int mpi, int np, const char *bootstrap, const char *backend,
+                      const char *prog, const char *const args[], double limit)
+{
+    char *before = mp_shm_snapshot();
+    double elapsed = 0;
+    int status;
+
+    setenv("RMB_BOOTSTRAP", bootstrap, 1);
+    setenv("RMB_BTL", backend, 1);
+    setenv("BTL_CONF_ONLY", "mpi", 1);
+    status = mp_run(t_argv(mpi, np, prog, args), limit, &elapsed);
+    printf("%-7s %-26s %-10s np %d: status %d, %.1f s\n", t_mpi_name[mpi], prog,
+           args != NULL && args[0] != NULL ? args[0] : "", np, status, elapsed);
+    fflush(stdout);
+    ck_assert_int_eq(mp_count_alive(prog), 0);
+    ck_assert_int_eq(mp_shm_new_entries(before), 0);
+    free(before);
+    return status;
+}
+
+/* A program that is not an MPI program: rmb calls MPI_Init itself. */
+static int t_run(int mpi, int np, const char *backend, const char *prog,
+                 const char *const args[], double limit)
+{
+    return t_run_with(mpi, np, "mpi", backend, prog, args, limit);
+}
+
+START_TEST(test_bootstrap)
+{
+    const char *args[] = {"3", "check", NULL};
+
+    if (!t_have(_i)) {
+        return;
+    }
+    ck_assert_int_eq(t_run(_i, 3, "mpi", "mp_bootstrap", args, 60), 0);
+}
+END_TEST
+
+START_TEST(test_abort)
+{
+    const char *args[] = {"3", "abort", NULL};
+    int status;
+
+    if (!t_have(_i)) {
+        return;
+    }
+    /* bootstrap_abort(7) is MPI_Abort: the job ends, not with success */
+    status = t_run(_i, 3, "mpi", "mp_bootstrap", args, 60);
+    ck_assert_msg(status != 0 && status != MP_RUN_TIMEOUT, "abort gave status %d", status);
+}
+END_TEST
+
+START_TEST(test_conformance)
+{
+    if (!t_have(_i)) {
+        return;
+    }
+    /* The stress loops do one flush per notified put. MPICH (ch4:ucx)
+     * runs every operation on a dynamic window as an active message the
+     * target serves: with more ranks than our 2 cores each atomic waits a
+     * scheduler slice (~4 ms; 3 ranks take 60-100 s), so MPICH runs 2. */
+    setenv("BTL_CONF_ITERS", _i == T_OMPI ? "20000" : "2000", 1);
+    ck_assert_int_eq(t_run(_i, 2, "mpi", "btl/mp_btl_conformance", NULL, 240), 0);
+    if (_i == T_OMPI) {
+        setenv("BTL_CONF_ITERS", "2000", 1);
+        ck_assert_int_eq(t_run(_i, 3, "mpi", "btl/mp_btl_conformance", NULL, 240), 0);
+    }
+    unsetenv("BTL_CONF_ITERS");
+}
+END_TEST
+
+START_TEST(test_rpipe)
+{
+    const char *stream[] = {"stream", "put", "tag", "next", "300", NULL};
+    const char *get[] = {"stream", "get", "block", "next", "300", NULL};
+    const char *alltoall[] = {"alltoall", "put", "tag", "next", "100", NULL};
+    const char *messages[] = {"messages", NULL};
+
+    if (!t_have(_i)) {
+        return;
+    }
+    /* channels meet through lazy gets of keys pushed at commit */
+    ck_assert_int_eq(t_run(_i, 2, "mpi", "rpipe/mp_rpipe", stream, 120), 0);
+    ck_assert_int_eq(t_run(_i, 2, "mpi", "rpipe/mp_rpipe", get, 120), 0);
+    ck_assert_int_eq(t_run(_i, 3, "mpi", "rpipe/mp_rpipe", alltoall, 120), 0);
+    /* network_send/recv: one key per message */
+    ck_assert_int_eq(t_run(_i, 3, "mpi", "rpipe/mp_rpipe", messages, 120), 0);
+}
+END_TEST
+
+START_TEST(test_shmem)
+{
+    static const char *const modes[] = {"rma", "amo", "sync", "coll", "heap"};
+
+    if (!t_have(_i)) {
+        return;
+    }
+    for (int m = 0; m < 5; m++) {
+        const char *args[] = {modes[m], NULL};
+        /* rma expects shmem_ptr to map peers unless RMB_BTL=ofi
+         * (tests/shmem/mp_shmem.c); over mpi it does not, so rma runs with
+         * the MPI bootstrap and shm (mp_mpi_shmem covers RMA over mpi) */
+        const char *backend = m == 0 ? "auto" : "mpi";
+        ck_assert_msg(t_run(_i, 2, backend, "shmem/mp_shmem", args, 120) == 0, "mp_shmem %s",
+                      modes[m]);
+    }
+}
+END_TEST
+
+START_TEST(test_mpi_program)
+{
+    char prog[64];
+
+    if (!t_have(_i)) {
+        return;
+    }
+    snprintf(prog, sizeof(prog), "btl/mp_mpi_shmem_%s", t_mpi_name[_i]);
+    /* MPI_Init first, bootstrap auto-detected; every peer through btl/mpi,
+     * then the default choice (shm on the node) */
+    ck_assert_int_eq(t_run_with(_i, 2, "auto", "mpi", prog, NULL, 120), 0);
+    ck_assert_int_eq(t_run_with(_i, 3, "auto", "auto", prog, NULL, 120), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("btl_mpi");
+    TCase *tc = tcase_create("mpi");
+
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, test_bootstrap, 0, T_NUM_MPI);
+    tcase_add_loop_test(tc, test_abort, 0, T_NUM_MPI);
+    tcase_add_loop_test(tc, test_conformance, 0, T_NUM_MPI);
+    tcase_add_loop_test(tc, test_rpipe, 0, T_NUM_MPI);
+    tcase_add_loop_test(tc, test_shmem, 0, T_NUM_MPI);
+    tcase_add_loop_test(tc, test_mpi_program, 0, T_NUM_MPI);
+    suite_add_tcase(s, tc);
+    return mp_run_suite(s);
+}
