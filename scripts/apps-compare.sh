@@ -86,6 +86,7 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 {
     echo "# apps-compare $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname): $cores cores${cpu:+, $cpu}"
     echo "# backend for rpipe/shmem: $btl; MPI: $("$mpirun" --version 2>/dev/null | head -1), osc/sm; reps: $reps (median)"
+    echo "# np <= $cores: every PE/rank bound to its core, rpipe waits spin; np > $cores: unbound, waits yield (RMB_RPIPE_SPIN=20)"
     echo "# load average at start: $load0"
 } | tee "$txt"
 
@@ -96,10 +97,18 @@ run_one() {
     if [ "$v" = rpipe ] || [ "$v" = shmem ]; then
         env_args+=("RMB_BTL=$btl")
         [ "$btl" = ofi ] && env_args+=("FI_PROVIDER=${FI_PROVIDER:-tcp;ofi_rxm}")
-        # Oversubscribed: yield early while waiting, as Open MPI does
-        # (mpi_yield_when_idle) when it runs more ranks than cores.
-        [ "$np" -gt "$cores" ] && env_args+=("RMB_RPIPE_SPIN=${RMB_RPIPE_SPIN:-20}")
-        line=$(env "${env_args[@]}" timeout 600 "$oshrun" -n "$np" "$prog" -p "$size" 2>>"$raw")
+        # The same placement and waiting policy as Open MPI's mpirun: with
+        # no more ranks than cores it binds rank r to core r and never
+        # yields; oversubscribed it binds nothing and yields while waiting
+        # (mpi_yield_when_idle). oshrun binds nothing, so bind here.
+        if [ "$np" -le "$cores" ]; then
+            env_args+=("RMB_RPIPE_SPIN=${RMB_RPIPE_SPIN:-100000000}")
+            line=$(env "${env_args[@]}" timeout 600 "$oshrun" -n "$np" \
+                   sh -c 'exec taskset -c "$PMIX_RANK" "$0" "$@"' "$prog" -p "$size" 2>>"$raw")
+        else
+            env_args+=("RMB_RPIPE_SPIN=${RMB_RPIPE_SPIN:-20}")
+            line=$(env "${env_args[@]}" timeout 600 "$oshrun" -n "$np" "$prog" -p "$size" 2>>"$raw")
+        fi
     else
         # osc/sm: Open MPI 4.1's default osc/rdma over vader crashes in
         # MPI_Compare_and_swap on one node (open-mpi/ompi#11349).
@@ -118,47 +127,52 @@ run_one() {
 median() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
 total=0
-for a in $apps; do for s in $sizes; do for n in $nps; do total=$((total + 4)); done; done; done
+for a in $apps; do for s in $sizes; do for n in $nps; do total=$((total + 1)); done; done; done
 echo "app,size,np,variant,reps,time_s,time_s_min,inserts_per_s,speedup_vs_mpi,speedup_vs_mpi_rma,check" >"$csv"
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 failed=0
 k=0
+# Repetitions are interleaved (rpipe, shmem, mpi, mpi_rma, rpipe, ...), so
+# that a change in the machine's load hits every variant alike.
 for a in $apps; do
     for s in $sizes; do
         for n in $nps; do
-            for v in $variants; do
-                k=$((k + 1))
-                times=""
-                per=""
-                status=PASS
-                printf '[%2d/%d] %-4s %-5s np=%-2s %-7s ' "$k" "$total" "$a" "$s" "$n" "$v"
-                for ((i = 1; i <= reps; i++)); do
+            k=$((k + 1))
+            declare -A times=() status=()
+            per=""
+            printf '[%d/%d] %-4s %-5s np=%-2s ' "$k" "$total" "$a" "$s" "$n"
+            for ((i = 1; i <= reps; i++)); do
+                for v in $variants; do
                     line=$(run_one "$a" "$v" "$n" "$s")
                     if [ "$line" = FAIL ]; then
-                        status=FAIL
+                        status[$v]=FAIL
                         printf 'x'
                         continue
                     fi
-                    t=$(sed -n 's/.*time_s=\([0-9.e+-]*\).*/\1/p' <<<"$line")
+                    times[$v]="${times[$v]:-} $(sed -n 's/.*time_s=\([0-9.e+-]*\).*/\1/p' <<<"$line")"
                     per=$(sed -n 's/.* inserts=\([0-9]*\).*/\1/p' <<<"$line")
-                    times="$times $t"
                     printf '.'
                 done
-                if [ -z "$times" ]; then
+            done
+            for v in $variants; do
+                if [ -z "${times[$v]:-}" ]; then
                     med=nan; tmin=nan
                 else
-                    med=$(tr ' ' '\n' <<<"$times" | grep . | median)
-                    tmin=$(tr ' ' '\n' <<<"$times" | grep . | sort -g | head -1)
+                    med=$(tr ' ' '\n' <<<"${times[$v]}" | grep . | median)
+                    tmin=$(tr ' ' '\n' <<<"${times[$v]}" | grep . | sort -g | head -1)
                 fi
-                [ "$status" = FAIL ] && failed=$((failed + 1))
+                st=${status[$v]:-PASS}
+                [ "$st" = FAIL ] && failed=$((failed + 1))
                 inserts=""
                 if [ "$a" = dht ] && [ "$med" != nan ]; then
                     inserts=$(awk -v n="$n" -v i="$per" -v t="$med" 'BEGIN {printf "%.0f", n * i / t}')
                 fi
-                printf ' %s s %s\n' "$med" "$status"
-                echo "$a $s $n $v $med $tmin ${inserts:--} $status" >>"$results"
+                printf ' %s %s%s' "$v" "$med" "$([ "$st" = FAIL ] && echo ' FAIL')"
+                echo "$a $s $n $v $med $tmin ${inserts:--} $st" >>"$results"
             done
+            printf '\n'
+            unset times status
         done
     done
 done
