@@ -18,6 +18,14 @@ static inline int shmemi_member(int start, int log_stride, int i)
     return start + i * (1 << log_stride);
 }
 
+/* An active set of every PE runs on SHMEM_TEAM_WORLD's collectives (one
+ * exchange instead of pSync round trips through one coordinator). pSync is
+ * then not touched, which the spec allows: it only must be available. */
+static inline int shmemi_set_is_world(int start, int log_stride, int size)
+{
+    return start == 0 && size == shmemi.n_pes && (log_stride == 0 || size == 1);
+}
+
 typedef struct {
     const char *call;
     void       *dest;
@@ -50,6 +58,10 @@ static void shmemi_broadcast(const char *call, void *dest, const void *source, s
     if (root < 0 || root >= size) {
         shmemi_fatal("%s: root %d is not an index of the active set (size %d)", call, root, size);
     }
+    if (shmemi_set_is_world(start, log_stride, size)) {
+        shmemi_tc_broadcast(call, &shmemi_team_world, dest, source, bytes, root, 0);
+        return;
+    }
     b.root_pe = shmemi_member(start, log_stride, root);
     shmemi_gather_release(start, log_stride, size, pSync, b.root_pe, shmemi_bcast_puts, &b);
 }
@@ -76,6 +88,14 @@ static void shmemi_collect(const char *call, void *dest, const void *source, siz
 
     shmemi_check_init(call);
     shmemi_check_set(call, start, log_stride, size);
+    if (shmemi_set_is_world(start, log_stride, size)) {
+        if (fixed) {
+            shmem_fcollectmem(SHMEM_TEAM_WORLD, dest, source, nelems * elem);
+        } else {
+            shmem_collectmem(SHMEM_TEAM_WORLD, dest, source, nelems * elem);
+        }
+        return;
+    }
     for (int i = 0; i < size; i++) {
         if (shmemi_member(start, log_stride, i) == shmemi.my_pe) {
             me_index = i;
@@ -125,6 +145,12 @@ void shmem_fcollect64(void *d, const void *s, size_t n, int st, int ls, int sz, 
 /* Reductions: every member reads every member's source and combines in
  * set order, so all members compute the same result bit for bit. */
 #define SHMEMI_DEFINE_REDUCE(T, N, OP)                                                           \
+    static void shmemi_to_all_##N##_##OP(void *acc, const void *in, size_t n)                    \
+    {                                                                                            \
+        T *a = acc;                                                                              \
+        const T *b = in;                                                                         \
+        for (size_t i = 0; i < n; i++) a[i] = SHMEMI_OP_##OP(a[i], b[i]);                        \
+    }                                                                                            \
     void shmem_##N##_##OP##_to_all(T *dest, const T *source, int nreduce, int start,             \
                                    int log_stride, int size, T *pWrk, long *pSync)               \
     {                                                                                            \
@@ -133,6 +159,11 @@ void shmem_fcollect64(void *d, const void *s, size_t n, int st, int ls, int sz, 
         shmemi_check_init(call);                                                                 \
         shmemi_check_set(call, start, log_stride, size);                                         \
         if (nreduce < 0) shmemi_fatal("%s: nreduce %d is negative", call, nreduce);              \
+        if (shmemi_set_is_world(start, log_stride, size)) {                                      \
+            shmemi_tc_reduce(call, &shmemi_team_world, dest, source, (size_t)nreduce, sizeof(T), \
+                             shmemi_to_all_##N##_##OP, SHMEMI_TC_REDUCE);                        \
+            return;                                                                              \
+        }                                                                                        \
         acc   = malloc(sizeof(T) * (size_t)(nreduce ? nreduce : 1));                             \
         other = malloc(sizeof(T) * (size_t)(nreduce ? nreduce : 1));                             \
         if (acc == NULL || other == NULL) shmemi_fatal("%s: out of memory", call);               \
@@ -184,6 +215,14 @@ static void shmemi_alltoalls(const char *call, void *dest, const void *source, p
     shmemi_check_set(call, start, log_stride, size);
     if (dst < 1 || sst < 1) {
         shmemi_fatal("%s: strides must be at least 1 (dst %td, sst %td)", call, dst, sst);
+    }
+    if (shmemi_set_is_world(start, log_stride, size)) {
+        if (elem == 4) {
+            shmem_uint32_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems);
+        } else {
+            shmem_uint64_alltoalls(SHMEM_TEAM_WORLD, dest, source, dst, sst, nelems);
+        }
+        return;
     }
     while (shmemi_member(start, log_stride, me_index) != shmemi.my_pe) {
         me_index++;

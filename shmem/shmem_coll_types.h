@@ -47,6 +47,19 @@
 
 struct shmemi_team;
 
+/* acc[i] = acc[i] OP in[i] for i < n */
+typedef void (*shmemi_tc_op_t)(void *acc, const void *in, size_t n);
+enum { SHMEMI_TC_REDUCE, SHMEMI_TC_INSCAN, SHMEMI_TC_EXSCAN };
+
+/* Reduction (or scan) of nelems elements of elem bytes over a team. */
+int shmemi_tc_reduce(const char *call, struct shmemi_team *team, void *dest, const void *source,
+                     size_t nelems, size_t elem, shmemi_tc_op_t op, int kind);
+
+/* Broadcast on a team; update_root 0 leaves the root's dest alone (the
+ * deprecated active-set semantics). */
+int shmemi_tc_broadcast(const char *call, struct shmemi_team *team, void *dest,
+                        const void *source, size_t bytes, int root, int update_root);
+
 #define SHMEMI_TC_SLOTS 64 /* teams a PE can be a member of at once (WORLD, SHARED included) */
 
 struct shmemi_team_coll {

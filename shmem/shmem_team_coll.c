@@ -274,9 +274,7 @@ int shmem_team_sync(shmem_team_t team)
 
 /* ---- reductions and scans -------------------------------------------------------------- */
 
-typedef void (*shmemi_tc_op_t)(void *acc, const void *in, size_t n);
 
-enum { SHMEMI_TC_REDUCE, SHMEMI_TC_INSCAN, SHMEMI_TC_EXSCAN };
 
 /* Large vectors: member i owns segment i, gets it from every member in
  * team order, and puts the result (total, or the prefix of member j for
@@ -319,8 +317,8 @@ static void shmemi_tc_reduce_segments(const char *call, struct shmemi_team *team
     shmemi_tc_barrier(call, team); /* every segment has landed everywhere */
 }
 
-static int shmemi_tc_reduce(const char *call, shmem_team_t team, void *dest, const void *source,
-                            size_t nelems, size_t elem, shmemi_tc_op_t op, int kind)
+int shmemi_tc_reduce(const char *call, shmem_team_t team, void *dest, const void *source,
+                     size_t nelems, size_t elem, shmemi_tc_op_t op, int kind)
 {
     size_t bytes = nelems * elem;
     int n, me, last;
@@ -422,8 +420,10 @@ SHMEMI_RED_COMPLEX_TYPES(SHMEMI_DEFINE_TC_COMPLEX)
 
 /* ---- broadcast ------------------------------------------------------------------------- */
 
-static int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const void *source,
-                               size_t bytes, int root)
+/* update_root: 1.5 team semantics (the root's dest gets the data too);
+ * 0 for the deprecated active-set forms, which leave it alone. */
+int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const void *source,
+                        size_t bytes, int root, int update_root)
 {
     int me;
 
@@ -435,7 +435,7 @@ static int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, 
         return 0;
     }
     if (team->size == 1) {
-        if (dest != source) memmove(dest, source, bytes);
+        if (dest != source && update_root) memmove(dest, source, bytes);
         return 0;
     }
     if (bytes <= team->coll->xchg_max) {
@@ -446,14 +446,16 @@ static int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, 
             memcpy(shmemi_tc_mine(team), source, bytes);
         }
         all = shmemi_tc_exchange(call, team, me == root ? bytes : 0);
-        memmove(dest, me == root ? source : all + (size_t)root * shmemi_tc.chunk, bytes);
+        if (me != root || update_root) {
+            memmove(dest, me == root ? source : all + (size_t)root * shmemi_tc.chunk, bytes);
+        }
         return 0;
     }
     /* every member pulls from the root at once; the root's source stays
      * untouched until the last has its copy */
     shmemi_tc_barrier(call, team);
     if (me == root) {
-        if (dest != source) memmove(dest, source, bytes);
+        if (dest != source && update_root) memmove(dest, source, bytes);
     } else {
         shmemi_get(call, dest, source, bytes, shmemi_tc_pe(team, root));
     }
@@ -642,7 +644,7 @@ static int shmemi_tc_alltoall(const char *call, shmem_team_t team, void *dest, c
 
 int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source, size_t nelems, int root)
 {
-    return shmemi_tc_broadcast("shmem_broadcastmem", team, dest, source, nelems, root);
+    return shmemi_tc_broadcast("shmem_broadcastmem", team, dest, source, nelems, root, 1);
 }
 
 int shmem_collectmem(shmem_team_t team, void *dest, const void *source, size_t nelems)
@@ -671,7 +673,7 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
                               int root)                                                          \
     {                                                                                            \
         return shmemi_tc_broadcast("shmem_" #N "_broadcast", team, dest, source,                \
-                                   nelems * sizeof(T), root);                                    \
+                                   nelems * sizeof(T), root, 1);                                    \
     }                                                                                            \
     int shmem_##N##_collect(shmem_team_t team, T *dest, const T *source, size_t nelems)         \
     {                                                                                            \

@@ -202,6 +202,8 @@ static void mode_coll(void)
         for (int i = 0; i < 16; i++) { src[i] = root * 10 + i; dst[i] = -1; }
         shmem_broadcast64(dst, src, 16, root, 0, 0, npes, pSync);
         for (int i = 0; i < 16 && me != root; i++) CHECK(dst[i] == root * 10 + i, "bcast root %d [%d] = %ld", root, i, dst[i]);
+        /* the deprecated form leaves the root's dest alone */
+        for (int i = 0; i < 16 && me == root; i++) CHECK(dst[i] == -1, "bcast root %d wrote its own dest", root);
     }
     /* fcollect and collect (PE p contributes p+1 ints) */
     for (int i = 0; i < 4; i++) isrc[i] = me * 10 + i;
