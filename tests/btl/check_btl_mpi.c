@@ -20,6 +20,9 @@
 #ifndef RMB_TEST_MPICH_MPIEXEC
 #define RMB_TEST_MPICH_MPIEXEC ""
 #endif
+#ifndef RMB_TEST_LSAN_MPI_SUPP
+#define RMB_TEST_LSAN_MPI_SUPP "tests/btl/lsan_mpi.supp"
+#endif
 
 enum { T_OMPI, T_MPICH, T_NUM_MPI };
 
@@ -87,6 +90,11 @@ static int t_run_with(int mpi, int np, const char *bootstrap, const char *backen
     double elapsed = 0;
     int status;
 
+    if (getenv("LSAN_OPTIONS") != NULL) {
+        /* sanitizer builds: MPI keeps what MPI_Init allocated (lsan_mpi.supp) */
+        setenv("LSAN_OPTIONS", "suppressions=" RMB_TEST_LSAN_MPI_SUPP
+                               ":fast_unwind_on_malloc=0:print_suppressions=0", 1);
+    }
     setenv("RMB_BOOTSTRAP", bootstrap, 1);
     setenv("RMB_BTL", backend, 1);
     setenv("BTL_CONF_ONLY", "mpi", 1);
