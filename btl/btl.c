@@ -179,6 +179,7 @@ static util_status_t btl_ctx_open_iface(btl_ctx_t *ctx, const btl_component_t *c
 
 static void btl_ctx_free(btl_ctx_t *ctx)
 {
+    free(ctx->net_eps);
     free(ctx->eps);
     free(ctx->iface_of);
     free(ctx);
@@ -195,8 +196,10 @@ static util_status_t btl_ctx_choose(btl_ctx_t *ctx, const char *choice)
     if (strcmp(choice, "auto") != 0) {
         comp = btl_component_find(choice);
         if (comp == NULL) {
-            util_error("RMB_BTL=\"%s\": no such backend in this build (%d built; try auto)",
-                       choice, btl_component_count());
+            util_error("RMB_BTL=\"%s\": no such backend in this build (%d built; try auto)%s",
+                       choice, btl_component_count(),
+                       strcmp(choice, "mpi") == 0 ? "; mpi needs MPI running: an MPI program, "
+                                                    "or RMB_BOOTSTRAP=mpi under mpirun" : "");
             return UTIL_ERR_UNSUPPORTED;
         }
         if (comp->on_node_only && multi_node) {
@@ -264,7 +267,8 @@ util_status_t btl_ctx_create(const char *force, btl_ctx_t **ctx_p)
     ctx->serial = btl_ctx_serial++;
     ctx->iface_of = malloc(sizeof(int) * (size_t)ctx->size);
     ctx->eps = calloc((size_t)ctx->size, sizeof(btl_ep_t *));
-    if (ctx->iface_of == NULL || ctx->eps == NULL) {
+    ctx->net_eps = calloc((size_t)ctx->size, sizeof(btl_ep_t *));
+    if (ctx->iface_of == NULL || ctx->eps == NULL || ctx->net_eps == NULL) {
         status = UTIL_ERR_NO_MEMORY;
         goto err_free;
     }
@@ -312,11 +316,13 @@ util_status_t btl_ctx_destroy(btl_ctx_t *ctx)
         first = status;
     }
     for (int peer = 0; peer < ctx->size; peer++) {
-        btl_ep_t *ep = ctx->eps[peer];
-        if (ep != NULL) {
-            status = ep->iface->ops.ep_disconnect(ep);
-            if (status != UTIL_OK && first == UTIL_OK) {
-                first = status;
+        btl_ep_t *eps[2] = {ctx->eps[peer], ctx->net_eps[peer]};
+        for (int k = 0; k < 2; k++) {
+            if (eps[k] != NULL && (k == 0 || eps[k] != eps[0])) {
+                status = eps[k]->iface->ops.ep_disconnect(eps[k]);
+                if (status != UTIL_OK && first == UTIL_OK) {
+                    first = status;
+                }
             }
         }
     }
@@ -362,6 +368,47 @@ util_status_t btl_ctx_connect(btl_ctx_t *ctx, int peer, btl_ep_t **ep_p)
     ep->iface = iface;
     ep->peer = peer;
     ctx->eps[peer] = ep;
+    *ep_p = ep;
+    return UTIL_OK;
+}
+
+btl_iface_t *btl_ctx_net_iface(const btl_ctx_t *ctx)
+{
+    for (int i = 0; i < ctx->num_ifaces; i++) {
+        if (!ctx->ifaces[i]->component->on_node_only) {
+            return ctx->ifaces[i];
+        }
+    }
+    return NULL;
+}
+
+util_status_t btl_ctx_net_ep(btl_ctx_t *ctx, int peer, btl_ep_t **ep_p)
+{
+    btl_iface_t *iface = btl_ctx_net_iface(ctx);
+    btl_ep_t *ep;
+    util_status_t status;
+
+    if (peer < 0 || peer >= ctx->size) {
+        return UTIL_ERR_INVALID;
+    }
+    if (ctx->net_eps[peer] != NULL) {
+        *ep_p = ctx->net_eps[peer];
+        return UTIL_OK;
+    }
+    if (iface == NULL) {
+        return UTIL_ERR_UNSUPPORTED;
+    }
+    if (ctx->eps[peer] != NULL && ctx->eps[peer]->iface == iface) {
+        ep = ctx->eps[peer]; /* the peer's own endpoint is already the network one */
+    } else {
+        status = iface->ops.ep_connect(iface, peer, &ep);
+        if (status != UTIL_OK) {
+            return status;
+        }
+        ep->iface = iface;
+        ep->peer  = peer;
+    }
+    ctx->net_eps[peer] = ep;
     *ep_p = ep;
     return UTIL_OK;
 }

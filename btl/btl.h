@@ -60,7 +60,12 @@ enum {
     BTL_CAP_AMO32      = 1u << 3, /* 32-bit atomics are native (not emulated by the caller) */
     BTL_CAP_AMO64      = 1u << 4,
     BTL_CAP_FLAG_ORDERED = 1u << 5, /* put_flag ordering is native (no wait for completion inside) */
-    BTL_CAP_NONBLOCKING = 1u << 6   /* operations may really return UTIL_IN_PROGRESS */
+    BTL_CAP_NONBLOCKING = 1u << 6,  /* operations may really return UTIL_IN_PROGRESS */
+    /* Network atomics are applied by the target's CPU with atomic
+     * instructions (software providers), so they stay atomic together with
+     * CPU atomics that on-node peers do on the same word. Without it (NIC
+     * atomics), a word must be updated only through the network. */
+    BTL_CAP_AMO_CPU    = 1u << 7
 };
 
 /* Atomic operations. Fetching calls return the old value. */
@@ -211,6 +216,7 @@ struct btl_ctx {
     btl_iface_t *ifaces[BTL_MAX_IFACES];
     int         *iface_of;    /* per peer: index in ifaces[], -1 unreachable */
     btl_ep_t   **eps;         /* per peer: NULL until first use */
+    btl_ep_t   **net_eps;     /* per peer, through the network iface (btl_ctx_net_ep) */
 };
 
 /* Memory registered with every iface of a context. */
@@ -257,6 +263,14 @@ util_status_t btl_ctx_create(const char *force, btl_ctx_t **ctx_p);
 util_status_t btl_ctx_destroy(btl_ctx_t *ctx);
 /* Connects to peer on first use (slow path of btl_ctx_ep in btl_inl.h). */
 util_status_t btl_ctx_connect(btl_ctx_t *ctx, int peer, btl_ep_t **ep_p);
+/* The context's network iface (the first one not limited to on-node
+ * peers), or NULL. */
+btl_iface_t *btl_ctx_net_iface(const btl_ctx_t *ctx);
+/* An endpoint to any peer, myself included, through the network iface
+ * even where another iface serves the peer: for atomics that must all go
+ * through one agent (BTL_CAP_AMO_CPU absent). UTIL_ERR_UNSUPPORTED when
+ * the context has no network iface. */
+util_status_t btl_ctx_net_ep(btl_ctx_t *ctx, int peer, btl_ep_t **ep_p);
 int btl_ctx_num_ifaces(const btl_ctx_t *ctx);
 btl_iface_t *btl_ctx_iface(const btl_ctx_t *ctx, int i);
 /* Backend serving peer ("shm", "ofi"); NULL if none. */

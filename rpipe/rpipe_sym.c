@@ -7,6 +7,8 @@
 #include "bootstrap/bootstrap.h"
 #include "util/log.h"
 
+#include "util/env.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +56,29 @@ static util_status_t rpipe_sym_publish(rpipe_sym_t *sym)
     return UTIL_OK;
 }
 
+int rpipe_sym_amo_network;
+
+/* RMB_AMO_NETWORK (see rpipe_sym.h, "the atomicity rule"). */
+static util_status_t rpipe_sym_choose_amo(void)
+{
+    btl_iface_t *net = btl_ctx_net_iface(rpipe_state.btl);
+    const char *how = "auto";
+
+    util_env_get_string("RMB_AMO_NETWORK", &how);
+    if (strcmp(how, "no") == 0) {
+        rpipe_sym_amo_network = 0;
+    } else if (strcmp(how, "yes") == 0) {
+        rpipe_sym_amo_network = net != NULL;
+    } else if (strcmp(how, "auto") == 0) {
+        rpipe_sym_amo_network = net != NULL && bootstrap_num_nodes() > 1 &&
+                                !(btl_iface_caps(net) & BTL_CAP_AMO_CPU);
+    } else {
+        util_error("RMB_AMO_NETWORK is '%s'; use auto, yes or no", how);
+        return UTIL_ERR_INVALID;
+    }
+    return UTIL_OK;
+}
+
 enum { RPIPE_SYM_ALLOC, RPIPE_SYM_REG, RPIPE_SYM_REMAP };
 
 static util_status_t rpipe_sym_create(int how, void *addr, size_t size, rpipe_sym_t **sym_p)
@@ -68,6 +93,11 @@ static util_status_t rpipe_sym_create(int how, void *addr, size_t size, rpipe_sy
     sym = calloc(1, sizeof(*sym));
     if (sym == NULL) {
         return UTIL_ERR_NO_MEMORY;
+    }
+    status = rpipe_sym_choose_amo();
+    if (status != UTIL_OK) {
+        free(sym);
+        return status;
     }
     sym->npeers = rpipe_state.size;
     sym->size   = size;
@@ -154,6 +184,29 @@ out:
     return status;
 }
 
+util_status_t rpipe_sym_amo_connect(rpipe_sym_t *sym, int pe, rpipe_sym_peer_t **peer_p)
+{
+    const rpipe_sym_card_t *card;
+    rpipe_sym_peer_t *peer = &sym->peer[pe];
+    util_status_t status = UTIL_OK;
+    btl_ep_t *ep;
+
+    rpipe_sym_enter();
+    if (peer->amo_ep == NULL) {
+        status = btl_ctx_net_ep(rpipe_state.btl, pe, &ep);
+        if (status == UTIL_OK) {
+            card   = (const rpipe_sym_card_t *)(sym->packed + (size_t)pe * sym->packed_stride);
+            status = btl_rkey_unpack(ep, card->key, card->key_len, &peer->amo_rkey);
+        }
+        if (status == UTIL_OK) {
+            __atomic_store_n(&peer->amo_ep, ep, __ATOMIC_RELEASE);
+        }
+    }
+    rpipe_sym_leave();
+    *peer_p = peer;
+    return status;
+}
+
 util_status_t rpipe_sym_destroy(rpipe_sym_t *sym)
 {
     util_status_t status;
@@ -166,6 +219,9 @@ util_status_t rpipe_sym_destroy(rpipe_sym_t *sym)
     for (int pe = 0; pe < sym->npeers; pe++) {
         if (sym->peer[pe].rkey != NULL) {
             btl_rkey_release(sym->peer[pe].rkey);
+        }
+        if (sym->peer[pe].amo_rkey != NULL) {
+            btl_rkey_release(sym->peer[pe].amo_rkey);
         }
     }
     btl_mem_free(sym->mem);

@@ -25,6 +25,8 @@ typedef struct rpipe_sym_peer {
     btl_ep_t   *ep;    /* NULL until first use */
     btl_rkey_t *rkey;
     uint64_t    base;  /* the peer's address of its segment */
+    btl_ep_t   *amo_ep; /* rpipe_sym_amo_network: atomics through the network */
+    btl_rkey_t *amo_rkey;
 } rpipe_sym_peer_t;
 
 typedef struct rpipe_sym {
@@ -69,6 +71,15 @@ static inline void rpipe_sym_leave(void)
         pthread_mutex_unlock(&rpipe_sym_mutex);
     }
 }
+
+/* The atomicity rule. CPU atomics on a mapped peer and the network's
+ * atomics on the same word are atomic together only when the network's are
+ * CPU atomics at the target (BTL_CAP_AMO_CPU: software providers). When a
+ * job spans nodes and they are not (a NIC's), every atomic on symmetric
+ * memory goes through the network, to on-node peers and myself too; set at
+ * the first segment (RMB_AMO_NETWORK=auto|yes|no). */
+extern int rpipe_sym_amo_network;
+util_status_t rpipe_sym_amo_connect(rpipe_sym_t *sym, int pe, rpipe_sym_peer_t **peer_p);
 
 /* Slow path of rpipe_sym_peer: connects and unpacks the peer's key. */
 util_status_t rpipe_sym_connect(rpipe_sym_t *sym, int pe);
@@ -152,13 +163,57 @@ static inline util_status_t rpipe_sym_get(rpipe_sym_t *sym, int pe, size_t offse
 /* Atomics on 4- or 8-byte words. On node they are CPU atomics on the
  * mapping; across nodes the network's. (A word must not be updated both
  * ways at once: see docs/shmem.md, "atomicity".) */
+/* Atomics through the network endpoint (rpipe_sym_amo_network). */
+static inline util_status_t rpipe_sym_amo_fetch_net(rpipe_sym_t *sym, int pe, size_t offset,
+                                                    btl_amo_op_t op, unsigned size,
+                                                    uint64_t operand, uint64_t compare,
+                                                    uint64_t *old_p)
+{
+    rpipe_sym_peer_t *peer = &sym->peer[pe];
+    util_status_t status = UTIL_OK;
+
+    if (__atomic_load_n(&peer->amo_ep, __ATOMIC_ACQUIRE) == NULL) {
+        status = rpipe_sym_amo_connect(sym, pe, &peer);
+    }
+    if (status == UTIL_OK) {
+        rpipe_sym_enter();
+        status = btl_amo_fetch(peer->amo_ep, op, size, peer->base + offset, peer->amo_rkey,
+                               operand, compare, old_p);
+        rpipe_sym_leave();
+    }
+    return status;
+}
+
+static inline util_status_t rpipe_sym_amo_post_net(rpipe_sym_t *sym, int pe, size_t offset,
+                                                   btl_amo_op_t op, unsigned size,
+                                                   uint64_t operand)
+{
+    rpipe_sym_peer_t *peer = &sym->peer[pe];
+    util_status_t status = UTIL_OK;
+
+    if (__atomic_load_n(&peer->amo_ep, __ATOMIC_ACQUIRE) == NULL) {
+        status = rpipe_sym_amo_connect(sym, pe, &peer);
+    }
+    if (status == UTIL_OK) {
+        rpipe_sym_enter();
+        status = btl_amo_post(peer->amo_ep, op, size, peer->base + offset, peer->amo_rkey,
+                              operand);
+        rpipe_sym_leave();
+    }
+    return status;
+}
+
 static inline util_status_t rpipe_sym_amo_fetch(rpipe_sym_t *sym, int pe, size_t offset,
                                                 btl_amo_op_t op, unsigned size, uint64_t operand,
                                                 uint64_t compare, uint64_t *old_p)
 {
     rpipe_sym_peer_t *peer;
-    util_status_t status = rpipe_sym_peer(sym, pe, &peer);
+    util_status_t status;
 
+    if (__builtin_expect(rpipe_sym_amo_network, 0)) {
+        return rpipe_sym_amo_fetch_net(sym, pe, offset, op, size, operand, compare, old_p);
+    }
+    status = rpipe_sym_peer(sym, pe, &peer);
     if (__builtin_expect(peer->ptr != NULL, 1)) {
         void *p = peer->ptr + offset;
         if (size == 8) {
@@ -212,9 +267,13 @@ static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t 
                                                btl_amo_op_t op, unsigned size, uint64_t operand)
 {
     rpipe_sym_peer_t *peer;
-    util_status_t status = rpipe_sym_peer(sym, pe, &peer);
+    util_status_t status;
     uint64_t old;
 
+    if (__builtin_expect(rpipe_sym_amo_network, 0)) {
+        return rpipe_sym_amo_post_net(sym, pe, offset, op, size, operand);
+    }
+    status = rpipe_sym_peer(sym, pe, &peer);
     if (__builtin_expect(peer->ptr != NULL, 1)) {
         return rpipe_sym_amo_fetch(sym, pe, offset, op, size, operand, 0, &old);
     }
@@ -247,7 +306,7 @@ static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_
     if (status != UTIL_OK) {
         return status;
     }
-    if (__builtin_expect(peer->ptr != NULL && sig_peer->ptr != NULL, 1)) {
+    if (__builtin_expect(peer->ptr != NULL && sig_peer->ptr != NULL && !rpipe_sym_amo_network, 1)) {
         uint64_t *sig = (uint64_t *)(sig_peer->ptr + sig_offset);
         memcpy(peer->ptr + offset, src, len);
         if (add) {
@@ -257,7 +316,7 @@ static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_
         }
         return UTIL_OK;
     }
-    if (peer->ptr == NULL && sig_peer->ptr == NULL && !add) {
+    if (peer->ptr == NULL && sig_peer->ptr == NULL && !add && !rpipe_sym_amo_network) {
         rpipe_sym_enter();
         status = btl_put_flag(peer->ep, src, len, NULL, peer->base + offset, peer->rkey,
                               sig_peer->base + sig_offset, sig_peer->rkey, value, NULL);
@@ -270,7 +329,9 @@ static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_
      * (signal through the network too) or remote completion (signal by a
      * store on a mapping) before the signal. */
     status = rpipe_sym_put(sym, pe, offset, src, len);
-    if (status == UTIL_OK && peer->ptr == NULL) {
+    if (status == UTIL_OK && peer->ptr != NULL) {
+        __atomic_thread_fence(__ATOMIC_RELEASE); /* stores before the network signal */
+    } else if (status == UTIL_OK) {
         rpipe_sym_enter();
         status = sig_peer->ptr == NULL ? btl_fence(peer->ep) : btl_quiet(peer->ep->iface);
         rpipe_sym_leave();

@@ -1282,6 +1282,18 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     if (oif->flag_order != BTL_OFI_FLAG_WAIT) {
         caps |= BTL_CAP_FLAG_ORDERED;
     }
+    /* Software providers apply remote atomics in the target process with
+     * CPU atomic instructions (libfabric's ofi_atomic built with compiler
+     * atomics); a NIC's atomics are not coherent with the CPU's. */
+    {
+        static const char *const software[] = {"tcp", "sockets", "udp", "shm", "net"};
+        const char *prov = oif->info->fabric_attr->prov_name;
+        for (size_t i = 0; i < sizeof(software) / sizeof(software[0]); i++) {
+            if (strstr(prov, software[i]) != NULL && strstr(prov, "verbs") == NULL) {
+                caps |= BTL_CAP_AMO_CPU;
+            }
+        }
+    }
     oif->super.caps = caps;
 
     status = btl_iface_key(&oif->super, "addr", key, sizeof(key));

@@ -45,6 +45,26 @@ START_TEST(test_modes_ofi)
 }
 END_TEST
 
+/* Two emulated nodes: atomics through the network to every peer, myself
+ * included (the atomicity rule for NIC atomics), and the default choice. */
+START_TEST(test_amo_network)
+{
+    const char *args[] = {_i == 0 ? "amo" : "sync", NULL};
+
+    if (btl_component_find("ofi") == NULL) {
+        printf("SKIP shmem atomics through the network: btl/ofi not built\n");
+        return;
+    }
+    setenv("RMB_BTL", "auto", 1);
+    setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
+    setenv("RMB_AMO_NETWORK", "yes", 1);
+    ck_assert_int_eq(mp_run(mp_oshrun_argv(4, 2, PROG, args), 120, NULL), 0);
+    unsetenv("RMB_AMO_NETWORK");
+    ck_assert_int_eq(mp_run(mp_oshrun_argv(4, 2, PROG, args), 120, NULL), 0);
+    ck_assert_int_eq(mp_count_alive(PROG), 0);
+}
+END_TEST
+
 START_TEST(test_bad_input)
 {
     /* a PE out of range and a non-symmetric address: one line, exit 1 */
@@ -79,6 +99,7 @@ int main(void)
     tcase_add_loop_test(tc, test_modes_shm, 0, 6);
     tcase_add_loop_test(tc, test_modes_ofi, 0, 6);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_loop_test(tc, test_amo_network, 0, 2);
     tcase_add_test(tc, test_global_exit);
     tcase_add_test(tc, test_pshmem);
     suite_add_tcase(s, tc);
