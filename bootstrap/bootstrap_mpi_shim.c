@@ -48,6 +48,7 @@ typedef struct shim_push {
 static pthread_mutex_t shim_mutex = PTHREAD_MUTEX_INITIALIZER;
 static MPI_Comm shim_comm = MPI_COMM_NULL;
 static int shim_rank, shim_size;
+static int shim_one_node; /* every rank shares memory with every other */
 static shim_push_t *shim_pushes;
 
 static const char *shim_vendor(void)
@@ -143,8 +144,12 @@ static int shim_comm_open(int *rank_p, int *size_p, int *leader_p)
     /* key = rank: node-local rank 0 is the lowest rank on the node */
     rc = MPI_Comm_split_type(shim_comm, MPI_COMM_TYPE_SHARED, shim_rank, MPI_INFO_NULL, &node);
     if (rc == MPI_SUCCESS) {
+        int node_size = 0;
+
         *leader_p = shim_rank;
         rc = MPI_Bcast(leader_p, 1, MPI_INT, 0, node);
+        MPI_Comm_size(node, &node_size);
+        shim_one_node = node_size == shim_size;
         MPI_Comm_free(&node);
     }
     if (rc != MPI_SUCCESS) {
@@ -413,12 +418,13 @@ static int shim_cas(void *win, const void *src, const void *compare, void *resul
 #if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
     /* Open MPI 4.x osc/rdma over vader crashes on a 64-bit compare-and-swap
      * to the calling rank itself (a NULL vader endpoint; the open-mpi/ompi
-     * #7967 family; 32-bit and every other op are fine). Do that one case
-     * here as a CPU compare-and-swap on the word: vader performs the
-     * atomics of the other ranks on our memory as CPU atomics too. Our own
-     * earlier operations on the word complete first, as MPI's accumulate
-     * ordering would have kept them. Dynamic window: disp is the address. */
-    if (size == 8 && peer == shim_rank) {
+     * #7967 family; 32-bit and every other op are fine). On one node, do
+     * that one case here as a CPU compare-and-swap on the word: vader
+     * performs the atomics of the other ranks on our memory as CPU atomics
+     * too (across nodes a NIC may, so MPI does it there). Our own earlier
+     * operations on the word complete first, as MPI's accumulate ordering
+     * would have kept them. Dynamic window: disp is the address. */
+    if (size == 8 && peer == shim_rank && shim_one_node) {
         uint64_t expected, desired;
         int rc = MPI_Win_flush(peer, ((shim_win_t *)win)->win);
 
