@@ -41,7 +41,8 @@
 
 /* ---- plugin loader ---------------------------------------------------------------- */
 static const bootstrap_mpi_shim_t *bmpi_shim;
-static int bmpi_load_failed; /* tried and failed: say so once */
+static int bmpi_load_failed;  /* tried and failed: do not try again */
+static char bmpi_why[512];    /* why it failed */
 
 util_status_t bootstrap_mpi_fail(const char *what, int code)
 {
@@ -122,23 +123,31 @@ static void *bmpi_dlopen(const char *dir, const char *name, char *why, size_t si
     return handle;
 }
 
+/* Loads the plugin once; quiet: keep the cause in bmpi_why unsaid. */
 static const bootstrap_mpi_shim_t *bmpi_load(int quiet)
 {
-    char why[512] = "", own_dir[4096] = "";
+    char *why = bmpi_why, own_dir[4096] = "";
     const char *pick;
     void *handle = NULL;
     Dl_info info;
     bootstrap_mpi_shim_entry_t entry;
     const bootstrap_mpi_shim_t *shim;
 
-    if (bmpi_shim != NULL || bmpi_load_failed) {
+    if (bmpi_shim != NULL) {
         return bmpi_shim;
     }
-    pick = bmpi_pick(why, sizeof(why));
+    if (bmpi_load_failed) {
+        if (!quiet) {
+            util_error("MPI: %s", bmpi_why);
+        }
+        return NULL;
+    }
+    why[0] = '\0';
+    pick = bmpi_pick(why, sizeof(bmpi_why));
     if (pick != NULL && strchr(pick, '/') != NULL) {
         handle = dlopen(pick, RTLD_NOW | RTLD_GLOBAL);
         if (handle == NULL) {
-            snprintf(why, sizeof(why), "RMB_MPI_PLUGIN=%s: %s", pick, dlerror());
+            snprintf(why, sizeof(bmpi_why), "RMB_MPI_PLUGIN=%s: %s", pick, dlerror());
         }
     } else if (pick != NULL) {
         /* next to librmb (installed: $(libdir)/rmb = pkglibdir), the build
@@ -148,21 +157,21 @@ static const bootstrap_mpi_shim_t *bmpi_load(int quiet)
             if (slash != NULL) {
                 snprintf(own_dir, sizeof(own_dir), "%.*s/rmb", (int)(slash - info.dli_fname),
                          info.dli_fname);
-                handle = bmpi_dlopen(own_dir, pick, why, sizeof(why));
+                handle = bmpi_dlopen(own_dir, pick, why, sizeof(bmpi_why));
             }
         }
 #ifdef RMB_MPI_BUILD_DIR
         if (handle == NULL) {
-            handle = bmpi_dlopen(RMB_MPI_BUILD_DIR, pick, why, sizeof(why));
+            handle = bmpi_dlopen(RMB_MPI_BUILD_DIR, pick, why, sizeof(bmpi_why));
         }
 #endif
 #ifdef RMB_MPI_PLUGIN_DIR
         if (handle == NULL) {
-            handle = bmpi_dlopen(RMB_MPI_PLUGIN_DIR, pick, why, sizeof(why));
+            handle = bmpi_dlopen(RMB_MPI_PLUGIN_DIR, pick, why, sizeof(bmpi_why));
         }
 #endif
         if (handle == NULL && why[0] == '\0') {
-            snprintf(why, sizeof(why), "no rmb_mpi_%s.so (rmb was configured without %s; "
+            snprintf(why, sizeof(bmpi_why), "no rmb_mpi_%s.so (rmb was configured without %s; "
                      "see docs/btl_mpi.md)", pick, pick);
         }
     }
@@ -172,11 +181,11 @@ static const bootstrap_mpi_shim_t *bmpi_load(int quiet)
     entry = (bootstrap_mpi_shim_entry_t)dlsym(handle, BOOTSTRAP_MPI_SHIM_ENTRY);
     shim = entry != NULL ? entry(BOOTSTRAP_MPI_SHIM_ABI) : NULL;
     if (shim == NULL) {
-        snprintf(why, sizeof(why), "the MPI plugin is from another rmb build (interface %u)",
+        snprintf(why, sizeof(bmpi_why), "the MPI plugin is from another rmb build (interface %u)",
                  BOOTSTRAP_MPI_SHIM_ABI);
         goto fail; /* never dlclose: MPI may be half-loaded through it */
     }
-    if (shim->check(why, sizeof(why)) != 0) {
+    if (shim->check(why, sizeof(bmpi_why)) != 0) {
         goto fail;
     }
     bmpi_shim = shim;
@@ -184,9 +193,9 @@ static const bootstrap_mpi_shim_t *bmpi_load(int quiet)
     return shim;
 
 fail:
+    bmpi_load_failed = 1;
     if (!quiet) {
         util_error("MPI: %s", why);
-        bmpi_load_failed = 1;
     }
     return NULL;
 }
@@ -199,10 +208,8 @@ const bootstrap_mpi_shim_t *bootstrap_mpi_shim(void)
 int bootstrap_mpi_running(void)
 {
     if (bmpi_shim == NULL) {
-        if (bmpi_load_failed || !bmpi_process_has_running_mpi()) {
-            return 0;
-        }
-        if (bmpi_load(0) == NULL) {
+        /* quiet: the registry asks often; bootstrap_mpi_detected told why */
+        if (!bmpi_process_has_running_mpi() || bmpi_load(1) == NULL) {
             return 0;
         }
     }
@@ -212,7 +219,11 @@ int bootstrap_mpi_running(void)
 int bootstrap_mpi_detected(void)
 {
     if (bmpi_process_has_running_mpi()) {
-        return 1; /* a missing plugin is then an error worth reporting, in init */
+        if (bmpi_load(1) != NULL) {
+            return 1;
+        }
+        util_warn("MPI runs in this process, but %s: not using the MPI bootstrap", bmpi_why);
+        return 0;
     }
     /* MPICH's hydra (PMI-1/2, no PMIx): without us every process would be a
      * singleton; with a plugin for it, MPI can be the bootstrap. */
