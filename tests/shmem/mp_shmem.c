@@ -84,7 +84,7 @@ static void mode_rma(void)
     /* shmem_ptr: every on-node peer, heap and static data (unless the
      * network backend was forced for every peer) */
     const char *forced = getenv("RMB_BTL");
-    int mapped = forced == NULL || strcmp(forced, "ofi") != 0;
+    int mapped = forced == NULL || (strcmp(forced, "ofi") != 0 && strcmp(forced, "mpi") != 0);
     for (int p = 0; p < npes; p++) {
         long *ph = shmem_ptr(heap, p), *ps = shmem_ptr(static_array, p);
         CHECK(!mapped || p == me || (ph != NULL && ps != NULL), "shmem_ptr to PE %d is NULL", p);
