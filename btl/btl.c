@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* ---- registry: one line per backend, preference order ---- */
@@ -88,6 +89,38 @@ const btl_component_t *btl_component_find(const char *name)
 }
 
 /* ---- shared stubs ---- */
+void *btl_map_aligned(size_t size, int fd)
+{
+    size_t align = (size_t)sysconf(_SC_PAGESIZE), slack;
+    char *reserved, *addr;
+
+    while (align < size && align < ((size_t)1 << 30)) {
+        align <<= 1;
+    }
+    /* reserve size + align of address space, then place the mapping on the
+     * aligned address inside and give back the rest */
+    reserved = mmap(NULL, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                    -1, 0);
+    if (reserved == MAP_FAILED) {
+        return NULL;
+    }
+    addr = (char *)(((uintptr_t)reserved + align - 1) & ~(uintptr_t)(align - 1));
+    if (mmap(addr, size, PROT_READ | PROT_WRITE,
+             fd >= 0 ? MAP_SHARED | MAP_FIXED : MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, fd,
+             0) == MAP_FAILED) {
+        munmap(reserved, size + align);
+        return NULL;
+    }
+    slack = (size_t)(addr - reserved);
+    if (slack > 0) {
+        munmap(reserved, slack);
+    }
+    if (align - slack > 0) {
+        munmap(addr + size, align - slack);
+    }
+    return addr;
+}
+
 util_status_t btl_stub_mem_alloc(btl_iface_t *iface, size_t size, void **addr_p, btl_mr_t **mr_p)
 {
     return UTIL_ERR_UNSUPPORTED;
@@ -493,7 +526,9 @@ static void btl_mem_release(btl_mem_t *mem)
             mem->ctx->ifaces[i]->ops.mem_dereg(mem->mr[i]);
         }
     }
-    free(mem->heap);
+    if (mem->heap != NULL) {
+        munmap(mem->heap, mem->heap_size);
+    }
     free(mem);
 }
 
@@ -523,12 +558,12 @@ util_status_t btl_mem_alloc(btl_ctx_t *ctx, size_t size, btl_mem_t **mem_p)
         }
     }
     if (mem->owner_iface < 0) {
-        long page = sysconf(_SC_PAGESIZE);
-        if (posix_memalign(&mem->heap, page > 0 ? (size_t)page : 4096, size) != 0) {
+        mem->heap = btl_map_aligned(size, -1); /* zero-filled, committed when touched */
+        if (mem->heap == NULL) {
             status = UTIL_ERR_NO_MEMORY;
             goto err_free;
         }
-        memset(mem->heap, 0, size);
+        mem->heap_size = size;
         mem->addr = mem->heap;
     }
     status = btl_mem_reg_others(mem);

@@ -226,8 +226,17 @@ struct btl_mem {
     size_t     size;
     int        owner_iface; /* iface whose mem_alloc allocated it, -1 if registered */
     void      *heap;        /* our fallback allocation, if any */
+    size_t     heap_size;
     btl_mr_t  *mr[BTL_MAX_IFACES];
 };
+
+/* Maps size bytes (fd >= 0: that file, shared; -1: anonymous, private,
+ * zero-filled) at an address aligned to the smallest power of two >= size,
+ * at most 1 GiB. Memory allocated for peers is naturally aligned so that
+ * the same offset in every rank's allocation has the same alignment (what
+ * shmem_align needs of a symmetric heap). NULL on failure; munmap(addr,
+ * size) releases it. */
+void *btl_map_aligned(size_t size, int fd);
 
 /* ---- shared stubs for slots a backend lacks (all return UNSUPPORTED) ---- */
 util_status_t btl_stub_mem_alloc(btl_iface_t *iface, size_t size, void **addr_p, btl_mr_t **mr_p);

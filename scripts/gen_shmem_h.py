@@ -442,8 +442,11 @@ for fn in ("collect", "fcollect", "alltoall"):
 gen("shmem_alltoalls", "alltoalls", RMA, ["shmem_team_t team", "T *dest", "const T *source", "ptrdiff_t dst", "ptrdiff_t sst", "size_t nelems"], 1, ctx=False, ret="int")
 for op in ("and", "or", "xor"):
     gen(f"shmem_{op}_reduce", f"{op}_reduce", RED_BIT, TEAM_P, 1, ctx=False, ret="int")
-for op in ("max", "min", "sum", "prod"):
+for op in ("max", "min"):
     gen(f"shmem_{op}_reduce", f"{op}_reduce", RED_MINMAX, TEAM_P, 1, ctx=False, ret="int")
+for op in ("sum", "prod"):
+    gen(f"shmem_{op}_reduce", f"{op}_reduce", RED_MINMAX + RED_COMPLEX, TEAM_P, 1, ctx=False,
+        ret="int")
 for op in ("sum_inscan", "sum_exscan"):
     gen(f"shmem_{op}", op, RED_MINMAX, TEAM_P, 1, ctx=False, ret="int")
 
@@ -480,6 +483,10 @@ for name, suffix, table, params, sel, ctx, ret in GENERICS:
     w(f"#define {name}(...) SHMEMI_CAT(shmemi_g_{suffix}_, SHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)")
     w(f"#define shmemi_g_{suffix}_{n}({', '.join(args)}) _Generic(({args[sel]}), \\\n    {plain})({', '.join(args)})")
     w(f"#define shmemi_g_{suffix}_{n + 1}({', '.join(cargs)}) _Generic(({args[sel]}), \\\n    {withctx})({', '.join(cargs)})")
+w("/* shmem_sync(team) (1.5) and the deprecated active-set shmem_sync(4 arguments) */")
+w("#define shmem_sync(...) SHMEMI_CAT(shmemi_g_sync_, SHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)")
+w("#define shmemi_g_sync_1(team) shmem_team_sync(team)")
+w("#define shmemi_g_sync_4(start, log_stride, size, psync) shmem_sync(start, log_stride, size, psync)")
 w("#endif")
 
 w("""
@@ -489,9 +496,12 @@ w("""
 
 w("\n/* ---- C++ overloads (the C11 generic names) ---- */")
 w("#ifdef __cplusplus")
+w("static inline int shmem_sync(shmem_team_t team) { return shmem_team_sync(team); }")
 for name, suffix, table, params, sel, ctx, ret in GENERICS:
     pnames = [p.rsplit(" ", 1)[1].lstrip("*") for p in params]
     for ct, n in table:
+        if "_Complex" in ct:
+            continue  # C only (the routines are declared for C)
         sig = ", ".join(p.replace("T ", ct + " ", 1).replace("T *", ct + " *", 1) if ("T " in p or "T *" in p) else p for p in params)
         r = ct if ret == "T" else ret
         rv = "" if r == "void" else "return "

@@ -2958,7 +2958,9 @@ SHMEM_API SHMEM_DEPRECATED void shmem_longlong_xor_to_all(long long *dest, const
     unsigned long long *: shmem_ulonglong_sum_reduce, \
     float *: shmem_float_sum_reduce, \
     double *: shmem_double_sum_reduce, \
-    long double *: shmem_longdouble_sum_reduce)(a0, a1, a2, a3)
+    long double *: shmem_longdouble_sum_reduce, \
+    double _Complex *: shmem_complexd_sum_reduce, \
+    float _Complex *: shmem_complexf_sum_reduce)(a0, a1, a2, a3)
 #define shmem_prod_reduce(a0, a1, a2, a3) _Generic((a1), \
     char *: shmem_char_prod_reduce, \
     signed char *: shmem_schar_prod_reduce, \
@@ -2973,7 +2975,9 @@ SHMEM_API SHMEM_DEPRECATED void shmem_longlong_xor_to_all(long long *dest, const
     unsigned long long *: shmem_ulonglong_prod_reduce, \
     float *: shmem_float_prod_reduce, \
     double *: shmem_double_prod_reduce, \
-    long double *: shmem_longdouble_prod_reduce)(a0, a1, a2, a3)
+    long double *: shmem_longdouble_prod_reduce, \
+    double _Complex *: shmem_complexd_prod_reduce, \
+    float _Complex *: shmem_complexf_prod_reduce)(a0, a1, a2, a3)
 #define shmem_sum_inscan(a0, a1, a2, a3) _Generic((a1), \
     char *: shmem_char_sum_inscan, \
     signed char *: shmem_schar_sum_inscan, \
@@ -3004,6 +3008,10 @@ SHMEM_API SHMEM_DEPRECATED void shmem_longlong_xor_to_all(long long *dest, const
     float *: shmem_float_sum_exscan, \
     double *: shmem_double_sum_exscan, \
     long double *: shmem_longdouble_sum_exscan)(a0, a1, a2, a3)
+/* shmem_sync(team) (1.5) and the deprecated active-set shmem_sync(4 arguments) */
+#define shmem_sync(...) SHMEMI_CAT(shmemi_g_sync_, SHMEMI_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define shmemi_g_sync_1(team) shmem_team_sync(team)
+#define shmemi_g_sync_4(start, log_stride, size, psync) shmem_sync(start, log_stride, size, psync)
 #endif
 
 #ifdef __cplusplus
@@ -3012,6 +3020,7 @@ SHMEM_API SHMEM_DEPRECATED void shmem_longlong_xor_to_all(long long *dest, const
 
 /* ---- C++ overloads (the C11 generic names) ---- */
 #ifdef __cplusplus
+static inline int shmem_sync(shmem_team_t team) { return shmem_team_sync(team); }
 static inline void shmem_put(float *dest, const float *source, size_t nelems, int pe) { shmem_float_put(dest, source, nelems, pe); }
 static inline void shmem_put(shmem_ctx_t ctx, float *dest, const float *source, size_t nelems, int pe) { shmem_ctx_float_put(ctx, dest, source, nelems, pe); }
 static inline void shmem_put(double *dest, const double *source, size_t nelems, int pe) { shmem_double_put(dest, source, nelems, pe); }

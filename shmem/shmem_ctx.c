@@ -89,15 +89,23 @@ int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team)
 
 /* ---- ordering per context ---- */
 
+/* Quiet and fence on SHMEM_CTX_INVALID do nothing: a PE outside a team
+ * holds that context and may run the same code as the members (the spec's
+ * shmem_team_create_ctx example does). */
 void shmem_ctx_quiet(shmem_ctx_t ctx)
 {
-    shmemi_ctx_check("shmem_ctx_quiet", ctx);
-    shmemi_quiet();
+    shmemi_check_init("shmem_ctx_quiet");
+    if (ctx != SHMEM_CTX_INVALID) {
+        shmemi_quiet();
+    }
 }
 
 void shmem_ctx_fence(shmem_ctx_t ctx)
 {
-    shmemi_ctx_check("shmem_ctx_fence", ctx);
+    shmemi_check_init("shmem_ctx_fence");
+    if (ctx == SHMEM_CTX_INVALID) {
+        return;
+    }
     if (rpipe_sym_fence() != UTIL_OK) {
         shmemi_fatal("shmem_ctx_fence failed");
     }

@@ -169,8 +169,8 @@ static util_status_t btl_shm_seg_create(btl_shm_iface_t *iface, size_t size, int
         close(fd);
         return UTIL_ERR_NO_MEMORY;
     }
-    addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (addr == MAP_FAILED) {
+    addr = btl_map_aligned(size, fd);
+    if (addr == NULL) {
         util_error("btl/shm: mmap(%s, %zu): %m", name, size);
         close(fd);
         return UTIL_ERR_NO_MEMORY;
