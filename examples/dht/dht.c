@@ -206,6 +206,13 @@ long dht_verify(const dht_params_t *p, const dht_table_t *t, int me, int np)
     return errs;
 }
 
+long dht_idle_spin(int np)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    return cpus > 0 && np > cpus ? 64 : 1L << 16;
+}
+
 double dht_now(void)
 {
     struct timespec ts;

@@ -89,4 +89,10 @@ int dht_report(const dht_params_t *p, const char *variant, int np, const long *e
 
 double dht_now(void);
 
+/* Empty polls an application-level wait loop makes before it starts
+ * yielding the core: few when the job has more PEs than the machine has
+ * cores (the PE we wait for needs our core), many otherwise. Open MPI
+ * makes the same distinction for its own waits (mpi_yield_when_idle). */
+long dht_idle_spin(int np);
+
 #endif

@@ -20,7 +20,6 @@
 
 #define SEND_BUFS   8  /* send buffers per destination */
 #define SERVE_EVERY 16 /* own inserts between polls */
-#define IDLE_SPIN   64 /* empty polls before a waiting rank yields the core */
 #define TAG         1
 
 typedef struct msg {
@@ -37,7 +36,7 @@ static MPI_Request *rreq;      /* np: the posted receive per source */
 static char *sbuf;             /* np x SEND_BUFS send buffers */
 static MPI_Request *sreq;      /* np x SEND_BUFS */
 static int *sslot;             /* per destination: the buffer being filled */
-static long done, warm, errors, idle;
+static long done, warm, errors, idle, idle_spin;
 
 static msg_t *rmsg(int q) { return (msg_t *)(rbuf + (size_t)q * msg_bytes); }
 static msg_t *smsg(int q, int k) { return (msg_t *)(sbuf + ((size_t)q * SEND_BUFS + (size_t)k) * msg_bytes); }
@@ -75,7 +74,7 @@ static void serve(void)
     }
     if (found) {
         idle = 0;
-    } else if (++idle > IDLE_SPIN) {
+    } else if (++idle > idle_spin) {
         sched_yield();
     }
 }
@@ -129,6 +128,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     heap_cap  = dht_heap_cap(&p, np);
+    idle_spin = dht_idle_spin(np);
     msg_bytes = sizeof(msg_t) + (size_t)p.batch * sizeof(dht_req_t);
     mem       = heap_cap < 0 ? NULL : malloc((size_t)dht_table_bytes(p.volume, heap_cap));
     rbuf      = malloc((size_t)np * msg_bytes);

@@ -24,7 +24,6 @@
 
 #define CHANNEL_BYTES 32768 /* bytes of requests in flight per channel */
 #define SERVE_EVERY   16    /* own inserts between polls of the inbound channels */
-#define IDLE_SPIN     64    /* empty polls before a waiting PE yields the core */
 
 typedef struct msg {
     int64_t   count; /* requests; 0: warm-up; -1: the sender is done */
@@ -38,7 +37,7 @@ static rch_t *out, *in;
 static msg_t **open_msg; /* message being filled for each peer, in its buffer */
 static raddr_t *open_desc;
 static size_t msg_bytes;
-static long done, warm, errors, idle;
+static long done, warm, errors, idle, idle_spin;
 
 static void check(int rc, const char *what)
 {
@@ -80,7 +79,7 @@ static void serve(void)
     /* oversubscribed PEs: let the ones we wait for run */
     if (found) {
         idle = 0;
-    } else if (++idle > IDLE_SPIN) {
+    } else if (++idle > idle_spin) {
         sched_yield();
     }
 }
@@ -127,6 +126,7 @@ int main(int argc, char **argv)
         return 1;
     }
     heap_cap  = dht_heap_cap(&p, np);
+    idle_spin = dht_idle_spin(np);
     mem       = heap_cap < 0 ? NULL : malloc((size_t)dht_table_bytes(p.volume, heap_cap));
     out       = calloc((size_t)np, sizeof(rch_t));
     in        = calloc((size_t)np, sizeof(rch_t));

@@ -245,6 +245,13 @@ double em3d_checksum(const double *e, const double *h, int n)
     return s;
 }
 
+long em3d_idle_spin(int np)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    return cpus > 0 && np > cpus ? 64 : 1L << 16;
+}
+
 double em3d_now(void)
 {
     struct timespec ts;

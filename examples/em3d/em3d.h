@@ -84,4 +84,10 @@ int em3d_report(const em3d_params_t *p, const char *variant, int np, const doubl
 
 double em3d_now(void);
 
+/* Empty polls an application-level wait loop makes before it starts
+ * yielding the core: few when the job has more PEs than the machine has
+ * cores (the PE we wait for needs our core), many otherwise. Open MPI
+ * makes the same distinction for its own waits (mpi_yield_when_idle). */
+long em3d_idle_spin(int np);
+
 #endif

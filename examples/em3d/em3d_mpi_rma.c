@@ -26,6 +26,7 @@
 
 static MPI_Win win;
 static int me, np;
+static long idle_spin;
 
 /* Atomic read of an int64 word of this rank's window at byte offset off. */
 static int64_t read_word(MPI_Aint off)
@@ -41,8 +42,8 @@ static int64_t read_word(MPI_Aint off)
  * osc/sm's flush does not (oversubscribed ranks). */
 static void wait_word(MPI_Aint off, int64_t v)
 {
-    for (unsigned polls = 0; read_word(off) < v; polls++) {
-        if (polls > 64) sched_yield();
+    for (long polls = 0; read_word(off) < v; polls++) {
+        if (polls > idle_spin) sched_yield();
     }
 }
 
@@ -65,6 +66,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
+    idle_spin = em3d_idle_spin(np);
     if (em3d_graph_build(&p, me, np, &g)) {
         fprintf(stderr, "em3d_mpi_rma rank %d: out of memory building the graph\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);

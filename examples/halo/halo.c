@@ -113,6 +113,13 @@ double halo_checksum(const double *u, int rows, int cols, long gi0)
     return s;
 }
 
+long halo_idle_spin(int np)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    return cpus > 0 && np > cpus ? 64 : 1L << 16;
+}
+
 double halo_now(void)
 {
     struct timespec ts;

@@ -53,4 +53,10 @@ int halo_report(const halo_params_t *p, const char *variant, int np, const doubl
 
 double halo_now(void);
 
+/* Empty polls an application-level wait loop makes before it starts
+ * yielding the core: few when the job has more PEs than the machine has
+ * cores (the PE we wait for needs our core), many otherwise. Open MPI
+ * makes the same distinction for its own waits (mpi_yield_when_idle). */
+long halo_idle_spin(int np);
+
 #endif

@@ -21,8 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IDLE_SPIN 64 /* empty polls before a waiting rank yields the core */
-
 int main(int argc, char **argv)
 {
     halo_params_t p;
@@ -32,6 +30,7 @@ int main(int argc, char **argv)
     MPI_Win win;
     MPI_Aint halo_off = 2 * sizeof(int64_t);
     int me, np, nb[2], R, C, rc = 0;
+    long idle_spin;
 
     if (halo_parse(argc, argv, "halo_mpi_rma", &p)) return 2;
     MPI_Init(&argc, &argv);
@@ -54,6 +53,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < R; i++) {
         for (int j = 0; j < C; j++) cur[(size_t)i * C + j] = halo_init_value((long)me * R + i, j);
     }
+    idle_spin = halo_idle_spin(np);
     nb[0] = me > 0 ? me - 1 : -1;
     nb[1] = me < np - 1 ? me + 1 : -1;
     MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
@@ -72,13 +72,13 @@ int main(int argc, char **argv)
                     continue;
                 }
                 int64_t seen = 0, dummy = 0;
-                for (unsigned polls = 0;; polls++) {
+                for (unsigned long polls = 0;; polls++) {
                     MPI_Fetch_and_op(&dummy, &seen, MPI_INT64_T, me,
                                      (MPI_Aint)k * (MPI_Aint)sizeof(int64_t), MPI_NO_OP, win);
                     MPI_Win_flush(me, win);
                     if (seen >= s + 1) break;
                     /* oversubscribed: osc/sm's flush does not yield */
-                    if (polls > IDLE_SPIN) sched_yield();
+                    if (polls > (unsigned long)idle_spin) sched_yield();
                 }
                 halo[k] = halo_buf + ((size_t)(s % 2) * 2 + (size_t)k) * C;
             }
