@@ -86,7 +86,7 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 {
     echo "# apps-compare $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname): $cores cores${cpu:+, $cpu}"
     echo "# backend for rpipe/shmem: $btl; MPI: $("$mpirun" --version 2>/dev/null | head -1), osc/sm; reps: $reps (median)"
-    echo "# np <= $cores: every PE/rank bound to its core, rpipe waits spin; np > $cores: unbound, waits yield (RMB_RPIPE_SPIN=20)"
+    echo "# np <= $cores: every PE/rank bound to its core, rpipe waits spin; np > $cores: unbound, rpipe waits yield at once (RMB_RPIPE_SPIN=0)"
     echo "# load average at start: $load0"
 } | tee "$txt"
 
@@ -106,7 +106,7 @@ run_one() {
             line=$(env "${env_args[@]}" timeout 600 "$oshrun" -n "$np" \
                    sh -c 'exec taskset -c "$PMIX_RANK" "$0" "$@"' "$prog" -p "$size" 2>>"$raw")
         else
-            env_args+=("RMB_RPIPE_SPIN=${RMB_RPIPE_SPIN:-20}")
+            env_args+=("RMB_RPIPE_SPIN=${RMB_RPIPE_SPIN:-0}")
             line=$(env "${env_args[@]}" timeout 600 "$oshrun" -n "$np" "$prog" -p "$size" 2>>"$raw")
         fi
     else
@@ -215,7 +215,7 @@ if command -v gnuplot >/dev/null 2>&1; then
         echo "set output '$png'"
         echo "set multiplot layout 1,$(wc -w <<<"$apps") title 'rmb application study: speedup over MPI-3 RMA (higher is better; $cores cores, $btl)'"
         echo "set style data histograms; set style histogram clustered gap 1; set style fill solid 0.85 border -1"
-        echo "set boxwidth 0.9; set grid ytics; set yrange [0:*]; set xtics rotate by -30 scale 0"
+        echo "set boxwidth 0.9; set grid ytics; set yrange [0:*]; set xtics scale 0"
         echo "set key outside bottom center horizontal"
         for a in $apps; do
             goal=1.2; label="time"; [ "$a" = dht ] && goal=2 && label="inserts/s"
