@@ -74,6 +74,15 @@ if [ -z "$mpirun" ]; then
     exit 1
 fi
 cores=$(nproc 2>/dev/null || echo 1)
+# MPI on the same transport as the rmb variants. shm: vader, and osc/sm for
+# RMA, since Open MPI 4.1's default osc/rdma over vader crashes in
+# MPI_Compare_and_swap on one node (open-mpi/ompi#11349). ofi (tcp;ofi_rxm):
+# the tcp BTL, and osc/pt2pt on top of it.
+if [ "$btl" = ofi ]; then
+    mpi_mca=(--mca btl tcp,self --mca osc pt2pt)
+else
+    mpi_mca=(--mca osc sm)
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 raw=$out/apps-raw.log
@@ -85,7 +94,7 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null)
 load0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 {
     echo "# apps-compare $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname): $cores cores${cpu:+, $cpu}"
-    echo "# backend for rpipe/shmem: $btl; MPI: $("$mpirun" --version 2>/dev/null | head -1), osc/sm; reps: $reps (median)"
+    echo "# backend: $btl; MPI: $("$mpirun" --version 2>/dev/null | head -1) with ${mpi_mca[*]}; reps: $reps (median)"
     echo "# np <= $cores: every PE/rank bound to its core, rpipe waits spin; np > $cores: unbound, rpipe waits yield at once (RMB_RPIPE_SPIN=0)"
     echo "# load average at start: $load0"
 } | tee "$txt"
@@ -110,9 +119,7 @@ run_one() {
             line=$(env "${env_args[@]}" timeout 600 "$oshrun" -n "$np" "$prog" -p "$size" 2>>"$raw")
         fi
     else
-        # osc/sm: Open MPI 4.1's default osc/rdma over vader crashes in
-        # MPI_Compare_and_swap on one node (open-mpi/ompi#11349).
-        line=$(timeout 600 "$mpirun" --allow-run-as-root --oversubscribe --mca osc sm \
+        line=$(timeout 600 "$mpirun" --allow-run-as-root --oversubscribe "${mpi_mca[@]}" \
                -np "$np" "$prog" -p "$size" 2>>"$raw")
     fi
     rc=$?
