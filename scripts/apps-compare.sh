@@ -222,7 +222,7 @@ if command -v gnuplot >/dev/null 2>&1; then
         echo "set output '$png'"
         echo "set multiplot layout 1,$(wc -w <<<"$apps") title 'rmb application study: speedup over MPI-3 RMA (higher is better; $cores cores, $btl)'"
         echo "set style data histograms; set style histogram clustered gap 1; set style fill solid 0.85 border -1"
-        echo "set boxwidth 0.9; set grid ytics; set yrange [0:*]; set xtics scale 0"
+        echo "set boxwidth 0.9; set grid ytics; set yrange [0:*]; set offsets 0, 0, graph 0.08, 0; set xtics scale 0"
         echo "set key outside bottom center horizontal"
         for a in $apps; do
             goal=1.2; label="time"; [ "$a" = dht ] && goal=2 && label="inserts/s"
