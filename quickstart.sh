@@ -14,7 +14,7 @@ esac
 jobs=$(nproc 2>/dev/null || echo 2)
 
 packages="gcc make autoconf automake libtool pkg-config libpmix-dev libfabric-dev libfabric-bin
-libibverbs-dev check openmpi-bin libopenmpi-dev mpich libmpich-dev"
+libibverbs-dev check openmpi-bin libopenmpi-dev mpich libmpich-dev gnuplot-nox"
 
 install_missing() {
     missing=""

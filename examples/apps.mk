@@ -4,11 +4,10 @@
 # and MPI-3 RMA (plain MPI, run under mpirun; they do not link librmb).
 # scripts/apps-compare.sh runs and compares them; docs/apps.md has the numbers.
 apps_rmb_ldflags = $(AM_LDFLAGS) -no-install
-# Open MPI's flags: MPI_CFLAGS/MPI_LIBS from the single-wrapper probe, or
-# MPI_OMPI_CFLAGS/MPI_OMPI_LIBS from the per-MPI plugin probe (issue 7);
-# whichever configure defines, the other expands to nothing.
-apps_mpi_cppflags = $(AM_CPPFLAGS) $(MPI_CFLAGS) $(MPI_OMPI_CFLAGS)
-apps_mpi_libs = $(MPI_LIBS) $(MPI_OMPI_LIBS) -lm
+# The MPI variants are built against Open MPI (its mpirun runs them);
+# configure's per-MPI probe gives its flags (btl/mpi/configure.m4).
+apps_mpi_cppflags = $(AM_CPPFLAGS) $(MPI_OMPI_CFLAGS)
+apps_mpi_libs = $(MPI_OMPI_LIBS) -lm
 
 # ---- halo: 2-D heat equation ------------------------------------------------
 noinst_PROGRAMS += examples/halo/halo_rpipe examples/halo/halo_shmem
@@ -20,7 +19,7 @@ examples_halo_halo_shmem_SOURCES = examples/halo/halo_shmem.c examples/halo/halo
 examples_halo_halo_shmem_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/shmem
 examples_halo_halo_shmem_LDADD = librmb.la -lm
 examples_halo_halo_shmem_LDFLAGS = $(apps_rmb_ldflags)
-if RMB_HAVE_MPI
+if RMB_HAVE_MPI_OMPI
 noinst_PROGRAMS += examples/halo/halo_mpi examples/halo/halo_mpi_rma
 examples_halo_halo_mpi_SOURCES = examples/halo/halo_mpi.c examples/halo/halo.c examples/halo/halo.h
 examples_halo_halo_mpi_CPPFLAGS = $(apps_mpi_cppflags)
@@ -40,7 +39,7 @@ examples_em3d_em3d_shmem_SOURCES = examples/em3d/em3d_shmem.c examples/em3d/em3d
 examples_em3d_em3d_shmem_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/shmem
 examples_em3d_em3d_shmem_LDADD = librmb.la -lm
 examples_em3d_em3d_shmem_LDFLAGS = $(apps_rmb_ldflags)
-if RMB_HAVE_MPI
+if RMB_HAVE_MPI_OMPI
 noinst_PROGRAMS += examples/em3d/em3d_mpi examples/em3d/em3d_mpi_rma
 examples_em3d_em3d_mpi_SOURCES = examples/em3d/em3d_mpi.c examples/em3d/em3d.c examples/em3d/em3d.h
 examples_em3d_em3d_mpi_CPPFLAGS = $(apps_mpi_cppflags)
@@ -60,7 +59,7 @@ examples_dht_dht_shmem_SOURCES = examples/dht/dht_shmem.c examples/dht/dht.c exa
 examples_dht_dht_shmem_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/shmem
 examples_dht_dht_shmem_LDADD = librmb.la
 examples_dht_dht_shmem_LDFLAGS = $(apps_rmb_ldflags)
-if RMB_HAVE_MPI
+if RMB_HAVE_MPI_OMPI
 noinst_PROGRAMS += examples/dht/dht_mpi examples/dht/dht_mpi_rma
 examples_dht_dht_mpi_SOURCES = examples/dht/dht_mpi.c examples/dht/dht.c examples/dht/dht.h
 examples_dht_dht_mpi_CPPFLAGS = $(apps_mpi_cppflags)
