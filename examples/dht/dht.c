@@ -3,6 +3,7 @@
  * variants (see dht.h).
  */
 #include "dht.h"
+#include "../app_args.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,16 +17,6 @@ static void usage(const char *prog)
             "usage: %s [-p small|large] [-v volume_per_pe] [-i inserts_per_pe] [-b batch] "
             "[-S seed]\n",
             prog);
-}
-
-static int parse_long(const char *s, long min, long max, long *v)
-{
-    char *end;
-    long x = strtol(s, &end, 10);
-
-    if (*s == '\0' || *end != '\0' || x < min || x > max) return -1;
-    *v = x;
-    return 0;
 }
 
 int dht_parse(int argc, char **argv, const char *prog, dht_params_t *p)
@@ -51,19 +42,19 @@ int dht_parse(int argc, char **argv, const char *prog, dht_params_t *p)
             }
             break;
         case 'v':
-            if (parse_long(optarg, 1, 1L << 32, &v)) goto bad;
+            if (app_parse_long(optarg, 1, 1L << 32, &v)) goto bad;
             p->volume = v;
             break;
         case 'i':
-            if (parse_long(optarg, 0, 1L << 32, &v)) goto bad;
+            if (app_parse_long(optarg, 0, 1L << 32, &v)) goto bad;
             p->inserts = v;
             break;
         case 'b':
-            if (parse_long(optarg, 1, 4096, &v)) goto bad;
+            if (app_parse_long(optarg, 1, 4096, &v)) goto bad;
             p->batch = (int)v;
             break;
         case 'S':
-            if (parse_long(optarg, 0, 1L << 62, &v)) goto bad;
+            if (app_parse_long(optarg, 0, 1L << 62, &v)) goto bad;
             p->seed = (uint64_t)v;
             break;
         default:

@@ -3,6 +3,7 @@
  * the four variants (see em3d.h).
  */
 #include "em3d.h"
+#include "../app_args.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,16 +18,6 @@ static void usage(const char *prog)
             "usage: %s [-p small|large] [-n nodes_per_pe] [-d degree] [-r remote_percent] "
             "[-s steps] [-S seed]\n",
             prog);
-}
-
-static int parse_long(const char *s, long min, long max, long *v)
-{
-    char *end;
-    long x = strtol(s, &end, 10);
-
-    if (*s == '\0' || *end != '\0' || x < min || x > max) return -1;
-    *v = x;
-    return 0;
 }
 
 int em3d_parse(int argc, char **argv, const char *prog, em3d_params_t *p)
@@ -52,23 +43,23 @@ int em3d_parse(int argc, char **argv, const char *prog, em3d_params_t *p)
             }
             break;
         case 'n':
-            if (parse_long(optarg, 1, 1 << 26, &v)) goto bad;
+            if (app_parse_long(optarg, 1, 1 << 26, &v)) goto bad;
             p->n = (int)v;
             break;
         case 'd':
-            if (parse_long(optarg, 1, 255, &v)) goto bad;
+            if (app_parse_long(optarg, 1, 255, &v)) goto bad;
             p->degree = (int)v;
             break;
         case 'r':
-            if (parse_long(optarg, 0, 100, &v)) goto bad;
+            if (app_parse_long(optarg, 0, 100, &v)) goto bad;
             p->remote = (int)v;
             break;
         case 's':
-            if (parse_long(optarg, 1, 1L << 40, &v)) goto bad;
+            if (app_parse_long(optarg, 1, 1L << 40, &v)) goto bad;
             p->steps = v;
             break;
         case 'S':
-            if (parse_long(optarg, 0, 1L << 62, &v)) goto bad;
+            if (app_parse_long(optarg, 0, 1L << 62, &v)) goto bad;
             p->seed = (uint64_t)v;
             break;
         default:

@@ -3,6 +3,7 @@
  * four variants (see halo.h).
  */
 #include "halo.h"
+#include "../app_args.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,16 +17,6 @@
 static void usage(const char *prog)
 {
     fprintf(stderr, "usage: %s [-p small|large] [-r rows_per_pe] [-c cols] [-s steps]\n", prog);
-}
-
-static int parse_long(const char *s, long min, long max, long *v)
-{
-    char *end;
-    long x = strtol(s, &end, 10);
-
-    if (*s == '\0' || *end != '\0' || x < min || x > max) return -1;
-    *v = x;
-    return 0;
 }
 
 int halo_parse(int argc, char **argv, const char *prog, halo_params_t *p)
@@ -54,15 +45,15 @@ int halo_parse(int argc, char **argv, const char *prog, halo_params_t *p)
             }
             break;
         case 'r':
-            if (parse_long(optarg, 1, 1 << 20, &v)) goto bad;
+            if (app_parse_long(optarg, 1, 1 << 20, &v)) goto bad;
             p->rows = (int)v;
             break;
         case 'c':
-            if (parse_long(optarg, 3, 1 << 24, &v)) goto bad;
+            if (app_parse_long(optarg, 3, 1 << 24, &v)) goto bad;
             p->cols = (int)v;
             break;
         case 's':
-            if (parse_long(optarg, 1, 1L << 40, &v)) goto bad;
+            if (app_parse_long(optarg, 1, 1L << 40, &v)) goto bad;
             p->steps = v;
             break;
         default:
