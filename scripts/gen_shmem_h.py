@@ -6,7 +6,6 @@ run this script after changing a table:  python3 scripts/gen_shmem_h.py
 The C side (shmem/shmem_types.h) keeps the same tables as X-macro lists.
 """
 import os
-import re
 
 RMA = [("float", "float"), ("double", "double"), ("long double", "longdouble"),
        ("char", "char"), ("signed char", "schar"), ("short", "short"), ("int", "int"),
@@ -44,11 +43,6 @@ def proto(ret, name, args, deprecated=False):
     DECLS.append((ret, name, args, deprecated))
     dep = "SHMEM_DEPRECATED " if deprecated else ""
     w(f"SHMEM_API {dep}{ret} {name}({args});")
-
-def old(line):
-    """A deprecated routine given as a full 'SHMEM_API SHMEM_DEPRECATED ret name(args);' line."""
-    m = re.match(r"SHMEM_API SHMEM_DEPRECATED (.*?)\b(\w+)\((.*)\);$", line)
-    proto(m.group(1).strip(), m.group(2), m.group(3), deprecated=True)
 
 w("""/*
  * shmem.h — OpenSHMEM 1.5 for rmb (RDMA Managed Buffers).
@@ -161,9 +155,9 @@ w("SHMEM_API extern shmem_team_t SHMEM_TEAM_WORLD;")
 w("SHMEM_API extern shmem_team_t SHMEM_TEAM_SHARED;")
 w("SHMEM_API extern shmem_ctx_t SHMEM_CTX_DEFAULT;")
 proto("void", "shmem_pcontrol", "const int level, ...")
-old("SHMEM_API SHMEM_DEPRECATED void start_pes(int npes);")
-old("SHMEM_API SHMEM_DEPRECATED int _my_pe(void);")
-old("SHMEM_API SHMEM_DEPRECATED int _num_pes(void);")
+proto("void", "start_pes", "int npes", deprecated=True)
+proto("int", "_my_pe", "void", deprecated=True)
+proto("int", "_num_pes", "void", deprecated=True)
 w("\n/* ---- memory management ---- */")
 proto("void *", "shmem_malloc", "size_t size")
 proto("void *", "shmem_malloc_with_hints", "size_t size, long hints")
@@ -171,10 +165,10 @@ proto("void", "shmem_free", "void *ptr")
 proto("void *", "shmem_realloc", "void *ptr, size_t size")
 proto("void *", "shmem_align", "size_t alignment, size_t size")
 proto("void *", "shmem_calloc", "size_t count, size_t size")
-old("SHMEM_API SHMEM_DEPRECATED void *shmalloc(size_t size);")
-old("SHMEM_API SHMEM_DEPRECATED void shfree(void *ptr);")
-old("SHMEM_API SHMEM_DEPRECATED void *shrealloc(void *ptr, size_t size);")
-old("SHMEM_API SHMEM_DEPRECATED void *shmemalign(size_t alignment, size_t size);")
+proto("void *", "shmalloc", "size_t size", deprecated=True)
+proto("void", "shfree", "void *ptr", deprecated=True)
+proto("void *", "shrealloc", "void *ptr, size_t size", deprecated=True)
+proto("void *", "shmemalign", "size_t alignment, size_t size", deprecated=True)
 
 def both(ret, name, args):
     """The routine and its context form shmem_ctx_* (ctx first)."""
@@ -277,15 +271,15 @@ for ct, n in AMO_BIT:
         both("void", f"shmem_{n}_atomic_fetch_{op}_nbi", f"{ct} *fetch, {ct} *dest, {ct} value, int pe")
 w("/* deprecated names (OpenSHMEM 1.3) */")
 for ct, n in DEPRECATED_AMO + [("float", "float"), ("double", "double")]:
-    old(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_fetch(const {ct} *source, int pe);")
-    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_set({ct} *dest, {ct} value, int pe);")
-    old(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_swap({ct} *dest, {ct} value, int pe);")
+    proto(f"{ct}", f"shmem_{n}_fetch", f"const {ct} *source, int pe", deprecated=True)
+    proto("void", f"shmem_{n}_set", f"{ct} *dest, {ct} value, int pe", deprecated=True)
+    proto(f"{ct}", f"shmem_{n}_swap", f"{ct} *dest, {ct} value, int pe", deprecated=True)
 for ct, n in DEPRECATED_AMO:
-    old(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_cswap({ct} *dest, {ct} cond, {ct} value, int pe);")
-    old(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_finc({ct} *dest, int pe);")
-    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_inc({ct} *dest, int pe);")
-    old(f"SHMEM_API SHMEM_DEPRECATED {ct} shmem_{n}_fadd({ct} *dest, {ct} value, int pe);")
-    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_add({ct} *dest, {ct} value, int pe);")
+    proto(f"{ct}", f"shmem_{n}_cswap", f"{ct} *dest, {ct} cond, {ct} value, int pe", deprecated=True)
+    proto(f"{ct}", f"shmem_{n}_finc", f"{ct} *dest, int pe", deprecated=True)
+    proto("void", f"shmem_{n}_inc", f"{ct} *dest, int pe", deprecated=True)
+    proto(f"{ct}", f"shmem_{n}_fadd", f"{ct} *dest, {ct} value, int pe", deprecated=True)
+    proto("void", f"shmem_{n}_add", f"{ct} *dest, {ct} value, int pe", deprecated=True)
 
 w("\n/* ---- memory ordering ---- */")
 proto("void", "shmem_quiet", "void")
@@ -312,8 +306,8 @@ for ct, n in SYNC:
     proto("size_t", f"shmem_{n}_test_any_vector", f"{ct} *ivars, size_t nelems, const int *status, int cmp, {ct} *cmp_values")
     proto("size_t", f"shmem_{n}_test_some_vector", f"{ct} *ivars, size_t nelems, size_t *indices, const int *status, int cmp, {ct} *cmp_values")
 for ct, n in [("short", "short"), ("int", "int"), ("long", "long"), ("long long", "longlong")]:
-    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_wait({ct} *ivar, {ct} cmp_value);")
-old("SHMEM_API SHMEM_DEPRECATED void shmem_wait(long *ivar, long cmp_value);")
+    proto("void", f"shmem_{n}_wait", f"{ct} *ivar, {ct} cmp_value", deprecated=True)
+proto("void", "shmem_wait", "long *ivar, long cmp_value", deprecated=True)
 
 w("\n/* ---- distributed locking ---- */")
 proto("void", "shmem_set_lock", "long *lock")
@@ -349,25 +343,25 @@ for ct, n in RED_COMPLEX:
         proto("int", f"shmem_{n}_{op}_reduce", RED.format(ct))
 w("#endif")
 w("/* active-set forms (deprecated in 1.5) */")
-old("SHMEM_API SHMEM_DEPRECATED void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);")
-old("SHMEM_API SHMEM_DEPRECATED void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);")
+proto("void", "shmem_barrier", "int PE_start, int logPE_stride, int PE_size, long *pSync", deprecated=True)
+proto("void", "shmem_sync", "int PE_start, int logPE_stride, int PE_size, long *pSync", deprecated=True)
 for bits in ("32", "64"):
-    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_broadcast{bits}(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync);")
-    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_collect{bits}(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);")
-    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_fcollect{bits}(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);")
-    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_alltoall{bits}(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);")
-    old(f"SHMEM_API SHMEM_DEPRECATED void shmem_alltoalls{bits}(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync);")
+    proto("void", f"shmem_broadcast{bits}", f"void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync", deprecated=True)
+    proto("void", f"shmem_collect{bits}", f"void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync", deprecated=True)
+    proto("void", f"shmem_fcollect{bits}", f"void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync", deprecated=True)
+    proto("void", f"shmem_alltoall{bits}", f"void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync", deprecated=True)
+    proto("void", f"shmem_alltoalls{bits}", f"void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync", deprecated=True)
 for ct, n in REDUCE_ARITH:
     for op in ("sum", "prod", "min", "max"):
-        old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_{op}_to_all({ct} *dest, const {ct} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {ct} *pWrk, long *pSync);")
+        proto("void", f"shmem_{n}_{op}_to_all", f"{ct} *dest, const {ct} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {ct} *pWrk, long *pSync", deprecated=True)
 w("#ifndef __cplusplus")
 for ct, n in RED_COMPLEX:
     for op in ("sum", "prod"):
-        old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_{op}_to_all({ct} *dest, const {ct} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {ct} *pWrk, long *pSync);")
+        proto("void", f"shmem_{n}_{op}_to_all", f"{ct} *dest, const {ct} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {ct} *pWrk, long *pSync", deprecated=True)
 w("#endif")
 for ct, n in REDUCE_BIT:
     for op in ("and", "or", "xor"):
-        old(f"SHMEM_API SHMEM_DEPRECATED void shmem_{n}_{op}_to_all({ct} *dest, const {ct} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {ct} *pWrk, long *pSync);")
+        proto("void", f"shmem_{n}_{op}_to_all", f"{ct} *dest, const {ct} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {ct} *pWrk, long *pSync", deprecated=True)
 
 # ---- type-generic interfaces: C11 _Generic and C++ overloads from one description ----
 # Only the basic C types take part (the intN_t names alias them).

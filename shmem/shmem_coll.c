@@ -145,12 +145,7 @@ void shmem_fcollect64(void *d, const void *s, size_t n, int st, int ls, int sz, 
 /* Reductions: every member reads every member's source and combines in
  * set order, so all members compute the same result bit for bit. */
 #define SHMEMI_DEFINE_REDUCE(T, N, OP)                                                           \
-    static void shmemi_to_all_##N##_##OP(void *acc, const void *in, size_t n)                    \
-    {                                                                                            \
-        T *a = acc;                                                                              \
-        const T *b = in;                                                                         \
-        for (size_t i = 0; i < n; i++) a[i] = SHMEMI_OP_##OP(a[i], b[i]);                        \
-    }                                                                                            \
+    SHMEMI_DEFINE_TC_OP(T, N, OP)                                                                \
     void shmem_##N##_##OP##_to_all(T *dest, const T *source, int nreduce, int start,             \
                                    int log_stride, int size, T *pWrk, long *pSync)               \
     {                                                                                            \
@@ -161,7 +156,7 @@ void shmem_fcollect64(void *d, const void *s, size_t n, int st, int ls, int sz, 
         if (nreduce < 0) shmemi_fatal("%s: nreduce %d is negative", call, nreduce);              \
         if (shmemi_set_is_world(start, log_stride, size)) {                                      \
             shmemi_tc_reduce(call, &shmemi_team_world, dest, source, (size_t)nreduce, sizeof(T), \
-                             shmemi_to_all_##N##_##OP, SHMEMI_TC_REDUCE);                        \
+                             shmemi_tc_##N##_##OP, SHMEMI_TC_REDUCE);                            \
             return;                                                                              \
         }                                                                                        \
         acc   = malloc(sizeof(T) * (size_t)(nreduce ? nreduce : 1));                             \

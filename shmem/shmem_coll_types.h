@@ -43,6 +43,15 @@
 #define SHMEMI_OP_or(a, b)   ((a) | (b))
 #define SHMEMI_OP_xor(a, b)  ((a) ^ (b))
 
+/* A combine function shmemi_tc_<name>_<op> for type T (a shmemi_tc_op_t). */
+#define SHMEMI_DEFINE_TC_OP(T, N, OP)                                                            \
+    static void shmemi_tc_##N##_##OP(void *acc, const void *in, size_t n)                        \
+    {                                                                                            \
+        T *a = acc;                                                                              \
+        const T *b = in;                                                                         \
+        for (size_t i = 0; i < n; i++) a[i] = SHMEMI_OP_##OP(a[i], b[i]);                        \
+    }
+
 /* ---- per-team collective state (shmem_team_coll.c), used by shmem_team.c ---- */
 
 struct shmemi_team;

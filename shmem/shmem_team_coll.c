@@ -379,14 +379,6 @@ void shmemi_tc_allreduce_and(struct shmemi_team *team, uint64_t *words, int nwor
     memcpy(words, &misc[SHMEMI_MISC_SPLIT_DST], sizeof(uint64_t) * (size_t)nwords);
 }
 
-#define SHMEMI_DEFINE_TC_OP(T, N, OP)                                                            \
-    static void shmemi_tc_##N##_##OP(void *acc, const void *in, size_t n)                        \
-    {                                                                                            \
-        T *a = acc;                                                                              \
-        const T *b = in;                                                                         \
-        for (size_t i = 0; i < n; i++) a[i] = SHMEMI_OP_##OP(a[i], b[i]);                        \
-    }
-
 #define SHMEMI_DEFINE_TC_REDUCE(T, N, OP)                                                        \
     SHMEMI_DEFINE_TC_OP(T, N, OP)                                                                \
     int shmem_##N##_##OP##_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce)  \

@@ -3,7 +3,6 @@
  * variants (see dht.h).
  */
 #include "dht.h"
-#include "../app_args.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,21 +194,6 @@ long dht_verify(const dht_params_t *p, const dht_table_t *t, int me, int np)
         }
     }
     return errs;
-}
-
-long dht_idle_spin(int np)
-{
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-    return cpus > 0 && np > cpus ? 64 : 1L << 16;
-}
-
-double dht_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int dht_report(const dht_params_t *p, const char *variant, int np, const long *errs,

@@ -21,6 +21,8 @@
 #ifndef EXAMPLES_DHT_H
 #define EXAMPLES_DHT_H
 
+#include "../app_common.h"
+
 #include <stdint.h>
 
 typedef struct dht_params {
@@ -87,12 +89,5 @@ long dht_verify(const dht_params_t *p, const dht_table_t *t, int me, int np);
 int dht_report(const dht_params_t *p, const char *variant, int np, const long *errs,
                const double *times);
 
-double dht_now(void);
-
-/* Empty polls an application-level wait loop makes before it starts
- * yielding the core: few when the job has more PEs than the machine has
- * cores (the PE we wait for needs our core), many otherwise. Open MPI
- * makes the same distinction for its own waits (mpi_yield_when_idle). */
-long dht_idle_spin(int np);
 
 #endif

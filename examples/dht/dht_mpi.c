@@ -128,7 +128,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     heap_cap  = dht_heap_cap(&p, np);
-    idle_spin = dht_idle_spin(np);
+    idle_spin = app_idle_spin(np);
     msg_bytes = sizeof(msg_t) + (size_t)p.batch * sizeof(dht_req_t);
     mem       = heap_cap < 0 ? NULL : malloc((size_t)dht_table_bytes(p.volume, heap_cap));
     rbuf      = malloc((size_t)np * msg_bytes);

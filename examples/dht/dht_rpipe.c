@@ -126,7 +126,7 @@ int main(int argc, char **argv)
         return 1;
     }
     heap_cap  = dht_heap_cap(&p, np);
-    idle_spin = dht_idle_spin(np);
+    idle_spin = app_idle_spin(np);
     mem       = heap_cap < 0 ? NULL : malloc((size_t)dht_table_bytes(p.volume, heap_cap));
     out       = calloc((size_t)np, sizeof(rch_t));
     in        = calloc((size_t)np, sizeof(rch_t));
@@ -160,7 +160,7 @@ int main(int argc, char **argv)
     while (warm < np - 1) serve();
     network_barrier();
 
-    t0 = dht_now();
+    t0 = app_now();
     for (long i = 0; i < p.inserts; i++) {
         dht_req_t r = dht_make(&p, me, i);
         int o       = dht_owner(r.key, np);
@@ -180,7 +180,7 @@ int main(int argc, char **argv)
         if (q != me) send_control(q, -1);
     }
     while (done < np - 1) serve();
-    t1 = dht_now();
+    t1 = app_now();
 
     struct { long errs; double time; } mine = {errors + dht_verify(&p, &table, me, np), t1 - t0}, *all;
     all = malloc((size_t)np * sizeof(*all));

@@ -48,7 +48,7 @@ int main(int argc, char **argv)
     for (int q = 0; q < np; q++) (void)shmem_int64_atomic_fetch(heap_top, q);
     shmem_barrier_all();
 
-    t0 = dht_now();
+    t0 = app_now();
     for (long i = 0; i < p.inserts; i++) {
         dht_req_t r     = dht_make(&p, me, i);
         int o           = dht_owner(r.key, np);
@@ -71,7 +71,7 @@ int main(int argc, char **argv)
         shmem_int64_atomic_set(&table.heap[idx].next, prev, o);
     }
     shmem_quiet();
-    t1 = dht_now();
+    t1 = app_now();
     shmem_barrier_all();
 
     long mine_errs = errors + dht_verify(&p, &table, me, np);

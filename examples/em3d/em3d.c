@@ -3,7 +3,6 @@
  * the four variants (see em3d.h).
  */
 #include "em3d.h"
-#include "../app_args.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -234,21 +233,6 @@ double em3d_checksum(const double *e, const double *h, int n)
 
     for (int i = 0; i < n; i++) s += e[i] * (double)(1 + i % 5) + h[i] * (double)(1 + (i + 2) % 7);
     return s;
-}
-
-long em3d_idle_spin(int np)
-{
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-    return cpus > 0 && np > cpus ? 64 : 1L << 16;
-}
-
-double em3d_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* All PEs' nodes in one process, with the same kernel and the sources'

@@ -18,6 +18,8 @@
 #ifndef EXAMPLES_EM3D_H
 #define EXAMPLES_EM3D_H
 
+#include "../app_common.h"
+
 #include <stdint.h>
 
 enum { EM3D_E = 0, EM3D_H = 1 };
@@ -82,12 +84,5 @@ double em3d_checksum(const double *e, const double *h, int n);
 int em3d_report(const em3d_params_t *p, const char *variant, int np, const double *sums,
                 const double *times);
 
-double em3d_now(void);
-
-/* Empty polls an application-level wait loop makes before it starts
- * yielding the core: few when the job has more PEs than the machine has
- * cores (the PE we wait for needs our core), many otherwise. Open MPI
- * makes the same distinction for its own waits (mpi_yield_when_idle). */
-long em3d_idle_spin(int np);
 
 #endif

@@ -66,7 +66,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    idle_spin = em3d_idle_spin(np);
+    idle_spin = app_idle_spin(np);
     if (em3d_graph_build(&p, me, np, &g)) {
         fprintf(stderr, "em3d_mpi_rma rank %d: out of memory building the graph\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);

@@ -3,7 +3,6 @@
  * four variants (see halo.h).
  */
 #include "halo.h"
-#include "../app_args.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -105,21 +104,6 @@ double halo_checksum(const double *u, int rows, int cols, long gi0)
         }
     }
     return s;
-}
-
-long halo_idle_spin(int np)
-{
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-    return cpus > 0 && np > cpus ? 64 : 1L << 16;
-}
-
-double halo_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* The whole grid on one process, with the same kernel: np * rows rows

@@ -16,6 +16,8 @@
 #ifndef EXAMPLES_HALO_H
 #define EXAMPLES_HALO_H
 
+#include "../app_common.h"
+
 #include <stddef.h>
 
 typedef struct halo_params {
@@ -51,12 +53,5 @@ double halo_checksum(const double *u, int rows, int cols, long gi0);
 int halo_report(const halo_params_t *p, const char *variant, int np, const double *sums,
                 const double *times);
 
-double halo_now(void);
-
-/* Empty polls an application-level wait loop makes before it starts
- * yielding the core: few when the job has more PEs than the machine has
- * cores (the PE we wait for needs our core), many otherwise. Open MPI
- * makes the same distinction for its own waits (mpi_yield_when_idle). */
-long halo_idle_spin(int np);
 
 #endif

@@ -53,7 +53,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < R; i++) {
         for (int j = 0; j < C; j++) cur[(size_t)i * C + j] = halo_init_value((long)me * R + i, j);
     }
-    idle_spin = halo_idle_spin(np);
+    idle_spin = app_idle_spin(np);
     nb[0] = me > 0 ? me - 1 : -1;
     nb[1] = me < np - 1 ? me + 1 : -1;
     MPI_Win_lock_all(MPI_MODE_NOCHECK, win);

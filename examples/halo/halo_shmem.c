@@ -59,7 +59,7 @@ int main(int argc, char **argv)
     for (long s = 0; s < p.total; s++) {
         if (s == p.warm) { /* the clock starts after the untimed warm-up steps */
             shmem_barrier_all();
-            t0 = halo_now();
+            t0 = app_now();
         }
         const double *halo[2];
 
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
         cur = nxt;
         nxt = t;
     }
-    t1 = halo_now();
+    t1 = app_now();
 
     double mine[2] = {halo_checksum(cur, R, C, (long)me * R), t1 - t0};
     shmem_double_put(results + 2 * (size_t)me, mine, 2, 0);
