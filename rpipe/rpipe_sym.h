@@ -164,17 +164,23 @@ static inline util_status_t rpipe_sym_get(rpipe_sym_t *sym, int pe, size_t offse
  * mapping; across nodes the network's. (A word must not be updated both
  * ways at once: see docs/shmem.md, "atomicity".) */
 /* Atomics through the network endpoint (rpipe_sym_amo_network). */
+static inline util_status_t rpipe_sym_amo_peer(rpipe_sym_t *sym, int pe, rpipe_sym_peer_t **peer_p)
+{
+    *peer_p = &sym->peer[pe];
+    if (__builtin_expect(__atomic_load_n(&(*peer_p)->amo_ep, __ATOMIC_ACQUIRE) != NULL, 1)) {
+        return UTIL_OK;
+    }
+    return rpipe_sym_amo_connect(sym, pe, peer_p);
+}
+
 static inline util_status_t rpipe_sym_amo_fetch_net(rpipe_sym_t *sym, int pe, size_t offset,
                                                     btl_amo_op_t op, unsigned size,
                                                     uint64_t operand, uint64_t compare,
                                                     uint64_t *old_p)
 {
-    rpipe_sym_peer_t *peer = &sym->peer[pe];
-    util_status_t status = UTIL_OK;
+    rpipe_sym_peer_t *peer;
+    util_status_t status = rpipe_sym_amo_peer(sym, pe, &peer);
 
-    if (__atomic_load_n(&peer->amo_ep, __ATOMIC_ACQUIRE) == NULL) {
-        status = rpipe_sym_amo_connect(sym, pe, &peer);
-    }
     if (status == UTIL_OK) {
         rpipe_sym_enter();
         status = btl_amo_fetch(peer->amo_ep, op, size, peer->base + offset, peer->amo_rkey,
@@ -188,12 +194,9 @@ static inline util_status_t rpipe_sym_amo_post_net(rpipe_sym_t *sym, int pe, siz
                                                    btl_amo_op_t op, unsigned size,
                                                    uint64_t operand)
 {
-    rpipe_sym_peer_t *peer = &sym->peer[pe];
-    util_status_t status = UTIL_OK;
+    rpipe_sym_peer_t *peer;
+    util_status_t status = rpipe_sym_amo_peer(sym, pe, &peer);
 
-    if (__atomic_load_n(&peer->amo_ep, __ATOMIC_ACQUIRE) == NULL) {
-        status = rpipe_sym_amo_connect(sym, pe, &peer);
-    }
     if (status == UTIL_OK) {
         rpipe_sym_enter();
         status = btl_amo_post(peer->amo_ep, op, size, peer->base + offset, peer->amo_rkey,
