@@ -4,6 +4,7 @@
  * and an address-ordered treap (max-size augmented) over the free blocks.
  */
 #include "rmalloc/rmalloc_vmem.h"
+#include "rmalloc/rmalloc_ring.h"
 #include "util/log.h"
 
 #include <stdlib.h>
@@ -37,19 +38,13 @@ typedef struct {
         } f;
         struct {           /* allocated or dummy */
             uint64_t id, peer_id, payload;
-            uint32_t fifo_seq; /* ring position (mod 2^32, FIFO < 2^32) */
             uint32_t peer_block;
+            uint32_t pad_;
         } a;
     } u;
 } blk_t;
 
 _Static_assert(sizeof(blk_t) == 64, "a block record is one cache line");
-
-typedef struct {
-    uint32_t blk;
-    uint32_t released;
-    uint64_t units;
-} fifo_ent_t;
 
 struct rmalloc_vmem {
     blk_t       *blk;
@@ -69,9 +64,7 @@ struct rmalloc_vmem {
     uint32_t     cursor_blk; /* hint: block starting at the cursor */
     uint64_t     rng;
     uint64_t     stamp, seq;
-    fifo_ent_t  *fifo;       /* ring mode: allocation order */
-    uint64_t     fifo_mask, fifo_head, fifo_tail;
-    uint64_t     released;
+    rmalloc_ring_t *ring;    /* ring mode: everything is there */
 };
 
 static const char *heuristic_names[RMALLOC_HEURISTIC_COUNT] = {
@@ -480,7 +473,6 @@ HOT uint32_t carve(rmalloc_vmem_t *vm, uint32_t f, uint64_t s, uint64_t n, uint3
     ba->u.a.peer_id    = 0;
     ba->u.a.peer_block = NIL;
     ba->u.a.payload    = 0;
-    ba->u.a.fifo_seq   = 0;
     vm->used += n;
     return a;
 }
@@ -547,46 +539,6 @@ HOT uint32_t lookup(const rmalloc_vmem_t *vm, const raddr_t *d)
     return d->block;
 }
 
-/* ---- ring FIFO ---------------------------------------------------------- */
-
-static util_status_t fifo_push(rmalloc_vmem_t *vm, uint32_t i)
-{
-    if (vm->fifo_tail - vm->fifo_head > vm->fifo_mask) {
-        uint64_t    cap  = (vm->fifo_mask + 1) * 2;
-        fifo_ent_t *fifo = malloc(cap * sizeof(*fifo));
-        if (fifo == NULL) {
-            util_error("rmalloc: cannot grow ring FIFO to %llu entries", (unsigned long long)cap);
-            return UTIL_ERR_NO_MEMORY;
-        }
-        for (uint64_t s = vm->fifo_head; s != vm->fifo_tail; s++)
-            fifo[s & (cap - 1)] = vm->fifo[s & vm->fifo_mask];
-        free(vm->fifo);
-        vm->fifo      = fifo;
-        vm->fifo_mask = cap - 1;
-    }
-    fifo_ent_t *e = &vm->fifo[vm->fifo_tail & vm->fifo_mask];
-    e->blk      = i;
-    e->released = 0;
-    e->units    = vm->blk[i].units;
-    vm->blk[i].u.a.fifo_seq = (uint32_t)vm->fifo_tail++;
-    return UTIL_OK;
-}
-
-/* Pops released entries and dummies from the head, counting their units. */
-static void fifo_pop_released(rmalloc_vmem_t *vm)
-{
-    while (vm->fifo_head != vm->fifo_tail) {
-        fifo_ent_t *e = &vm->fifo[vm->fifo_head & vm->fifo_mask];
-        if (!e->released) {
-            if (vm->blk[e->blk].state != BLK_DUMMY)
-                return;
-            release_block(vm, e->blk);
-        }
-        vm->released += e->units;
-        vm->fifo_head++;
-    }
-}
-
 /* ---- public ------------------------------------------------------------- */
 
 util_status_t rmalloc_vmem_create(const rmalloc_vmem_config_t *config, rmalloc_vmem_t **vmem_p)
@@ -639,13 +591,9 @@ util_status_t rmalloc_vmem_create(const rmalloc_vmem_config_t *config, rmalloc_v
     if (status != UTIL_OK)
         goto err_free_vm;
     if (vm->flags & RMALLOC_VMEM_RING) {
-        vm->fifo = malloc(64 * sizeof(*vm->fifo));
-        if (vm->fifo == NULL) {
-            util_error("rmalloc: cannot allocate the ring FIFO");
-            status = UTIL_ERR_NO_MEMORY;
+        status = rmalloc_ring_create(total, vm->shift, vm->stamp, &vm->ring);
+        if (status != UTIL_OK)
             goto err_free_blk;
-        }
-        vm->fifo_mask = 63;
     }
     uint32_t i = blk_new(vm);
     vm->blk[i].start = 0;
@@ -667,7 +615,7 @@ void rmalloc_vmem_destroy(rmalloc_vmem_t *vmem)
 {
     if (vmem == NULL)
         return;
-    free(vmem->fifo);
+    rmalloc_ring_destroy(vmem->ring);
     free(vmem->blk);
     free(vmem);
 }
@@ -741,126 +689,64 @@ static inline uint64_t align_up(uint64_t v, uint64_t a)
     return (v + a - 1) & ~(a - 1);
 }
 
-/* Ring mode: place at the cursor, or at 0 behind a dummy. */
-static util_status_t ring_alloc(rmalloc_vmem_t *vm, uint64_t units, uint64_t align,
-                                uint32_t *a_p, uint64_t *wrap_from_p)
-{
-    uint64_t s = align_up(vm->cursor, align);
-    uint32_t f;
-
-    if (s + units <= vm->total) {
-        f = t_containing(vm, vm->cursor);
-        if (f == NIL || vm->blk[f].start + vm->blk[f].units < s + units)
-            return UTIL_ERR_NO_RESOURCE;
-        *a_p         = carve(vm, f, s, units, BLK_ALLOC);
-        *wrap_from_p = UINT64_MAX;
-        return UTIL_OK;
-    }
-    if (units > vm->total)
-        return UTIL_ERR_NO_RESOURCE;
-    /* Wrap: [cursor, total) must be free for the dummy, [0, units) for us. */
-    uint32_t d = NIL;
-    if (vm->cursor < vm->total) {
-        d = t_containing(vm, vm->cursor);
-        if (d == NIL || vm->blk[d].start + vm->blk[d].units != vm->total)
-            return UTIL_ERR_NO_RESOURCE;
-    }
-    f = t_containing(vm, 0);
-    if (f == NIL)
-        return UTIL_ERR_NO_RESOURCE;
-    uint64_t f_end = (f == d) ? vm->cursor : vm->blk[f].start + vm->blk[f].units;
-    if (f_end < units)
-        return UTIL_ERR_NO_RESOURCE;
-    uint64_t wrap_from = vm->cursor;
-    if (d != NIL) {
-        uint32_t dummy = carve(vm, d, vm->cursor, vm->total - vm->cursor, BLK_DUMMY);
-        util_status_t status = fifo_push(vm, dummy);
-        if (status != UTIL_OK) {
-            release_block(vm, dummy);
-            return status;
-        }
-        f = t_containing(vm, 0);
-    }
-    *a_p         = carve(vm, f, 0, units, BLK_ALLOC);
-    *wrap_from_p = wrap_from;
-    return UTIL_OK;
-}
-
 util_status_t rmalloc_vmem_alloc(rmalloc_vmem_t *vm, uint64_t payload, uint64_t align,
                                  raddr_t *desc_p)
 {
     util_status_t status;
     uint64_t      units = rmalloc_vmem_units_for(vm, payload);
-    uint64_t      au    = 1, wrap_from = UINT64_MAX;
+    uint64_t      au    = 1;
     uint32_t      f, a;
 
     if (units == 0 || units > vm->total || (align & (align - 1)))
         return UTIL_ERR_INVALID;
     if (align > (UINT64_C(1) << vm->shift))
         au = align >> vm->shift;
+    if (vm->ring != NULL)
+        return rmalloc_ring_alloc(vm->ring, units, au, payload, desc_p);
     status = blk_reserve(vm, 4);
     if (status != UTIL_OK)
         return status;
 
-    if (vm->flags & RMALLOC_VMEM_RING) {
-        status = ring_alloc(vm, units, au, &a, &wrap_from);
-        if (status != UTIL_OK)
-            return status;
-        status = fifo_push(vm, a);
-        if (status != UTIL_OK) {
-            release_block(vm, a);
-            return status;
-        }
-    } else {
-        /* Next-fit fast path: the free block right at the cursor. */
-        if (vm->heuristic == RMALLOC_NEXT_FIT) {
-            f = vm->cursor_blk;
-            if (f == NIL || vm->blk[f].state != BLK_FREE || vm->blk[f].start != vm->cursor)
-                f = t_containing(vm, vm->cursor);
-            if (f != NIL) {
-                uint64_t s = align_up(vm->cursor, au);
-                if (s + units <= vm->blk[f].start + vm->blk[f].units) {
-                    a = carve(vm, f, s, units, BLK_ALLOC);
-                    goto found;
-                }
+    /* Next-fit fast path: the free block right at the cursor. */
+    if (vm->heuristic == RMALLOC_NEXT_FIT) {
+        f = vm->cursor_blk;
+        if (f == NIL || vm->blk[f].state != BLK_FREE || vm->blk[f].start != vm->cursor)
+            f = t_containing(vm, vm->cursor);
+        if (f != NIL) {
+            uint64_t s = align_up(vm->cursor, au);
+            if (s + units <= vm->blk[f].start + vm->blk[f].units) {
+                a = carve(vm, f, s, units, BLK_ALLOC);
+                goto found;
             }
         }
-        f = pick(vm, units + au - 1);
-        if (f == NIL)
-            return UTIL_ERR_NO_RESOURCE;
-        a = carve(vm, f, align_up(vm->blk[f].start, au), units, BLK_ALLOC);
     }
+    f = pick(vm, units + au - 1);
+    if (f == NIL)
+        return UTIL_ERR_NO_RESOURCE;
+    a = carve(vm, f, align_up(vm->blk[f].start, au), units, BLK_ALLOC);
 found:
     vm->blk[a].u.a.payload = payload;
     vm->live++;
     vm->cursor     = vm->blk[a].start + vm->blk[a].units;
     vm->cursor_blk = vm->blk[a].next;
-    if (vm->cursor >= vm->total && !(vm->flags & RMALLOC_VMEM_RING)) {
+    if (vm->cursor >= vm->total) {
         vm->cursor     = 0;
         vm->cursor_blk = vm->first;
     }
     fill_desc(vm, a, desc_p);
-    if (wrap_from != UINT64_MAX) {
-        desc_p->flags |= RMALLOC_DESC_WRAPPED;
-        desc_p->wrap_from = wrap_from;
-    }
     return UTIL_OK;
 }
 
 util_status_t rmalloc_vmem_free(rmalloc_vmem_t *vm, const raddr_t *desc)
 {
+    if (vm->ring != NULL)
+        return (desc != NULL) ? rmalloc_ring_free(vm->ring, desc) : UTIL_ERR_INVALID;
     uint32_t i = (desc != NULL) ? lookup(vm, desc) : NIL;
     if (i == NIL) {
         util_debug("rmalloc: free of a descriptor this instance did not issue or already freed");
         return UTIL_ERR_INVALID;
     }
     vm->live--;
-    if (vm->flags & RMALLOC_VMEM_RING) {
-        vm->fifo[vm->blk[i].u.a.fifo_seq & vm->fifo_mask].released = 1;
-        release_block(vm, i);
-        fifo_pop_released(vm);
-        return UTIL_OK;
-    }
     release_block(vm, i);
     return UTIL_OK;
 }
@@ -868,13 +754,14 @@ util_status_t rmalloc_vmem_free(rmalloc_vmem_t *vm, const raddr_t *desc)
 util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vm, const raddr_t *desc, uint64_t payload,
                                    raddr_t *desc_p)
 {
-    uint32_t i = lookup(vm, desc);
+    uint32_t i;
     uint64_t units;
 
-    if (i == NIL)
+    if (vm->ring != NULL)
+        return rmalloc_ring_lookup(vm->ring, desc) == UTIL_OK ? UTIL_ERR_UNSUPPORTED
+                                                               : UTIL_ERR_INVALID;
+    if ((i = lookup(vm, desc)) == NIL)
         return UTIL_ERR_INVALID;
-    if (vm->flags & RMALLOC_VMEM_RING)
-        return UTIL_ERR_UNSUPPORTED;
     units = rmalloc_vmem_units_for(vm, payload);
     if (units == 0)
         return UTIL_ERR_INVALID;
@@ -948,6 +835,11 @@ util_status_t rmalloc_vmem_claim(rmalloc_vmem_t *vm, uint64_t start, uint64_t un
 util_status_t rmalloc_vmem_peer(const rmalloc_vmem_t *vm, const raddr_t *desc,
                                 uint64_t *peer_id_p, uint32_t *peer_block_p)
 {
+    if (vm->ring != NULL) { /* ring mode claims nothing: no peer names */
+        *peer_id_p    = 0;
+        *peer_block_p = NIL;
+        return rmalloc_ring_lookup(vm->ring, desc);
+    }
     uint32_t i = lookup(vm, desc);
     if (i == NIL)
         return UTIL_ERR_INVALID;
@@ -958,32 +850,12 @@ util_status_t rmalloc_vmem_peer(const rmalloc_vmem_t *vm, const raddr_t *desc,
 
 uint64_t rmalloc_vmem_ring_take_released(rmalloc_vmem_t *vm)
 {
-    uint64_t r   = vm->released;
-    vm->released = 0;
-    return r;
+    return (vm->ring != NULL) ? rmalloc_ring_take_released(vm->ring) : 0;
 }
 
 util_status_t rmalloc_vmem_ring_retire(rmalloc_vmem_t *vm, uint64_t units)
 {
-    uint64_t sum = 0, s;
-
-    if (!(vm->flags & RMALLOC_VMEM_RING))
-        return UTIL_ERR_INVALID;
-    for (s = vm->fifo_head; s != vm->fifo_tail && sum < units; s++)
-        sum += vm->fifo[s & vm->fifo_mask].units;
-    if (sum != units) {
-        util_error("rmalloc: peer released %llu units, not a block boundary of this ring",
-                   (unsigned long long)units);
-        return UTIL_ERR_INVALID;
-    }
-    while (vm->fifo_head != s) {
-        uint32_t b = vm->fifo[vm->fifo_head & vm->fifo_mask].blk;
-        if (vm->blk[b].state == BLK_ALLOC)
-            vm->live--;
-        release_block(vm, b);
-        vm->fifo_head++;
-    }
-    return UTIL_OK;
+    return (vm->ring != NULL) ? rmalloc_ring_retire(vm->ring, units) : UTIL_ERR_INVALID;
 }
 
 void *rmalloc_vmem_ptr(const rmalloc_vmem_t *vm, const raddr_t *desc)
@@ -1000,12 +872,12 @@ uint64_t rmalloc_vmem_total_units(const rmalloc_vmem_t *vm)
 
 uint64_t rmalloc_vmem_used_units(const rmalloc_vmem_t *vm)
 {
-    return vm->used;
+    return (vm->ring != NULL) ? rmalloc_ring_used_units(vm->ring) : vm->used;
 }
 
 uint64_t rmalloc_vmem_live_count(const rmalloc_vmem_t *vm)
 {
-    return vm->live;
+    return (vm->ring != NULL) ? rmalloc_ring_live_count(vm->ring) : vm->live;
 }
 
 unsigned rmalloc_vmem_unit_shift(const rmalloc_vmem_t *vm)
@@ -1016,6 +888,10 @@ unsigned rmalloc_vmem_unit_shift(const rmalloc_vmem_t *vm)
 void rmalloc_vmem_walk(const rmalloc_vmem_t *vm,
                        void (*fn)(const rmalloc_block_info_t *block, void *arg), void *arg)
 {
+    if (vm->ring != NULL) {
+        rmalloc_ring_walk(vm->ring, fn, arg);
+        return;
+    }
     for (uint32_t i = vm->first; i != NIL; i = vm->blk[i].next) {
         rmalloc_block_info_t info = {vm->blk[i].start, vm->blk[i].start + vm->blk[i].units,
                                      (int)vm->blk[i].state};
@@ -1061,6 +937,9 @@ util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
     uint64_t pos = 0, used = 0, live = 0, nfree = 0, nbin = 0, ntree = 0, last_end = 0;
     uint32_t prev = NIL;
     int      prev_free = 0;
+
+    if (vm->ring != NULL)
+        return rmalloc_ring_check(vm->ring);
 
     for (uint32_t i = vm->first; i != NIL; prev = i, i = vm->blk[i].next) {
         const blk_t *b = &vm->blk[i];
@@ -1112,19 +991,5 @@ util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
         return UTIL_ERR_STATE;
     CHECK_(ntree == nfree, "%llu free blocks, %llu in the tree", (unsigned long long)nfree,
            (unsigned long long)ntree);
-    if (vm->flags & RMALLOC_VMEM_RING) {
-        uint64_t fused = 0;
-        for (uint64_t s = vm->fifo_head; s != vm->fifo_tail; s++) {
-            const fifo_ent_t *e = &vm->fifo[s & vm->fifo_mask];
-            if (e->released)
-                continue;
-            CHECK_(vm->blk[e->blk].state == BLK_ALLOC || vm->blk[e->blk].state == BLK_DUMMY,
-                   "ring entry %llu points at a free block", (unsigned long long)s);
-            CHECK_(vm->blk[e->blk].units == e->units, "ring entry size");
-            fused += e->units;
-        }
-        CHECK_(fused == vm->used, "ring holds %llu units, %llu used", (unsigned long long)fused,
-               (unsigned long long)vm->used);
-    }
     return UTIL_OK;
 }

@@ -24,6 +24,8 @@
  * covers the rest of the region. The placement then depends only on the
  * cursor and the size, so a shadow and the real instance make the same
  * choice. Releases are counted in allocation order (see ring_* below).
+ * A ring keeps only a FIFO of its allocations (rmalloc_ring.h): O(1) per
+ * call, since rpipe's block mode runs it on every message.
  *
  * Status codes: UTIL_OK; UTIL_ERR_NO_RESOURCE when no free block fits (the
  * "would block" of an allocation: free or sync, then retry);

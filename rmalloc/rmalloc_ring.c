@@ -1,0 +1,296 @@
+/*
+ * Ring-mode allocator instance: allocations in a FIFO, nothing else (see
+ * rmalloc_ring.h for why that is enough).
+ */
+#include "rmalloc/rmalloc_ring.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { ENT_ALLOC = RMALLOC_BLOCK_ALLOC, ENT_DUMMY = RMALLOC_BLOCK_DUMMY, ENT_RELEASED = 0 };
+
+typedef struct {
+    uint64_t from;  /* the occupied span starts here (alignment padding before start) */
+    uint64_t start; /* first unit of the block */
+    uint64_t units;
+    uint64_t id;
+    uint32_t state; /* ENT_* */
+    uint32_t pad_;
+} ring_ent_t;
+
+struct rmalloc_ring {
+    ring_ent_t *fifo;
+    uint64_t    mask, head, tail; /* entries [head, tail), sequence numbers */
+    uint64_t    total, cursor;
+    uint64_t    used, live, released;
+    uint64_t    stamp, seq;
+    unsigned    shift;
+};
+
+util_status_t rmalloc_ring_create(uint64_t total_units, unsigned unit_shift, uint64_t stamp,
+                                  rmalloc_ring_t **ring_p)
+{
+    rmalloc_ring_t *ring = calloc(1, sizeof(*ring));
+
+    if (ring == NULL || (ring->fifo = malloc(64 * sizeof(*ring->fifo))) == NULL) {
+        free(ring);
+        util_error("rmalloc: cannot allocate a ring instance");
+        return UTIL_ERR_NO_MEMORY;
+    }
+    ring->mask  = 63;
+    ring->total = total_units;
+    ring->shift = unit_shift;
+    ring->stamp = stamp;
+    *ring_p     = ring;
+    return UTIL_OK;
+}
+
+void rmalloc_ring_destroy(rmalloc_ring_t *ring)
+{
+    if (ring != NULL) {
+        free(ring->fifo);
+        free(ring);
+    }
+}
+
+static util_status_t ring_grow(rmalloc_ring_t *ring)
+{
+    uint64_t    cap  = (ring->mask + 1) * 2;
+    ring_ent_t *fifo = malloc(cap * sizeof(*fifo));
+
+    if (fifo == NULL) {
+        util_error("rmalloc: cannot grow the ring FIFO to %llu entries", (unsigned long long)cap);
+        return UTIL_ERR_NO_MEMORY;
+    }
+    for (uint64_t s = ring->head; s != ring->tail; s++)
+        fifo[s & (cap - 1)] = ring->fifo[s & ring->mask];
+    free(ring->fifo);
+    ring->fifo = fifo;
+    ring->mask = cap - 1;
+    return UTIL_OK;
+}
+
+static inline ring_ent_t *ring_push(rmalloc_ring_t *ring, uint64_t from, uint64_t start,
+                                    uint64_t units, uint32_t state)
+{
+    ring_ent_t *e = &ring->fifo[ring->tail++ & ring->mask];
+
+    e->from  = from;
+    e->start = start;
+    e->units = units;
+    e->state = state;
+    e->id    = (ring->stamp << 40) | (++ring->seq & ((UINT64_C(1) << 40) - 1));
+    ring->used += units;
+    ring->cursor = start + units;
+    return e;
+}
+
+util_status_t rmalloc_ring_alloc(rmalloc_ring_t *ring, uint64_t units, uint64_t align_units,
+                                 uint64_t payload, raddr_t *desc_p)
+{
+    uint64_t cursor = ring->cursor;
+    uint64_t s      = (cursor + align_units - 1) & ~(align_units - 1);
+    int      empty  = (ring->head == ring->tail);
+    uint64_t lo     = empty ? 0 : ring->fifo[ring->head & ring->mask].from;
+    uint64_t wrap_from = UINT64_MAX;
+
+    /* Two pushes at most (a dummy and the block). */
+    if (ring->tail - ring->head + 2 > ring->mask + 1 && ring_grow(ring) != UTIL_OK)
+        return UTIL_ERR_NO_MEMORY;
+    /* Occupied: [lo, cursor) when lo < cursor, [lo, total) + [0, cursor)
+     * when it wrapped; lo == cursor with entries means full. */
+    if (s + units <= ring->total) {
+        if (!empty && !(lo < cursor || s + units <= lo))
+            return UTIL_ERR_NO_RESOURCE;
+    } else {
+        /* Wrap: the dummy takes [cursor, total), the block [0, units). */
+        uint64_t free0_end;
+        if (units > ring->total)
+            return UTIL_ERR_NO_RESOURCE;
+        if (empty)
+            free0_end = cursor;
+        else if (lo < cursor || cursor == ring->total)
+            free0_end = lo;
+        else
+            return UTIL_ERR_NO_RESOURCE;
+        if (free0_end < units)
+            return UTIL_ERR_NO_RESOURCE;
+        wrap_from = cursor;
+        if (cursor < ring->total)
+            ring_push(ring, cursor, cursor, ring->total - cursor, ENT_DUMMY);
+        cursor = s = 0;
+    }
+    ring_ent_t *e = ring_push(ring, cursor, s, units, ENT_ALLOC);
+    ring->live++;
+    desc_p->start      = s;
+    desc_p->end        = s + units;
+    desc_p->id         = e->id;
+    desc_p->payload    = payload;
+    desc_p->block      = (uint32_t)(ring->tail - 1);
+    desc_p->unit_shift = (uint16_t)ring->shift;
+    desc_p->flags      = 0;
+    desc_p->wrap_from  = 0;
+    if (wrap_from != UINT64_MAX) {
+        desc_p->flags     = RMALLOC_DESC_WRAPPED;
+        desc_p->wrap_from = wrap_from;
+    }
+    return UTIL_OK;
+}
+
+/* The live entry desc names, or NULL. */
+static inline ring_ent_t *ring_find(const rmalloc_ring_t *ring, const raddr_t *desc)
+{
+    uint32_t off = desc->block - (uint32_t)ring->head;
+
+    if (desc->id == 0 || off >= ring->tail - ring->head)
+        return NULL;
+    ring_ent_t *e = &ring->fifo[(ring->head + off) & ring->mask];
+    if (e->state != ENT_ALLOC || e->id != desc->id || e->start != desc->start ||
+        e->start + e->units != desc->end)
+        return NULL;
+    return e;
+}
+
+util_status_t rmalloc_ring_lookup(const rmalloc_ring_t *ring, const raddr_t *desc)
+{
+    return ring_find(ring, desc) != NULL ? UTIL_OK : UTIL_ERR_INVALID;
+}
+
+util_status_t rmalloc_ring_free(rmalloc_ring_t *ring, const raddr_t *desc)
+{
+    ring_ent_t *e = ring_find(ring, desc);
+
+    if (e == NULL) {
+        util_debug("rmalloc: free of a descriptor this ring did not issue or already freed");
+        return UTIL_ERR_INVALID;
+    }
+    e->state = ENT_RELEASED;
+    ring->live--;
+    ring->used -= e->units;
+    /* Units count as released in allocation order only (Alg. 6/7). */
+    while (ring->head != ring->tail) {
+        e = &ring->fifo[ring->head & ring->mask];
+        if (e->state == ENT_ALLOC)
+            break;
+        if (e->state == ENT_DUMMY)
+            ring->used -= e->units;
+        ring->released += e->units;
+        ring->head++;
+    }
+    return UTIL_OK;
+}
+
+uint64_t rmalloc_ring_take_released(rmalloc_ring_t *ring)
+{
+    uint64_t r     = ring->released;
+    ring->released = 0;
+    return r;
+}
+
+util_status_t rmalloc_ring_retire(rmalloc_ring_t *ring, uint64_t units)
+{
+    uint64_t sum = 0, s;
+
+    for (s = ring->head; s != ring->tail && sum < units; s++)
+        sum += ring->fifo[s & ring->mask].units;
+    if (sum != units) {
+        util_error("rmalloc: peer released %llu units, not a block boundary of this ring",
+                   (unsigned long long)units);
+        return UTIL_ERR_INVALID;
+    }
+    for (; ring->head != s; ring->head++) {
+        const ring_ent_t *e = &ring->fifo[ring->head & ring->mask];
+        if (e->state == ENT_ALLOC)
+            ring->live--;
+        if (e->state != ENT_RELEASED)
+            ring->used -= e->units;
+    }
+    return UTIL_OK;
+}
+
+uint64_t rmalloc_ring_used_units(const rmalloc_ring_t *ring)
+{
+    return ring->used;
+}
+
+uint64_t rmalloc_ring_live_count(const rmalloc_ring_t *ring)
+{
+    return ring->live;
+}
+
+static int ent_by_start(const void *a, const void *b)
+{
+    const ring_ent_t *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+void rmalloc_ring_walk(const rmalloc_ring_t *ring,
+                       void (*fn)(const rmalloc_block_info_t *block, void *arg), void *arg)
+{
+    uint64_t    n = 0, pos = 0;
+    ring_ent_t *ents = malloc((ring->tail - ring->head + 1) * sizeof(*ents));
+
+    if (ents == NULL) {
+        util_error("rmalloc: no memory to walk a ring");
+        return;
+    }
+    for (uint64_t s = ring->head; s != ring->tail; s++)
+        if (ring->fifo[s & ring->mask].state != ENT_RELEASED)
+            ents[n++] = ring->fifo[s & ring->mask];
+    qsort(ents, n, sizeof(*ents), ent_by_start);
+    for (uint64_t i = 0; i < n; i++) {
+        if (ents[i].start > pos) {
+            rmalloc_block_info_t gap = {pos, ents[i].start, RMALLOC_BLOCK_FREE};
+            fn(&gap, arg);
+        }
+        rmalloc_block_info_t b = {ents[i].start, ents[i].start + ents[i].units,
+                                  (int)ents[i].state};
+        fn(&b, arg);
+        pos = ents[i].start + ents[i].units;
+    }
+    if (pos < ring->total) {
+        rmalloc_block_info_t tail = {pos, ring->total, RMALLOC_BLOCK_FREE};
+        fn(&tail, arg);
+    }
+    free(ents);
+}
+
+#define CHECK_(_cond, ...)                                                    \
+    do {                                                                      \
+        if (!(_cond)) {                                                       \
+            util_error("rmalloc ring check: " __VA_ARGS__);                   \
+            return UTIL_ERR_STATE;                                            \
+        }                                                                     \
+    } while (0)
+
+util_status_t rmalloc_ring_check(const rmalloc_ring_t *ring)
+{
+    uint64_t used = 0, live = 0, span = 0, end = 0;
+
+    CHECK_(ring->tail - ring->head <= ring->mask + 1, "FIFO overflow");
+    CHECK_(ring->cursor <= ring->total, "cursor %llu past the region",
+           (unsigned long long)ring->cursor);
+    for (uint64_t s = ring->head; s != ring->tail; s++) {
+        const ring_ent_t *e = &ring->fifo[s & ring->mask];
+        CHECK_(e->units > 0 && e->from <= e->start && e->start + e->units <= ring->total,
+               "entry %llu out of the region", (unsigned long long)s);
+        if (s != ring->head)
+            CHECK_(e->from == end || (e->from == 0 && end == ring->total),
+                   "entry %llu does not follow its predecessor", (unsigned long long)s);
+        CHECK_(s != ring->head || e->state != ENT_RELEASED, "released entry at the head");
+        span += e->start + e->units - e->from;
+        end = e->start + e->units;
+        if (e->state != ENT_RELEASED)
+            used += e->units;
+        live += (e->state == ENT_ALLOC);
+    }
+    CHECK_(ring->head == ring->tail || end == ring->cursor, "cursor is not after the newest block");
+    CHECK_(span <= ring->total, "ring holds %llu of %llu units", (unsigned long long)span,
+           (unsigned long long)ring->total);
+    CHECK_(used == ring->used, "used units %llu, counted %llu", (unsigned long long)ring->used,
+           (unsigned long long)used);
+    CHECK_(live == ring->live, "live count %llu, counted %llu", (unsigned long long)ring->live,
+           (unsigned long long)live);
+    return UTIL_OK;
+}
