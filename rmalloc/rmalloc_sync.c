@@ -26,6 +26,7 @@
 #include "util/env.h"
 #include "util/log.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -89,6 +90,7 @@ struct rmalloc_sync_ep {
     int                      pulled_new;
     uint64_t                 word;    /* landing spot of 8-byte reads */
     uint8_t                 *scratch; /* landing spot of tag queue reads */
+    const uint8_t           *peer_view; /* peer's buffer mapped here, or NULL */
     uint64_t                 window;  /* tags asked for by the read in flight */
     uint64_t                 freed_seen, freed_total;
     uint64_t                 consumed, consumed_told; /* tag reader: taken, reported */
@@ -273,6 +275,11 @@ void rmalloc_sync_destroy(rmalloc_sync_ep_t *ep)
     free(ep);
 }
 
+void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, const void *peer_buf)
+{
+    ep->peer_view = peer_buf;
+}
+
 rmalloc_vmem_t *rmalloc_sync_vmem(rmalloc_sync_ep_t *ep)
 {
     return ep->vm;
@@ -416,10 +423,47 @@ static util_status_t complete_pending(rmalloc_sync_ep_t *ep)
     return apply_read(ep, kind);
 }
 
+/* issue_read() where the peer's buffer is mapped: loads. A tag window is
+ * copied only once its first slot holds the tag expected next. */
+static util_status_t view_read(rmalloc_sync_ep_t *ep, int kind)
+{
+    if (ep->unflushed) { /* no read completes here, so drive earlier writes */
+        util_status_t status = ep->tr.ops->flush(ep->tr.ctx);
+        if (status != UTIL_OK)
+            return status;
+        ep->unflushed = 0;
+    }
+    ep->stats.reads++;
+    if (kind == PEND_TAGS) {
+        uint64_t cap  = ep->cfg.queue_len;
+        uint64_t slot = ep->consumed % cap;
+        const uint8_t *first = ep->peer_view + OFF_TAGS + slot * sizeof(rec_t);
+
+        ep->window = (cap - slot < TAG_WINDOW) ? cap - slot : TAG_WINDOW;
+        if (__atomic_load_n((const uint64_t *)(first + offsetof(rec_t, stamp)),
+                            __ATOMIC_ACQUIRE) != ep->consumed + 1) {
+            ep->pulled_new = 0;
+            if (ep->consumed == ep->consumed_told)
+                return UTIL_OK; /* nothing new, nothing to report */
+            ep->window = 1;     /* apply_tags finds it stale and reports */
+        }
+        memcpy(ep->scratch, first, ep->window * sizeof(rec_t));
+    } else {
+        ep->word = __atomic_load_n((const uint64_t *)(ep->peer_view +
+                                                      (kind == PEND_FREED ? OFF_FREED
+                                                                          : OFF_CH_TAIL)),
+                                   __ATOMIC_ACQUIRE);
+    }
+    return apply_read(ep, kind);
+}
+
 /* Issues a read of the peer's buffer into ep->word or ep->scratch. */
 static util_status_t issue_read(rmalloc_sync_ep_t *ep, int kind)
 {
     util_status_t status;
+
+    if (ep->peer_view != NULL)
+        return view_read(ep, kind);
 
     if (kind == PEND_TAGS) {
         uint64_t cap  = ep->cfg.queue_len;

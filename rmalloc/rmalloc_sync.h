@@ -150,6 +150,13 @@ void rmalloc_sync_destroy(rmalloc_sync_ep_t *ep);
 /* The endpoint's allocator instance (local or shadow). */
 rmalloc_vmem_t *rmalloc_sync_vmem(rmalloc_sync_ep_t *ep);
 
+/* The peer's sync buffer where it is mapped here (load/store reachable), or
+ * NULL. Reads of it then are loads: a poll that finds nothing new costs one
+ * load instead of a transfer of the whole tag window. Writes and atomics
+ * still go through the transport (they must be ordered with its other
+ * operations). */
+void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, const void *peer_buf);
+
 /* Counters since creation. */
 void rmalloc_sync_get_stats(const rmalloc_sync_ep_t *ep, rmalloc_sync_stats_t *stats_p);
 

@@ -559,6 +559,9 @@ util_status_t rpipe_connect(rch_t ch)
     if (status != UTIL_OK) {
         return status;
     }
+    if (btl_rkey_ptr(ch->peer_sync_rkey, meta.sync_addr, &ptr) == UTIL_OK) {
+        rmalloc_sync_set_peer_view(ch->sync, ptr); /* sync reads become loads */
+    }
     if (ch->cfg.op == RDMA_ATOMIC && ch->producer) {
         ch->peer_cell_addr = meta.cell_addr;
         status = btl_rkey_unpack(ch->ep, meta.cell_key, meta.cell_key_len, &ch->peer_cell_rkey);

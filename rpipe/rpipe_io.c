@@ -11,6 +11,9 @@
 
 #include <string.h>
 
+/* Loads of a pending flag word between two full rread_nb polls. */
+#define RPIPE_FLAG_SPIN 16
+
 /* Base of the memory where this side sees message bytes: the owner's own
  * region, the owner's region mapped here, or the local mirror. */
 static inline char *rpipe_view(rch_t ch)
@@ -284,6 +287,32 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
     return R_SUCCESS;
 }
 
+/* Waits for the pending message's flag word to change, where it is in
+ * memory this side can load: one load per poll instead of a full rread_nb,
+ * so the flag is seen about as soon as it lands. Each round of loads counts
+ * as one poll of the general wait, which runs between rounds (the word may
+ * hold stale bytes that never change) and alone once deferred posts or
+ * frees need it or the wait has begun to yield the core. */
+static void rpipe_wait_flag(rch_t ch, rpipe_wait_t *wait)
+{
+    if (ch->pending && (ch->owner || ch->peer_region != NULL) && rpipe_state.deferred == 0 &&
+        wait->polls < rpipe_state.spin) { /* not once it yields the core */
+        const uint64_t *flag = (const uint64_t *)(rpipe_view(ch) +
+                                                  rpipe_flag_offset(&ch->pending_desc));
+        uint64_t seen = __atomic_load_n(flag, __ATOMIC_RELAXED);
+
+        for (unsigned n = 0; n < RPIPE_FLAG_SPIN; n++) {
+            if (__atomic_load_n(flag, __ATOMIC_RELAXED) != seen) {
+                return;
+            }
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+    }
+    rpipe_wait_step(wait);
+}
+
 int rread(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
 {
     rpipe_wait_t wait;
@@ -291,7 +320,7 @@ int rread(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
 
     rpipe_wait_init(&wait);
     while ((status = rread_nb(ch, desc_p, ptr_p, size)) == R_PENDING) {
-        rpipe_wait_step(&wait);
+        rpipe_wait_flag(ch, &wait);
     }
     return status;
 }

@@ -251,7 +251,8 @@ START_TEST(test_model)
 {
     static model_t        m;
     rmalloc_sync_config_t cfg;
-    pair_combo_t          c = pair_combo(_i);
+    pair_combo_t          c = pair_combo(_i % PAIR_COMBOS);
+    int                   view = _i >= PAIR_COMBOS; /* reads as loads of the peer's buffer */
 
     memset(&m, 0, sizeof(m));
     m.combo = _i;
@@ -260,6 +261,10 @@ START_TEST(test_model)
     cfg.watermark = (_i % 3 == 0) ? RMALLOC_WATERMARK_HALF : RMALLOC_WATERMARK_FULL;
     cfg.retries   = 1 + (unsigned)_i % 3;
     ck_assert_int_eq(pair_init(&m.p, &cfg, 20, 10, m.rng), UTIL_OK);
+    if (view) {
+        rmalloc_sync_set_peer_view(m.p.ep[PAIR_PRODUCER], m.p.sbuf[PAIR_CONSUMER]);
+        rmalloc_sync_set_peer_view(m.p.ep[PAIR_CONSUMER], m.p.sbuf[PAIR_PRODUCER]);
+    }
 
     for (m.step = 0; m.step < g_ops; m.step++) {
         uint64_t r = rnd(&m) % 100;
@@ -281,9 +286,9 @@ START_TEST(test_model)
             quiesce(&m, (m.step / 5000) % 2);
     }
     quiesce(&m, 1);
-    printf("model: %s/%s/%s: %llu ops ok\n", rmalloc_sync_protocol_name(c.protocol),
+    printf("model: %s/%s/%s%s: %llu ops ok\n", rmalloc_sync_protocol_name(c.protocol),
            rmalloc_heuristic_name(c.heuristic), c.direction == RMALLOC_SYNC_PUT ? "put" : "get",
-           (unsigned long long)g_ops);
+           view ? " (peer view)" : "", (unsigned long long)g_ops);
     pair_fini(&m.p);
 }
 END_TEST
@@ -302,7 +307,7 @@ int main(void)
     Suite *s  = suite_create("rmalloc_model");
     TCase *tc = tcase_create("model");
     tcase_set_timeout(tc, 60.0 + (double)g_ops / 2000.0);
-    tcase_add_loop_test(tc, test_model, 0, PAIR_COMBOS);
+    tcase_add_loop_test(tc, test_model, 0, 2 * PAIR_COMBOS);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
