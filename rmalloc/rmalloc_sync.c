@@ -321,6 +321,14 @@ static util_status_t apply_rec(rmalloc_sync_ep_t *ep, const rec_t *r)
 
     ep->stats.applied++;
     if (ep->cfg.role == RMALLOC_SYNC_CONSUMER) {
+        /* The reader will load the new allocation's poll header next: start
+         * that miss now, so that it overlaps the claim below. */
+        raddr_t hint = {.start = r->start, .end = r->start + r->units, .id = 1,
+                        .payload = r->payload,
+                        .unit_shift = (uint16_t)rmalloc_vmem_unit_shift(ep->vm)};
+        const char *mem = rmalloc_vmem_ptr(ep->vm, &hint);
+        if (mem != NULL)
+            __builtin_prefetch(mem + rmalloc_desc_flag_offset(&hint));
         status = rmalloc_vmem_claim(ep->vm, r->start, r->units, r->payload, r->peer_id,
                                     r->peer_block, &d);
         if (status == UTIL_OK)
