@@ -25,6 +25,7 @@ extern const btl_component_t btl_ofi_component;
 #endif
 #if RMB_HAVE_BTL_VERBS && RMB_BTL_VERBS_LINKED
 extern const btl_component_t btl_verbs_component;
+int btl_verbs_usable(void); /* an RDMA device exists (btl/verbs/btl_verbs.c) */
 #endif
 #if RMB_HAVE_MPI && RMB_BTL_MPI_LINKED
 extern const btl_component_t btl_mpi_component;
@@ -47,9 +48,15 @@ static const btl_component_t *const btl_registry[] = {
     NULL /* keeps the array non-empty */
 };
 
-/* Built backends that can run now: btl/mpi only while MPI is initialized. */
+/* Built backends that can run now: btl/mpi only while MPI is initialized,
+ * btl/verbs only where an RDMA device exists. */
 static int btl_component_usable(const btl_component_t *comp)
 {
+#if RMB_HAVE_BTL_VERBS && RMB_BTL_VERBS_LINKED
+    if (comp == &btl_verbs_component) {
+        return btl_verbs_usable();
+    }
+#endif
 #if RMB_HAVE_MPI && RMB_BTL_MPI_LINKED
     if (comp == &btl_mpi_component) {
         return btl_mpi_usable();
@@ -218,6 +225,13 @@ static void btl_ctx_free(btl_ctx_t *ctx)
     free(ctx);
 }
 
+#if RMB_HAVE_BTL_VERBS && RMB_BTL_VERBS_LINKED
+static const char btl_verbs_hint[] = "; verbs: built, but no RDMA device here (ibv_devices "
+                                     "lists none)";
+#else
+static const char btl_verbs_hint[] = "; verbs: libibverbs-dev was missing at configure";
+#endif
+
 static util_status_t btl_ctx_choose(btl_ctx_t *ctx, const char *choice)
 {
     const btl_component_t *comp;
@@ -232,7 +246,8 @@ static util_status_t btl_ctx_choose(btl_ctx_t *ctx, const char *choice)
             util_error("RMB_BTL=\"%s\": no such backend in this build (%d built; try auto)%s",
                        choice, btl_component_count(),
                        strcmp(choice, "mpi") == 0 ? "; mpi needs MPI running: an MPI program, "
-                                                    "or RMB_BOOTSTRAP=mpi under mpirun" : "");
+                                                    "or RMB_BOOTSTRAP=mpi under mpirun"
+                       : strcmp(choice, "verbs") == 0 ? btl_verbs_hint : "");
             return UTIL_ERR_UNSUPPORTED;
         }
         if (comp->on_node_only && multi_node) {
