@@ -974,9 +974,8 @@ static util_status_t btl_verbs_open_device(btl_verbs_iface_t *vif, struct ibv_de
     ibv_free_device_list(list);
     if (vif->dev == NULL) {
         if (want_dev[0] != '\0') {
-            util_error("btl/verbs: RMB_VERBS_DEVICE=%s%s: no such device with an active port%s"
-                       " (see ibv_devinfo)", want_dev, want_port != 0 ? ", RMB_VERBS_PORT" : "",
-                       "");
+            util_error("btl/verbs: RMB_VERBS_DEVICE=%s%s: no such device with an active port "
+                       "(see ibv_devinfo)", want_dev, want_port != 0 ? " and RMB_VERBS_PORT" : "");
         } else {
             util_error("btl/verbs: none of %d RDMA device(s) has an active port%s (see "
                        "ibv_devinfo)", num, want_port != 0 ? " with RMB_VERBS_PORT's number" : "");
