@@ -25,7 +25,7 @@ extern const btl_component_t btl_ofi_component;
 #endif
 #if RMB_HAVE_BTL_VERBS && RMB_BTL_VERBS_LINKED
 extern const btl_component_t btl_verbs_component;
-int btl_verbs_usable(void); /* an RDMA device exists (btl/verbs/btl_verbs.c) */
+int btl_verbs_usable(void); /* an RDMA port is up (btl/verbs/btl_verbs.c) */
 #endif
 #if RMB_HAVE_MPI && RMB_BTL_MPI_LINKED
 extern const btl_component_t btl_mpi_component;
@@ -49,7 +49,7 @@ static const btl_component_t *const btl_registry[] = {
 };
 
 /* Built backends that can run now: btl/mpi only while MPI is initialized,
- * btl/verbs only where an RDMA device exists. */
+ * btl/verbs only where an RDMA device has an active port. */
 static int btl_component_usable(const btl_component_t *comp)
 {
 #if RMB_HAVE_BTL_VERBS && RMB_BTL_VERBS_LINKED
@@ -226,8 +226,8 @@ static void btl_ctx_free(btl_ctx_t *ctx)
 }
 
 #if RMB_HAVE_BTL_VERBS && RMB_BTL_VERBS_LINKED
-static const char btl_verbs_hint[] = "; verbs: built, but no RDMA device here (ibv_devices "
-                                     "lists none)";
+static const char btl_verbs_hint[] = "; verbs: built, but no RDMA device with an active "
+                                     "port here (see ibv_devinfo)";
 #else
 static const char btl_verbs_hint[] = "; verbs: libibverbs-dev was missing at configure";
 #endif

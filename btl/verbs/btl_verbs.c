@@ -8,8 +8,9 @@
  * first device with an active port; RMB_VERBS_PORT picks the port (0: the
  * first active one). RoCE ports route with a GID (RMB_VERBS_GID_INDEX,
  * default 0 there); InfiniBand ports use the LID unless a GID index is set.
- * Without any device the component is not usable (btl_verbs_usable): auto
- * never picks it and RMB_BTL=verbs is refused with one line.
+ * Without a device that has an active port the component is not usable
+ * (btl_verbs_usable): auto never picks it and RMB_BTL=verbs is refused with
+ * one line.
  *
  * Connections. iface_open creates one RC QP per peer (self included: the
  * network atomics of BTL_CAP_AMO_CPU-less backends reach my own memory
@@ -138,8 +139,28 @@ static inline int btl_verbs_peer_of(const btl_verbs_iface_t *vif, const btl_verb
     return (int)(q - vif->qps);
 }
 
-/* ---- usable: is there a device at all? ---- */
+/* ---- usable: is there a device with an active port? ---- */
 int btl_verbs_usable(void);
+
+static int btl_verbs_device_active(struct ibv_device *device)
+{
+    struct ibv_context *dev = ibv_open_device(device);
+    struct ibv_device_attr dattr;
+    struct ibv_port_attr pattr;
+    int active = 0;
+
+    if (dev == NULL) {
+        return 0;
+    }
+    if (ibv_query_device(dev, &dattr) == 0) {
+        for (int port = 1; port <= dattr.phys_port_cnt && !active; port++) {
+            active = ibv_query_port(dev, (uint8_t)port, &pattr) == 0 &&
+                     pattr.state == IBV_PORT_ACTIVE;
+        }
+    }
+    ibv_close_device(dev);
+    return active;
+}
 
 int btl_verbs_usable(void)
 {
@@ -147,14 +168,18 @@ int btl_verbs_usable(void)
     int cached = __atomic_load_n(&usable, __ATOMIC_RELAXED);
 
     if (cached < 0) {
-        int num = 0;
+        int num = 0, active = 0;
         struct ibv_device **list = ibv_get_device_list(&num);
 
+        for (int i = 0; list != NULL && i < num; i++) {
+            active += btl_verbs_device_active(list[i]);
+        }
         if (list != NULL) {
             ibv_free_device_list(list);
         }
-        cached = num > 0;
-        util_debug("btl/verbs: %d RDMA device(s)%s", num, cached ? "" : ": backend not usable");
+        cached = active > 0;
+        util_debug("btl/verbs: %d RDMA device(s), %d with an active port%s", num, active,
+                   cached ? "" : ": backend not usable");
         __atomic_store_n(&usable, cached, __ATOMIC_RELAXED);
     }
     return cached;
