@@ -207,6 +207,7 @@ static util_status_t btl_verbs_poll(btl_verbs_iface_t *vif)
     for (int i = 0; i < n; i++) {
         uint32_t peer = btl_verbs_wr_id_peer(wc[i].wr_id);
         btl_verbs_qp_t *q;
+        uint64_t number;
 
         if (peer >= (uint32_t)vif->num_qps) {
             util_warn("btl/verbs: completion with unknown wr_id 0x%llx ignored",
@@ -214,21 +215,25 @@ static util_status_t btl_verbs_poll(btl_verbs_iface_t *vif)
             continue;
         }
         q = &vif->qps[peer];
-        if (wc[i].status != IBV_WC_SUCCESS) {
+        number = btl_verbs_wr_id_number(wc[i].wr_id, q->credits.posted);
+        if (wc[i].status != IBV_WC_SUCCESS && q->status == UTIL_OK) {
             const char *text;
             util_status_t status = btl_verbs_wc_error(wc[i].status, &text);
 
-            if (q->status == UTIL_OK) {
-                util_error("btl/verbs: operation to peer %u failed: %s (%s, vendor error 0x%x)",
-                           peer, text, ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
-                q->status = status;
+            util_error("btl/verbs: operation to peer %u failed: %s (%s, vendor error 0x%x)",
+                       peer, text, ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
+            q->status = status;
+        }
+        if (q->status != UTIL_OK) {
+            /* a failed QP posts nothing more and completes every WR left
+             * with a flush CQE, in order: after the last one its credits
+             * go back to the CQ */
+            if (number == q->credits.posted) {
+                btl_verbs_credits_release(&q->credits, &vif->cq_credits);
             }
-            continue; /* a failed QP posts nothing more: its credits no longer matter */
+            continue;
         }
-        if (q->status == UTIL_OK) {
-            btl_verbs_credits_complete(&q->credits, &vif->cq_credits,
-                                       btl_verbs_wr_id_number(wc[i].wr_id, q->credits.posted));
-        }
+        btl_verbs_credits_complete(&q->credits, &vif->cq_credits, number);
     }
     return UTIL_OK;
 }
@@ -303,6 +308,7 @@ static util_status_t btl_verbs_post(btl_verbs_iface_t *vif, btl_verbs_qp_t *q,
     if (ret != 0) {
         util_error("btl/verbs: ibv_post_send to peer %u: %s", peer, strerror(ret));
         q->status = ret == ENOMEM ? UTIL_ERR_NO_RESOURCE : UTIL_ERR_IO;
+        btl_verbs_credits_release(&q->credits, &vif->cq_credits);
         return q->status;
     }
     *number_p = number;

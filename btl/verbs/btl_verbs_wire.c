@@ -251,6 +251,7 @@ int btl_verbs_credits_post(btl_verbs_sq_credits_t *sq, btl_verbs_cq_credits_t *c
     sq->posted = number;
     if (signal) {
         sq->last_signaled = number;
+        sq->signaled_out++;
         cq->signaled++;
     } else {
         cq->unsignaled++;
@@ -267,7 +268,16 @@ void btl_verbs_credits_complete(btl_verbs_sq_credits_t *sq, btl_verbs_cq_credits
     }
     cq->unsignaled -= (uint32_t)(number - sq->completed - 1);
     cq->signaled--;
+    sq->signaled_out--;
     sq->completed = number;
+}
+
+void btl_verbs_credits_release(btl_verbs_sq_credits_t *sq, btl_verbs_cq_credits_t *cq)
+{
+    cq->unsignaled -= (uint32_t)(sq->posted - sq->completed - sq->signaled_out);
+    cq->signaled -= sq->signaled_out;
+    sq->signaled_out = 0;
+    sq->completed = sq->posted;
 }
 
 uint64_t btl_verbs_wr_id_number(uint64_t wr_id, uint64_t posted)

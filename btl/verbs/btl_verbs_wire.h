@@ -119,6 +119,7 @@ typedef struct {
     uint64_t posted;       /* number of the last WR posted */
     uint64_t completed;    /* every WR up to this number is retired */
     uint64_t last_signaled;
+    uint32_t signaled_out; /* signaled WRs not yet completed */
 } btl_verbs_sq_credits_t;
 
 void btl_verbs_cq_credits_init(btl_verbs_cq_credits_t *cq, uint32_t cq_depth);
@@ -137,6 +138,10 @@ int btl_verbs_credits_post(btl_verbs_sq_credits_t *sq, btl_verbs_cq_credits_t *c
 /* A signaled WR numbered `number` completed: retires it and those before. */
 void btl_verbs_credits_complete(btl_verbs_sq_credits_t *sq, btl_verbs_cq_credits_t *cq,
                                 uint64_t number);
+/* The QP failed and its last CQE (error or flush: a QP in error completes
+ * every WR, signaled or not, in order) has been read: gives back to the CQ
+ * everything the QP held. Idempotent. */
+void btl_verbs_credits_release(btl_verbs_sq_credits_t *sq, btl_verbs_cq_credits_t *cq);
 /* 1 when the last posted WR is unsignaled (quiet must add a signaled one). */
 static inline int btl_verbs_credits_tail_unsignaled(const btl_verbs_sq_credits_t *sq)
 {

@@ -386,6 +386,8 @@ START_TEST(test_credits_random)
     btl_verbs_cq_credits_t cq;
     uint64_t pending[NQP][SQ]; /* signaled numbers not yet completed, oldest first */
     int npending[NQP] = {0};
+    int failures = 0;
+    uint32_t signaled_out;
     uint32_t seed = 12345;
     uint64_t number;
 
@@ -398,7 +400,12 @@ START_TEST(test_credits_random)
 
         seed = seed * 1103515245u + 12345u;
         q = (int)((seed >> 16) % NQP);
-        if (((seed >> 8) & 3) != 0 && btl_verbs_credits_available(&sq[q], &cq, 1)) {
+        if (((seed >> 4) & 1023) == 0) {
+            /* the QP fails; once its last CQE is read it gives everything back */
+            btl_verbs_credits_release(&sq[q], &cq);
+            npending[q] = 0;
+            failures++;
+        } else if (((seed >> 8) & 3) != 0 && btl_verbs_credits_available(&sq[q], &cq, 1)) {
             int want = ((seed >> 20) & 7) == 0;
             if (btl_verbs_credits_post(&sq[q], &cq, want, &number)) {
                 ck_assert_int_lt(npending[q], SQ);
@@ -408,13 +415,17 @@ START_TEST(test_credits_random)
             btl_verbs_credits_complete(&sq[q], &cq, pending[q][0]);
             memmove(pending[q], pending[q] + 1, sizeof(uint64_t) * (size_t)--npending[q]);
         }
+        signaled_out = 0;
         for (int k = 0; k < NQP; k++) {
+            ck_assert_uint_eq(sq[k].signaled_out, (uint32_t)npending[k]);
+            signaled_out += sq[k].signaled_out;
             ck_assert_uint_le(sq[k].posted - sq[k].completed, SQ);
             total += (int)(sq[k].posted - sq[k].completed);
             /* an unretired WR always has a signaled one at or after it */
             ck_assert(sq[k].posted == sq[k].completed || npending[k] > 0 ||
                       btl_verbs_credits_tail_unsignaled(&sq[k]));
         }
+        ck_assert_uint_eq(cq.signaled, signaled_out);
         ck_assert_uint_le(cq.signaled, cq.signaled_depth);
         ck_assert_uint_le(cq.unsignaled, cq.unsignaled_budget);
         ck_assert_int_eq(total, (int)(cq.signaled + cq.unsignaled));
@@ -434,6 +445,38 @@ START_TEST(test_credits_random)
     }
     ck_assert_uint_eq(cq.signaled, 0);
     ck_assert_uint_eq(cq.unsignaled, 0);
+    ck_assert_int_gt(failures, 5); /* the failure path was taken */
+}
+END_TEST
+
+/* A failed QP's credits go back to the CQ, and only its own. */
+START_TEST(test_credits_release)
+{
+    btl_verbs_sq_credits_t a, b;
+    btl_verbs_cq_credits_t cq;
+    uint64_t number;
+    int signaled = 0;
+
+    btl_verbs_cq_credits_init(&cq, 64);
+    btl_verbs_sq_credits_init(&a, 16, 2);
+    btl_verbs_sq_credits_init(&b, 16, 2);
+    for (int i = 1; i <= 5; i++) {
+        signaled += btl_verbs_credits_post(&a, &cq, 0, &number) << i; /* 2 and 4 */
+    }
+    ck_assert_int_eq(signaled, (1 << 2) | (1 << 4));
+    ck_assert(!btl_verbs_credits_post(&b, &cq, 0, &number));
+    btl_verbs_credits_complete(&a, &cq, 2);
+    ck_assert_uint_eq(a.signaled_out, 1);
+    ck_assert_uint_eq(cq.signaled, 1);
+    ck_assert_uint_eq(cq.unsignaled, 3); /* a's 3 and 5, b's 1 */
+    btl_verbs_credits_release(&a, &cq);
+    ck_assert_uint_eq(cq.signaled, 0);
+    ck_assert_uint_eq(cq.unsignaled, 1);
+    ck_assert_uint_eq(a.completed, 5);
+    ck_assert_uint_eq(a.signaled_out, 0);
+    btl_verbs_credits_release(&a, &cq); /* again: nothing more */
+    ck_assert_uint_eq(cq.unsignaled, 1);
+    ck_assert_uint_eq(b.posted - b.completed, 1);
 }
 END_TEST
 
@@ -911,6 +954,7 @@ int main(void)
     tcase_add_test(wire, test_credits_signal_every);
     tcase_add_test(wire, test_credits_last_slot_and_budget);
     tcase_add_test(wire, test_credits_random);
+    tcase_add_test(wire, test_credits_release);
     tcase_add_test(wire, test_wr_id);
     tcase_add_test(wire, test_wc_error);
     tcase_add_test(wire, test_amo_all_ops);
