@@ -226,8 +226,8 @@ static void btl_ctx_free(btl_ctx_t *ctx)
 }
 
 #if RMB_HAVE_BTL_VERBS && RMB_BTL_VERBS_LINKED
-static const char btl_verbs_hint[] = "; verbs: built, but no RDMA device with an active "
-                                     "port here (see ibv_devinfo)";
+static const char btl_verbs_hint[] = "; verbs needs an RDMA device with an active port and "
+                                     "this machine has none (see ibv_devinfo)";
 #else
 static const char btl_verbs_hint[] = "; verbs: libibverbs-dev was missing at configure";
 #endif
