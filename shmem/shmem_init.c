@@ -15,7 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-shmemi_state_t shmemi;
+rpipe_sym_t shmemi_no_segment;
+shmemi_state_t shmemi = {.heap = &shmemi_no_segment};
 
 #define SHMEMI_INTERNAL_HEAP (1u << 20) /* sync objects and collective scratch */
 
@@ -38,6 +39,38 @@ void shmemi_not_initialized(const char *call)
             shmemi.finalized ? "after shmem_finalize, without a new" : "before");
     fflush(stderr);
     exit(1);
+}
+
+void shmemi_bad_pe(const char *call, int pe)
+{
+    if (shmemi.initialized <= 0) {
+        shmemi_not_initialized(call);
+    }
+    shmemi_fatal("%s: PE %d is not in 0..%d", call, pe, shmemi.n_pes - 1);
+}
+
+void shmemi_not_symmetric(const char *call, const void *addr, size_t len)
+{
+    if (shmemi.initialized <= 0) {
+        shmemi_not_initialized(call);
+    }
+    shmemi_fatal("%s: %p (+%zu bytes) is not symmetric (neither in the symmetric heap nor in "
+                 "static data)", call, addr, len);
+}
+
+/* One line with the sizes: what was asked, what is free, and the knob. */
+static void shmemi_heap_exhausted(const char *call, size_t size)
+    __attribute__((noreturn, cold));
+static void shmemi_heap_exhausted(const char *call, size_t size)
+{
+    const rmalloc_vmem_t *vmem = rmalloc_symm_vmem(shmemi.symm);
+    size_t used = (size_t)rmalloc_vmem_used_units(vmem) << rmalloc_vmem_unit_shift(vmem);
+
+    shmemi_fatal("%s(%zu): the symmetric heap is exhausted: %zu bytes requested, %zu free in a "
+                 "heap of %zu (SHMEM_SYMMETRIC_SIZE=%zu plus %u for the library); raise "
+                 "SHMEM_SYMMETRIC_SIZE", call, size, size,
+                 used < shmemi.heap_size ? shmemi.heap_size - used : 0, shmemi.heap_size,
+                 shmemi.heap_size - SHMEMI_INTERNAL_HEAP, SHMEMI_INTERNAL_HEAP);
 }
 
 /* The program's writable data (.data, .bss), without the part that is
@@ -121,8 +154,32 @@ static void shmemi_setup_heap(void)
     memset(shmemi.coll_flags, 0, (size_t)shmemi.n_pes * 8);
 }
 
+/* Registered once, at the first shmem_init. A PE of a multi-PE job that
+ * exits with status 0 while still initialized left the others waiting in
+ * whatever collective comes next (the spec requires shmem_finalize), and
+ * the launcher sees a normal exit. Ending the job through the bootstrap
+ * turns that hang into a failure that names the PE. A non-zero exit is the
+ * launcher's to report; the MPI flavour is left to MPI_Finalize's rules. */
+static void shmemi_exit_check(int exit_status, void *arg)
+{
+    char msg[160];
+
+    (void)arg;
+    if (shmemi.initialized <= 0 || exit_status != 0 || shmemi.n_pes <= 1 ||
+        strcmp(bootstrap_flavour(), "mpi") == 0) {
+        return;
+    }
+    snprintf(msg, sizeof(msg), "PE %d exited without calling shmem_finalize", shmemi.my_pe);
+    fprintf(stderr, "shmem error (PE %d): the program exited (status 0) without calling "
+            "shmem_finalize; ending the job\n", shmemi.my_pe);
+    fflush(stderr);
+    bootstrap_abort(1, msg);
+}
+
 int shmem_init_thread(int requested, int *provided)
 {
+    static int exit_check_registered;
+
     int flag;
 
     if (shmemi.initialized > 0) {
@@ -136,6 +193,10 @@ int shmem_init_thread(int requested, int *provided)
     if (rinit(&shmemi.my_pe, &shmemi.n_pes) != R_SUCCESS) {
         fprintf(stderr, "shmem error: shmem_init failed to start the library (see above)\n");
         exit(1);
+    }
+    if (!exit_check_registered) {
+        exit_check_registered = 1;
+        on_exit(shmemi_exit_check, NULL);
     }
     shmemi_setup_heap();
     shmemi_setup_static();
@@ -185,11 +246,12 @@ void shmem_finalize(void)
     }
     rmalloc_symm_destroy(shmemi.symm);
     rpipe_sym_destroy(shmemi.heap);
-    shmemi.heap      = NULL;
+    shmemi.heap      = &shmemi_no_segment; /* later RMA: "after shmem_finalize" */
     shmemi.symm      = NULL;
     shmemi.finalized = 1;
     rpipe_sym_set_threaded(0);
     rexit();
+    shmemi.n_pes = 0; /* later RMA fails the PE check: "after shmem_finalize" */
 }
 
 void shmem_global_exit(int status)
@@ -271,9 +333,8 @@ static void *shmemi_heap_alloc(const char *call, size_t size, size_t align, int 
 
     shmemi_check_init(call);
     status = rmalloc_symm_alloc(shmemi.symm, size, align, &ptr);
-    if (status == UTIL_ERR_NO_RESOURCE) {
-        shmemi_fatal("%s(%zu): the symmetric heap is exhausted (SHMEM_SYMMETRIC_SIZE=%zu bytes; "
-                     "raise it)", call, size, shmemi.heap_size - SHMEMI_INTERNAL_HEAP);
+    if (status == UTIL_ERR_NO_RESOURCE || (status == UTIL_ERR_INVALID && size > shmemi.heap_size)) {
+        shmemi_heap_exhausted(call, size);
     }
     if (status != UTIL_OK) {
         shmemi_fatal("%s: %s", call, util_status_string(status));
@@ -323,12 +384,11 @@ void *shmem_realloc(void *ptr, size_t size)
     shmemi_check_init("shmem_realloc");
     shmem_barrier_all(); /* nobody may still access the old block */
     status = rmalloc_symm_realloc(shmemi.symm, ptr, size, &out);
+    if (status == UTIL_ERR_NO_RESOURCE || (status == UTIL_ERR_INVALID && size > shmemi.heap_size)) {
+        shmemi_heap_exhausted("shmem_realloc", size);
+    }
     if (status == UTIL_ERR_INVALID) {
         shmemi_fatal("shmem_realloc: %p is not a live symmetric allocation", ptr);
-    }
-    if (status == UTIL_ERR_NO_RESOURCE) {
-        shmemi_fatal("shmem_realloc(%zu): the symmetric heap is exhausted (SHMEM_SYMMETRIC_SIZE=%zu "
-                     "bytes; raise it)", size, shmemi.heap_size - SHMEMI_INTERNAL_HEAP);
     }
     if (status != UTIL_OK) {
         shmemi_fatal("shmem_realloc: %s", util_status_string(status));
@@ -344,6 +404,9 @@ void shmem_free(void *ptr)
     }
     shmemi_check_init("shmem_free");
     shmem_barrier_all();
+    if (!rpipe_sym_contains(shmemi.heap, ptr, 1)) {
+        shmemi_fatal("shmem_free: %p is not in the symmetric heap", ptr);
+    }
     if (rmalloc_symm_free(shmemi.symm, ptr) != UTIL_OK) {
         shmemi_fatal("shmem_free: %p is not a live symmetric allocation (freed twice?)", ptr);
     }

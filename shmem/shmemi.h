@@ -89,11 +89,22 @@ static inline void shmemi_check_init(const char *call)
     }
 }
 
+/* Out of line, so that the checks cost one compare and a not-taken
+ * branch. Both tell "not initialized" apart first: before shmem_init and
+ * after shmem_finalize n_pes is 0 and the heap is shmemi_no_segment, so
+ * every put, get and atomic lands here without an init test of its own. */
+void shmemi_bad_pe(const char *call, int pe) __attribute__((noreturn, cold));
+void shmemi_not_symmetric(const char *call, const void *addr, size_t len)
+    __attribute__((noreturn, cold));
+
+/* The heap while not initialized: empty, so that no address is in it. */
+extern rpipe_sym_t shmemi_no_segment;
+
 static inline void shmemi_check_pe(const char *call, int pe)
 {
 #ifdef RMB_ARG_CHECKS
     if (__builtin_expect((unsigned)pe >= (unsigned)shmemi.n_pes, 0)) {
-        shmemi_fatal("%s: PE %d is not in 0..%d", call, pe, shmemi.n_pes - 1);
+        shmemi_bad_pe(call, pe);
     }
 #endif
 }
@@ -130,8 +141,7 @@ static inline rpipe_sym_t *shmemi_locate(const char *call, const void *addr, siz
     if (__builtin_expect(!rpipe_sym_contains(seg, addr, len), 0)) {
         seg = shmemi.data;
         if (seg == NULL || !rpipe_sym_contains(seg, addr, len)) {
-            shmemi_fatal("%s: %p (+%zu bytes) is not symmetric (neither in the symmetric heap "
-                         "nor in static data)", call, addr, len);
+            shmemi_not_symmetric(call, addr, len);
         }
     }
     *offset_p = (size_t)((const char *)addr - seg->base);
