@@ -34,6 +34,28 @@ static int rpipe_check_side(rch_t ch, int want_producer, const char *call)
     return R_SUCCESS;
 }
 
+/* A descriptor this channel could have issued: its granularity, inside
+ * its memory, payload and flag within the units. A few compares, so a
+ * forged or corrupted descriptor cannot make rwrite/rmem reach outside the
+ * channel (liveness is rfree's check; the producer does not track it). */
+static inline int rpipe_desc_fits(rch_t ch, const raddr_t *user_desc)
+{
+    const raddr_t *d = user_desc;
+
+    return d->unit_shift < 64 && ((uint64_t)1 << d->unit_shift) == ch->unit &&
+           d->start < d->end && d->end <= (ch->region_bytes >> d->unit_shift) &&
+           d->payload <= ((d->end - d->start) << d->unit_shift) &&
+           ((d->payload + RPIPE_UHDR_BYTES + 7) & ~(uint64_t)7) + 8 <=
+               ((d->end - d->start) << d->unit_shift);
+}
+
+static int rpipe_desc_foreign(rch_t ch, const char *call)
+{
+    util_error("%s: descriptor was not issued by the channel with rank %d (outside its memory "
+               "or of another granularity)", call, ch->cfg.peer);
+    return R_ERR_INVALID;
+}
+
 /* ---- producer ----------------------------------------------------------------------------- */
 
 int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
@@ -89,7 +111,7 @@ raddr_t rmalloc(rch_t ch, size_t size)
 
 void *rmem(rch_t ch, raddr_t desc)
 {
-    if (ch == NULL || raddr_is_null(desc) || !ch->connected) {
+    if (ch == NULL || raddr_is_null(desc) || !ch->connected || !rpipe_desc_fits(ch, &desc)) {
         return NULL;
     }
     return rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES;
@@ -107,7 +129,7 @@ void *rmalloc_mem(rch_t ch, size_t size, raddr_t *desc_p)
 
 void *network_header(rch_t ch, raddr_t desc)
 {
-    if (ch == NULL || raddr_is_null(desc) || !ch->connected) {
+    if (ch == NULL || raddr_is_null(desc) || !ch->connected || !rpipe_desc_fits(ch, &desc)) {
         return NULL;
     }
     return rpipe_view(ch) + rpipe_offset(&desc);
@@ -159,6 +181,9 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
     }
     if (raddr_is_null(user_desc) || !ch->connected) {
         return R_ERR_INVALID;
+    }
+    if (__builtin_expect(!rpipe_desc_fits(ch, &user_desc), 0)) {
+        return rpipe_desc_foreign(ch, "rwrite");
     }
     if (ch->cfg.op == RDMA_ATOMIC) {
         status = rpipe_apply_atomic(ch, &desc);

@@ -285,8 +285,8 @@ static void mode_alltoall(rmalloc_config_t cfg, long count)
 static void mode_misuse(rmalloc_config_t base)
 {
     rmalloc_config_t cfg;
-    rch_t ch, dup, mism;
-    raddr_t d, bogus;
+    rch_t ch, dup, mism, other;
+    raddr_t d, bogus, forged, theirs;
     void *p;
 
     if (me > 1) {
@@ -317,6 +317,20 @@ static void mode_misuse(rmalloc_config_t base)
         EXPECT_RC(rfree(ch, d), R_ERR_STATE);
         EXPECT_RC(rmalloc_nb(ch, 4096, &d), R_ERR_INVALID); /* larger than the channel */
         send_one(ch, 1, 1, 0, 64);
+        /* forged descriptors: outside the channel's memory, another
+         * granularity, inverted bounds; rejected before any byte moves */
+        forged = (raddr_t){.start = 1ull << 40, .end = (1ull << 40) + 4, .id = 7, .payload = 8,
+                           .unit_shift = 3};
+        EXPECT_RC(rwrite(ch, forged), R_ERR_INVALID);
+        if (rmem(ch, forged) != NULL || network_header(ch, forged) != NULL) {
+            FAIL("rmem/network_header gave a pointer for a descriptor outside the channel");
+        }
+        forged.start = 0; forged.end = 4; forged.unit_shift = 9;
+        EXPECT_RC(rwrite(ch, forged), R_ERR_INVALID);
+        forged.unit_shift = 3; forged.end = 0;
+        EXPECT_RC(rwrite(ch, forged), R_ERR_INVALID);
+        forged.end = 1; forged.payload = 64; /* payload larger than its units */
+        EXPECT_RC(rwrite(ch, forged), R_ERR_INVALID);
     } else {
         EXPECT_RC(rmalloc_nb(ch, 8, &d), R_ERR_STATE);      /* consumer side */
         EXPECT_RC(rwrite(ch, d), R_ERR_STATE);
@@ -327,6 +341,23 @@ static void mode_misuse(rmalloc_config_t base)
         EXPECT_RC(rfree(ch, d), R_SUCCESS);
         EXPECT_RC(rfree(ch, d), R_ERR_INVALID);             /* double free */
         EXPECT_RC(rfree(ch, RADDR_NULL), R_ERR_INVALID);
+    }
+    /* a live message of another channel is foreign to this one */
+    other = open_channel(base, 0, 1, 3, 1024);
+    if (other != NULL) {
+        if (me == 0) {
+            send_one(ch, 1, 1, 1, 64);
+            send_one(other, 1, 3, 0, 64);
+        } else {
+            recv_one(ch, 0, 1, 1, 64, &d);
+            recv_one(other, 0, 3, 0, 64, &theirs);
+            EXPECT_RC(rfree(ch, theirs), R_ERR_INVALID);
+            EXPECT_RC(rfree(other, d), R_ERR_INVALID);
+            EXPECT_RC(rfree(ch, d), R_SUCCESS);
+            EXPECT_RC(rfree(other, theirs), R_SUCCESS);
+        }
+        network_barrier(); /* both ends done before closing */
+        EXPECT_RC(rpipe_close(other), R_SUCCESS);
     }
     /* The two ends disagree on the capacity: both see it on first use. */
     mism = open_channel(base, 0, 1, 2, me == 0 ? 1024 : 2048);
