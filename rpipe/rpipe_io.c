@@ -49,7 +49,7 @@ static inline int rpipe_desc_fits(rch_t ch, const raddr_t *user_desc)
                ((d->end - d->start) << d->unit_shift);
 }
 
-static int rpipe_desc_foreign(rch_t ch, const char *call)
+static __attribute__((unused, cold)) int rpipe_desc_foreign(rch_t ch, const char *call)
 {
     util_error("%s: descriptor was not issued by the channel with rank %d (outside its memory "
                "or of another granularity)", call, ch->cfg.peer);
@@ -182,9 +182,11 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
     if (raddr_is_null(user_desc) || !ch->connected) {
         return R_ERR_INVALID;
     }
+#ifdef RMB_ARG_CHECKS
     if (__builtin_expect(!rpipe_desc_fits(ch, &user_desc), 0)) {
         return rpipe_desc_foreign(ch, "rwrite");
     }
+#endif
     if (ch->cfg.op == RDMA_ATOMIC) {
         status = rpipe_apply_atomic(ch, &desc);
         if (status != UTIL_OK) {

@@ -189,6 +189,7 @@ int shmem_init_thread(int requested, int *provided)
     }
     if (util_env_get_bool("SHMEM_DEBUG", &flag) == UTIL_OK && flag) {
         util_log_level = UTIL_LOG_DEBUG;
+        shmemi.debug   = 1;
     }
     if (rinit(&shmemi.my_pe, &shmemi.n_pes) != R_SUCCESS) {
         fprintf(stderr, "shmem error: shmem_init failed to start the library (see above)\n");
@@ -324,6 +325,33 @@ void shmem_info_get_name(char *name)
 
 /* ---- symmetric heap (collective: same calls in the same order on every PE) ---- */
 
+/* SHMEM_DEBUG only (an allgather per call): a collective allocation whose
+ * argument differs between PEs would leave the heaps out of step, and
+ * every later symmetric address would be wrong without any error. */
+static void shmemi_check_same(const char *call, const char *what, uint64_t value)
+{
+    uint64_t *all;
+
+    if (!shmemi.debug) {
+        return;
+    }
+    all = malloc(sizeof(uint64_t) * (size_t)shmemi.n_pes);
+    if (all == NULL || bootstrap_allgather(&value, all, sizeof(value)) != UTIL_OK) {
+        shmemi_fatal("%s: SHMEM_DEBUG check of the %s failed (out of memory or bootstrap error)",
+                     call, what);
+    }
+    for (int pe = 0; pe < shmemi.n_pes; pe++) {
+        if (all[pe] != value) {
+            uint64_t theirs = all[pe];
+            free(all);
+            shmemi_fatal("%s: the %s differs between PEs (%llu here, %llu on PE %d); a collective "
+                         "call needs the same on every PE", call, what, (unsigned long long)value,
+                         (unsigned long long)theirs, pe);
+        }
+    }
+    free(all);
+}
+
 /* Allocates (collectively), zeroes if asked, and returns after every PE
  * has done so: nobody may put into a block a slower PE still clears. */
 static void *shmemi_heap_alloc(const char *call, size_t size, size_t align, int zero)
@@ -332,6 +360,8 @@ static void *shmemi_heap_alloc(const char *call, size_t size, size_t align, int 
     util_status_t status;
 
     shmemi_check_init(call);
+    shmemi_check_same(call, "size", size);
+    shmemi_check_same(call, "alignment", align);
     status = rmalloc_symm_alloc(shmemi.symm, size, align, &ptr);
     if (status == UTIL_ERR_NO_RESOURCE || (status == UTIL_ERR_INVALID && size > shmemi.heap_size)) {
         shmemi_heap_exhausted(call, size);
@@ -382,6 +412,9 @@ void *shmem_realloc(void *ptr, size_t size)
     util_status_t status;
 
     shmemi_check_init("shmem_realloc");
+    shmemi_check_same("shmem_realloc", "size", size);
+    shmemi_check_same("shmem_realloc", "block (heap offset)",
+                      ptr == NULL ? UINT64_MAX : (uint64_t)((char *)ptr - shmemi.heap->base));
     shmem_barrier_all(); /* nobody may still access the old block */
     status = rmalloc_symm_realloc(shmemi.symm, ptr, size, &out);
     if (status == UTIL_ERR_NO_RESOURCE || (status == UTIL_ERR_INVALID && size > shmemi.heap_size)) {
@@ -403,6 +436,8 @@ void shmem_free(void *ptr)
         return;
     }
     shmemi_check_init("shmem_free");
+    shmemi_check_same("shmem_free", "block (heap offset)",
+                      (uint64_t)((char *)ptr - shmemi.heap->base));
     shmem_barrier_all();
     if (!rpipe_sym_contains(shmemi.heap, ptr, 1)) {
         shmemi_fatal("shmem_free: %p is not in the symmetric heap", ptr);

@@ -23,6 +23,7 @@ typedef struct shmemi_state {
     int            finalized;
     int            my_pe, n_pes;
     int            thread_level;
+    int            debug;        /* SHMEM_DEBUG: full checks (collective arguments agree) */
     size_t         heap_size;
     rpipe_sym_t   *heap;         /* the symmetric heap */
     rpipe_sym_t   *data;         /* the program's static data (may be NULL) */

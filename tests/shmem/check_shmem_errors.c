@@ -24,7 +24,7 @@
 typedef struct {
     int    status;
     double ended;      /* CLOCK_MONOTONIC seconds when the job had ended */
-    char   err[8192];  /* the job's stderr */
+    char   err[65536];  /* the job's stderr */
 } job_result_t;
 
 static double now_s(void)
@@ -162,6 +162,15 @@ START_TEST(test_heap_exhausted)
 }
 END_TEST
 
+/* full check (SHMEM_DEBUG=1): collective arguments agree across PEs */
+START_TEST(test_collective_mismatch)
+{
+    setenv("SHMEM_DEBUG", "1", 1);
+    expect_error(2, "mismatch", 2, NEEDLES("shmem_malloc", "the size differs between PEs"));
+    unsetenv("SHMEM_DEBUG");
+}
+END_TEST
+
 START_TEST(test_double_free)
 {
     expect_error(2, "doublefree", 2, NEEDLES("shmem_free", "freed twice"));
@@ -229,6 +238,7 @@ static void expect_fault(const char *mode, int status, const char *needle)
     left = strstr(res.err, "PE 1 leaves at ");
     ck_assert_msg(left != NULL && sscanf(left, "PE 1 leaves at %lf", &left_at) == 1,
                   "%s: PE 1 did not report when it left", mode);
+    fprintf(stderr, "--- %s: the job ended %.3f s after PE 1 left\n", mode, res.ended - left_at);
     ck_assert_msg(res.ended - left_at < 2.0, "%s: the job ended %.2f s after PE 1 left", mode,
                   res.ended - left_at);
 }
@@ -259,6 +269,7 @@ int main(void)
     tcase_add_test(input, test_not_symmetric);
     tcase_add_test(input, test_size_overflow);
     tcase_add_test(input, test_heap_exhausted);
+    tcase_add_test(input, test_collective_mismatch);
     tcase_add_test(input, test_double_free);
     tcase_add_test(input, test_free_not_heap);
     tcase_add_test(input, test_misaligned_atomic);

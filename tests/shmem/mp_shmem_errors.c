@@ -6,7 +6,7 @@
  * end the job with one "shmem error" line. tests/shmem/check_shmem_errors.c
  * checks the exit status, the line and the time taken.
  *
- * Modes that must fail: pe, addr, overflow, heap, doublefree, badfree,
+ * Modes that must fail: pe, addr, overflow, heap, mismatch (SHMEM_DEBUG=1), doublefree, badfree,
  * align, beforeinit, afterfinalize, ctx, killbarrier, killwait, killcoll,
  * exitearly. Modes that must succeed (exit 0): team (invalid teams get
  * error codes), ok.
@@ -117,6 +117,9 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "heap")) {
         /* collective: every PE asks for more than SHMEM_SYMMETRIC_SIZE */
         (void)shmem_malloc((size_t)3 << 20);
+    } else if (!strcmp(mode, "mismatch")) {
+        /* collective with different sizes: caught with SHMEM_DEBUG=1 */
+        (void)shmem_malloc(me == 0 ? 64 : 128);
     } else if (!strcmp(mode, "doublefree")) {
         long *block = shmem_malloc(64);
         shmem_free(block);
