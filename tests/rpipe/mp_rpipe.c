@@ -286,7 +286,7 @@ static void mode_misuse(rmalloc_config_t base)
 {
     rmalloc_config_t cfg;
     rch_t ch, dup, mism, other;
-    raddr_t d, bogus, forged, theirs;
+    raddr_t d, bogus, theirs;
     void *p;
 
     if (me > 1) {
@@ -320,7 +320,7 @@ static void mode_misuse(rmalloc_config_t base)
 #ifdef RMB_ARG_CHECKS
         /* forged descriptors: outside the channel's memory, another
          * granularity, inverted bounds; rejected before any byte moves */
-        forged = (raddr_t){.start = 1ull << 40, .end = (1ull << 40) + 4, .id = 7, .payload = 8,
+        raddr_t forged = (raddr_t){.start = 1ull << 40, .end = (1ull << 40) + 4, .id = 7, .payload = 8,
                            .unit_shift = 3};
         EXPECT_RC(rwrite(ch, forged), R_ERR_INVALID);
         if (rmem(ch, forged) != NULL || network_header(ch, forged) != NULL) {
