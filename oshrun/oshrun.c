@@ -53,6 +53,9 @@ static void oshrun_usage(FILE *out)
             "  -n, -np, --np N     number of PEs (required, >= 1)\n"
             "  --nodes K           emulate K nodes: PEs are placed in consecutive blocks,\n"
             "                      and each block reports its own node id (default 1)\n"
+            "  --netns             (root) put each emulated node in its own network\n"
+            "                      namespace, linked by veth to a bridge, so traffic\n"
+            "                      between nodes crosses a network interface\n"
             "  --timeout SECONDS   terminate the job after SECONDS (exit status 124)\n"
             "  -h, --help          this text\n"
             "  -V, --version       print the version\n"
@@ -154,6 +157,8 @@ static int oshrun_parse_args(int argc, char **argv, oshrun_job_t *job, long *tim
         } else if (strncmp(arg, "--nodes=", 8) == 0) {
             rc = oshrun_parse_count(arg + 8, "--nodes", &job->nodes);
             if (rc != 0) return rc;
+        } else if (strcmp(arg, "--netns") == 0) {
+            job->netns = 1;
         } else if (strcmp(arg, "--timeout") == 0 || strncmp(arg, "--timeout=", 10) == 0) {
             const char *text = arg[9] == '=' ? arg + 10 : (++i < argc ? argv[i] : NULL);
             int seconds;
@@ -272,6 +277,11 @@ static pid_t oshrun_spawn(oshrun_job_t *job, int rank, const char *path, char **
         return pid;
     }
     /* child */
+    if (job->netns && oshrun_netns_enter_node(job, oshrun_node_of(job, rank)) != 0) {
+        fprintf(stderr, "oshrun: PE %d cannot enter its node's network namespace: %s\n", rank,
+                strerror(errno));
+        _exit(127);
+    }
     sigprocmask(SIG_SETMASK, old_mask, NULL);
     signal(SIGPIPE, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -443,7 +453,7 @@ static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, int sfd, int wa
 int main(int argc, char **argv)
 {
     oshrun_job_t job;
-    oshrun_pe_t *pes;
+    oshrun_pe_t *pes = NULL;
     char path[PATH_MAX], **env;
     sigset_t mask, old_mask;
     int rc, sfd, wake[2], watchdog_wr = -1, exit_code;
@@ -451,6 +461,7 @@ int main(int argc, char **argv)
     long timeout_s;
 
     memset(&job, 0, sizeof(job));
+    job.netns_hub = -1;
     rc = oshrun_parse_args(argc, argv, &job, &timeout_s);
     if (rc != 0) {
         return rc;
@@ -491,7 +502,15 @@ int main(int argc, char **argv)
     }
 
     exit_code = 1;
-    pes       = calloc((size_t)job.np, sizeof(*pes));
+    if (job.netns) {
+        /* libfabric's tcp and sockets providers: the node's link, not lo */
+        setenv("FI_TCP_IFACE", OSHRUN_NETNS_IFACE, 0);
+        setenv("FI_SOCKETS_IFACE", OSHRUN_NETNS_IFACE, 0);
+        if (oshrun_netns_create(&job) != 0) {
+            goto out_cleanup;
+        }
+    }
+    pes = calloc((size_t)job.np, sizeof(*pes));
     if (pes == NULL || oshrun_server_start(&job) != 0) {
         goto out_cleanup;
     }
@@ -524,6 +543,9 @@ out_server:
     oshrun_server_stop(&job, exit_code == 0);
 out_cleanup:
     free(pes);
+    if (job.netns) {
+        oshrun_netns_close(&job);
+    }
     oshrun_remove_tree(job.tmpdir);
     close(watchdog_wr);
     waitpid(watchdog, NULL, 0);

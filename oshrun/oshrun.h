@@ -20,7 +20,24 @@ typedef struct oshrun_job {
     char tmpdir[PATH_MAX];
     char nspace[PMIX_MAX_NSLEN + 1];
     int wake_fd;         /* write end of the main loop's wake-up pipe */
+    int netns;           /* --netns: one network namespace per node */
+    int *netns_fds;      /* node k's namespace (NULL without --netns) */
+    int netns_hub;       /* the bridge's namespace; -1 without --netns */
 } oshrun_job_t;
+
+/* --netns: the PEs' interface and the hub's address (oshrun_netns.c). */
+#define OSHRUN_NETNS_IFACE    "rmb0"
+#define OSHRUN_NETNS_HUB_ADDR "10.213.0.254"
+#define OSHRUN_NETNS_SUBNET   "10.213.0.0/24"
+
+/* Creates the namespaces and links (root only); prints one line on failure. */
+int oshrun_netns_create(oshrun_job_t *job);
+/* The calling thread enters the hub (for the PMIx listener) and returns. */
+int oshrun_netns_enter_hub(const oshrun_job_t *job);
+int oshrun_netns_leave_hub(void);
+/* In a PE's child before exec: joins its node's namespace. */
+int oshrun_netns_enter_node(const oshrun_job_t *job, int node);
+void oshrun_netns_close(oshrun_job_t *job);
 
 /* Node of a PE under block placement. */
 int oshrun_node_of(const oshrun_job_t *job, int rank);

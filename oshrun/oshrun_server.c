@@ -212,8 +212,9 @@ static int oshrun_register_job(oshrun_job_t *job)
 
 int oshrun_server_start(oshrun_job_t *job)
 {
-    pmix_info_t info[3];
-    bool no = false;
+    pmix_info_t info[5];
+    bool no = false, yes = true;
+    size_t ninfo = 3;
     pmix_status_t rc;
 
     oshrun_server_job = job;
@@ -223,8 +224,22 @@ int oshrun_server_start(oshrun_job_t *job)
     PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, job->tmpdir, PMIX_STRING);
     PMIX_INFO_LOAD(&info[1], PMIX_SYSTEM_TMPDIR, job->tmpdir, PMIX_STRING);
     PMIX_INFO_LOAD(&info[2], PMIX_SERVER_TOOL_SUPPORT, &no, PMIX_BOOL);
-    rc = PMIx_server_init(&oshrun_module, info, 3);
-    for (int i = 0; i < 3; i++) {
+    if (job->netns) {
+        /* PMIx clients connect over TCP: listen on the hub's bridge, which
+         * every node namespace reaches (loopback is per namespace). */
+        PMIX_INFO_LOAD(&info[ninfo], PMIX_TCP_IF_INCLUDE, OSHRUN_NETNS_SUBNET, PMIX_STRING);
+        ninfo++;
+        PMIX_INFO_LOAD(&info[ninfo], PMIX_SERVER_REMOTE_CONNECTIONS, &yes, PMIX_BOOL);
+        ninfo++;
+        if (oshrun_netns_enter_hub(job) != 0) {
+            return -1;
+        }
+    }
+    rc = PMIx_server_init(&oshrun_module, info, ninfo);
+    if (job->netns && oshrun_netns_leave_hub() != 0) {
+        rc = PMIX_ERROR;
+    }
+    for (size_t i = 0; i < ninfo; i++) {
         PMIX_INFO_DESTRUCT(&info[i]);
     }
     if (rc != PMIX_SUCCESS) {

@@ -81,13 +81,14 @@ static void mode_rma(void)
         shmem_getmem(got, static_array, 16, left);
         CHECK(got[1] == ((left + npes - 1) % npes) * 100000L + 1, "getmem static");
     }
-    /* shmem_ptr: every on-node peer, heap and static data (unless the
+    /* shmem_ptr: every peer of my node, heap and static data (unless the
      * network backend was forced for every peer) */
     const char *forced = getenv("RMB_BTL");
     int mapped = forced == NULL || (strcmp(forced, "ofi") != 0 && strcmp(forced, "mpi") != 0);
     for (int p = 0; p < npes; p++) {
         long *ph = shmem_ptr(heap, p), *ps = shmem_ptr(static_array, p);
-        CHECK(!mapped || p == me || (ph != NULL && ps != NULL), "shmem_ptr to PE %d is NULL", p);
+        int on_node = shmem_team_translate_pe(SHMEM_TEAM_WORLD, p, SHMEM_TEAM_SHARED) >= 0;
+        CHECK(!mapped || !on_node || (ph != NULL && ps != NULL), "shmem_ptr to PE %d is NULL", p);
         if (ph && ps) {
             long expect = ((p + npes - 1) % npes) * 100000L + 9;
             CHECK(ph[9] == expect && ps[9] == expect, "shmem_ptr data of PE %d", p);

@@ -1,0 +1,181 @@
+/*
+ * Multi-node tests: the rpipe and shmem multi-process programs on 2 nodes
+ * x 2 PEs, each node its own network namespace (`oshrun --nodes 2 --netns`),
+ * shm within a node and ofi tcp;ofi_rxm over the veth links between them;
+ * and the hierarchical team collectives on 2 x 2 and on 5 PEs over 2 and 3
+ * nodes. Needs root (network namespaces) and btl/ofi: skipped with a
+ * message otherwise. A selection, not the whole suites: every run pays
+ * the tcp provider's connection set-up.
+ */
+#define _GNU_SOURCE
+#include "btl/btl.h"
+#include "tests/common/mp_run.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int skip(const char *what)
+{
+    if (geteuid() != 0) {
+        printf("SKIP %s: oshrun --netns needs root\n", what);
+        return 1;
+    }
+    if (btl_component_find("ofi") == NULL) {
+        printf("SKIP %s: btl/ofi not built (nodes need a network)\n", what);
+        return 1;
+    }
+    return 0;
+}
+
+/* oshrun -n np --nodes nodes --netns prog args... */
+static int run_netns(int np, int nodes, const char *prog, const char *const args[])
+{
+    char **argv = mp_oshrun_argv(np, nodes, prog, args);
+    char *with[70];
+    char *before = mp_shm_snapshot();
+    int n = 0, status;
+
+    with[n++] = argv[0];
+    with[n++] = "--netns";
+    for (int i = 1; argv[i] != NULL && n < 69; i++) {
+        with[n++] = argv[i];
+    }
+    with[n] = NULL;
+    setenv("RMB_BTL", "auto", 1);
+    setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
+    status = mp_run(with, 120, NULL);
+    ck_assert_int_eq(mp_count_alive(prog), 0);
+    ck_assert_int_eq(mp_shm_new_entries(before), 0);
+    free(before);
+    return status;
+}
+
+START_TEST(test_netns_links)
+{
+    if (skip("emulated nodes in network namespaces")) return;
+    ck_assert_msg(run_netns(4, 2, "multinode/mp_netns", NULL) == 0, "4 PEs on 2 nodes");
+    ck_assert_msg(run_netns(5, 3, "multinode/mp_netns", NULL) == 0, "5 PEs on 3 nodes");
+}
+END_TEST
+
+static const char *const rpipe_runs[][6] = {
+    {"stream", "put", "tag", "next", "300"},   {"stream", "get", "block", "next", "300"},
+    {"irregular", "put", "channel", "best", "300"}, {"channels", "get", "tag", "next", "300"},
+    {"alltoall", "put", "channel", "next", "300"},  {"messages"},
+};
+
+START_TEST(test_rpipe)
+{
+    const char *const *a = rpipe_runs[_i];
+    const char *args[] = {a[0], a[1], a[2], a[3], a[4], NULL};
+
+    if (skip("rpipe on 2 nodes")) return;
+    ck_assert_msg(run_netns(4, 2, "rpipe/mp_rpipe", args) == 0, "mp_rpipe %s %s", a[0],
+                  a[1] ? a[1] : "");
+}
+END_TEST
+
+START_TEST(test_rcoll)
+{
+    const char *args[] = {"ops", "put", NULL};
+
+    if (skip("rcoll on 2 nodes")) return;
+    setenv("RMB_RPIPE_SPIN", "50", 1);
+    ck_assert_int_eq(run_netns(4, 2, "rpipe/mp_rcoll", args), 0);
+    unsetenv("RMB_RPIPE_SPIN");
+}
+END_TEST
+
+static const char *const shmem_modes[] = {"rma", "amo", "sync", "coll", "heap"};
+
+START_TEST(test_shmem)
+{
+    const char *args[] = {shmem_modes[_i], NULL};
+
+    if (skip("shmem on 2 nodes")) return;
+    ck_assert_msg(run_netns(4, 2, "shmem/mp_shmem", args) == 0, "mp_shmem %s", shmem_modes[_i]);
+}
+END_TEST
+
+START_TEST(test_shmem_p2p)
+{
+    const char *args[] = {"ctx,signal,lock", NULL};
+
+    if (skip("shmem p2p on 2 nodes")) return;
+    ck_assert_int_eq(run_netns(4, 2, "shmem/mp_shmem_p2p", args), 0);
+}
+END_TEST
+
+/* Teams and collectives, hierarchical where a team spans nodes (the
+ * default) and flat, on 2 x 2 and on 5 PEs on 2 and 3 uneven nodes. */
+START_TEST(test_shmem_team)
+{
+    static const struct { int np, nodes; const char *hier, *mode; } runs[] = {
+        {4, 2, "auto", "all"}, {4, 2, "no", "coll"}, {5, 2, "auto", "coll"}, {5, 3, "yes", "coll"},
+    };
+    char nodes_arg[16];
+    const char *args[] = {runs[_i].mode, nodes_arg, NULL};
+
+    if (skip("shmem teams on several nodes")) return;
+    snprintf(nodes_arg, sizeof(nodes_arg), "%d", runs[_i].nodes);
+    setenv("SHMEM_COLL_HIER", runs[_i].hier, 1);
+    ck_assert_msg(run_netns(runs[_i].np, runs[_i].nodes, "shmem/mp_shmem_team", args) == 0,
+                  "%d PEs on %d nodes, SHMEM_COLL_HIER=%s", runs[_i].np, runs[_i].nodes,
+                  runs[_i].hier);
+    unsetenv("SHMEM_COLL_HIER");
+}
+END_TEST
+
+/* Not root: one line and exit status 1, nothing started. */
+START_TEST(test_netns_needs_root)
+{
+    char **argv = mp_oshrun_argv(2, 2, "multinode/mp_netns", NULL);
+    int fds[2], wstatus;
+    char line[256] = "";
+    ssize_t got;
+    pid_t pid;
+
+    ck_assert_int_eq(pipe(fds), 0);
+    pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[0]);
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) {
+            _exit(99);
+        }
+        execl(argv[0], argv[0], "-n", "2", "--nodes", "2", "--netns", "/bin/true", (char *)NULL);
+        _exit(98);
+    }
+    close(fds[1]);
+    got = read(fds[0], line, sizeof(line) - 1);
+    close(fds[0]);
+    waitpid(pid, &wstatus, 0);
+    ck_assert(WIFEXITED(wstatus));
+    ck_assert_int_eq(WEXITSTATUS(wstatus), 1);
+    ck_assert(got > 0);
+    line[got] = '\0';
+    ck_assert_msg(strstr(line, "--netns needs root") != NULL && strchr(line, '\n') == line + got - 1,
+                  "one line naming the cause, got '%s'", line);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s  = suite_create("multinode");
+    TCase *tc = tcase_create("netns");
+
+    tcase_set_timeout(tc, 150);
+    tcase_add_test(tc, test_netns_needs_root);
+    tcase_add_test(tc, test_netns_links);
+    tcase_add_loop_test(tc, test_rpipe, 0, sizeof(rpipe_runs) / sizeof(rpipe_runs[0]));
+    tcase_add_test(tc, test_rcoll);
+    tcase_add_loop_test(tc, test_shmem, 0, sizeof(shmem_modes) / sizeof(shmem_modes[0]));
+    tcase_add_test(tc, test_shmem_p2p);
+    tcase_add_loop_test(tc, test_shmem_team, 0, 4);
+    suite_add_tcase(s, tc);
+    return mp_run_suite(s);
+}
