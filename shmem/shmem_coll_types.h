@@ -78,6 +78,8 @@ struct shmemi_team_coll {
     uint64_t xchg_count;  /* exchanges done on this team */
     size_t   xchg_max;    /* bytes a member sends in one exchange; 0: none for this team */
     int      all_mapped;  /* every member's heap is plain memory here; -1: not known yet */
+    uint64_t xdone[2];    /* flat exchanges done per parity (the hierarchical ones share the parity) */
+    struct shmemi_tc_hier *hier; /* node structure when the team runs hierarchically; else NULL */
 };
 
 /* Reserves the pool (shmem_init, after the heap; same order on every PE). */

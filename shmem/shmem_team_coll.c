@@ -35,11 +35,21 @@
  * members get bit-identical results; above the exchange size each member
  * reduces one segment of the vector over the whole team and writes the
  * result into every member's dest (a reduce-scatter then allgather).
+ *
+ * Teams spanning nodes run in two levels (SHMEM_COLL_HIER): the first
+ * member of each node in team order is its leader. The barrier, small
+ * reductions and broadcasts gather to the leader in shared memory, only
+ * the leaders talk over the network, and each leader hands the result down
+ * to its node (the Gmem pattern: N - 1 network messages become K - 1 per
+ * leader). Large broadcasts: leaders pull from the root, then their node
+ * from them. The rest stays flat (its barriers are hierarchical).
  */
 #include "shmem/shmem.h"
 #include "shmem/shmemi.h"
 #include "shmem/shmem_types.h"
 #include "shmem/shmem_coll_types.h"
+#include "bootstrap/bootstrap.h"
+#include "util/env.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -57,16 +67,33 @@
 static struct {
     char               *base;
     size_t              slot_bytes;
-    size_t              off_xcnt, off_misc, off_xbuf; /* offsets inside a slot */
+    size_t              off_xcnt, off_misc, off_hcnt, off_xbuf; /* offsets inside a slot */
     size_t              chunk;                        /* xbuf block size */
     size_t              members;                      /* xbuf blocks per parity */
     uint64_t            used;                         /* slots in use by my teams */
+    int                 hier_mode;                    /* SHMEM_COLL_HIER: SHMEMI_HIER_* */
     struct shmemi_team *owner[SHMEMI_TC_SLOTS];
 } shmemi_tc;
 
 static _Alignas(64) const char shmemi_tc_zeros[SHMEMI_TC_STAGE];
 
 enum { SHMEMI_MISC_COUNT = 0, SHMEMI_MISC_SPLIT_SRC = 1, SHMEMI_MISC_SPLIT_DST = 4 };
+enum { SHMEMI_HIER_NO, SHMEMI_HIER_AUTO, SHMEMI_HIER_YES };
+/* counters of a hierarchical exchange, one line per parity */
+enum { SHMEMI_HCNT_UP = 0, SHMEMI_HCNT_ACROSS = 1, SHMEMI_HCNT_DOWN = 2 };
+
+/* A team's node structure (team indices; a node's leader is its first member). */
+struct shmemi_tc_hier {
+    int      leader;       /* my node's leader */
+    int      n_local;      /* members on my node, leader included */
+    int      n_leaders;    /* nodes the team spans */
+    int      my_leader_rank; /* my node's position among the leaders */
+    int     *local;        /* my node's members, ascending (local[0] == leader) */
+    int     *leaders;      /* every node's leader, ascending */
+    int     *leader_of;    /* each member's leader */
+    uint64_t hdone[2];     /* hierarchical exchanges done per parity */
+    int      local_mapped; /* my node's members' heaps are plain memory here; -1: not known yet */
+};
 
 static inline uint64_t *shmemi_tc_bar(const struct shmemi_team_coll *c)
 {
@@ -81,6 +108,11 @@ static inline uint64_t *shmemi_tc_xcnt(const struct shmemi_team_coll *c, int par
 static inline uint64_t *shmemi_tc_misc(const struct shmemi_team_coll *c)
 {
     return (uint64_t *)(c->sym + shmemi_tc.off_misc);
+}
+
+static inline uint64_t *shmemi_tc_hcnt(const struct shmemi_team_coll *c, int parity)
+{
+    return (uint64_t *)(c->sym + shmemi_tc.off_hcnt + (size_t)parity * SHMEMI_TC_LINE);
 }
 
 static inline char *shmemi_tc_xbuf(const struct shmemi_team_coll *c, int parity, int member)
@@ -98,17 +130,29 @@ static inline size_t shmemi_tc_round_up(size_t x, size_t to)
 
 void shmemi_tc_init(void)
 {
+    const char *hier = "auto";
     int rounds = 0;
     size_t header;
 
     memset(&shmemi_tc, 0, sizeof(shmemi_tc));
+    util_env_get_string("SHMEM_COLL_HIER", &hier);
+    if (strcmp(hier, "auto") == 0) {
+        shmemi_tc.hier_mode = SHMEMI_HIER_AUTO;
+    } else if (strcmp(hier, "yes") == 0) {
+        shmemi_tc.hier_mode = SHMEMI_HIER_YES;
+    } else if (strcmp(hier, "no") == 0) {
+        shmemi_tc.hier_mode = SHMEMI_HIER_NO;
+    } else {
+        shmemi_fatal("shmem_init: SHMEM_COLL_HIER is '%s'; use auto, yes or no", hier);
+    }
     while ((1L << rounds) < shmemi.n_pes) {
         rounds++;
     }
     /* one line per counter family: members spin on their own lines */
     shmemi_tc.off_xcnt = shmemi_tc_round_up((size_t)(rounds > 0 ? rounds : 1) * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_misc = shmemi_tc.off_xcnt + 2 * SHMEMI_TC_LINE;
-    shmemi_tc.off_xbuf = shmemi_tc.off_misc + SHMEMI_TC_LINE;
+    shmemi_tc.off_hcnt = shmemi_tc.off_misc + SHMEMI_TC_LINE;
+    shmemi_tc.off_xbuf = shmemi_tc.off_hcnt + 2 * SHMEMI_TC_LINE;
     header = shmemi_tc.off_xbuf;
     shmemi_tc.members = shmemi.n_pes < SHMEMI_TC_XCHG_TEAM ? (size_t)shmemi.n_pes : SHMEMI_TC_XCHG_TEAM;
     shmemi_tc.chunk = (SHMEMI_TC_SLOT_BYTES - header) / (2 * shmemi_tc.members) / 16 * 16;
@@ -130,6 +174,72 @@ uint64_t shmemi_tc_free_mask(void)
     return ~shmemi_tc.used;
 }
 
+static void shmemi_tc_hier_free(struct shmemi_tc_hier *h)
+{
+    if (h != NULL) {
+        free(h->local);
+        free(h->leaders);
+        free(h->leader_of);
+        free(h);
+    }
+}
+
+/* The node structure, when the team is to run in two levels; NULL when
+ * flat (also on out of memory: flat is always correct). Every member
+ * computes the same answer from the same node map. */
+static struct shmemi_tc_hier *shmemi_tc_hier_create(const struct shmemi_team *team)
+{
+    int n = team->size, max_local = 0, nodes = 0;
+    struct shmemi_tc_hier *h;
+
+    if (shmemi_tc.hier_mode == SHMEMI_HIER_NO || n < 2) {
+        return NULL;
+    }
+    h = calloc(1, sizeof(*h));
+    if (h == NULL || (h->local = malloc(sizeof(int) * (size_t)n)) == NULL ||
+        (h->leaders = malloc(sizeof(int) * (size_t)n)) == NULL ||
+        (h->leader_of = malloc(sizeof(int) * (size_t)n)) == NULL) {
+        shmemi_tc_hier_free(h);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        int node = bootstrap_node_of(shmemi_team_world_pe(team, i)), count = 0;
+
+        h->leader_of[i] = i;
+        for (int j = 0; j < i; j++) {
+            if (bootstrap_node_of(shmemi_team_world_pe(team, j)) == node) {
+                h->leader_of[i] = h->leader_of[j];
+                break;
+            }
+        }
+        if (h->leader_of[i] == i) {
+            h->leaders[nodes++] = i;
+        }
+        for (int j = 0; j <= i; j++) {
+            count += h->leader_of[j] == h->leader_of[i];
+        }
+        max_local = count > max_local ? count : max_local;
+    }
+    if (shmemi_tc.hier_mode == SHMEMI_HIER_AUTO && (nodes < 2 || max_local < 2)) {
+        shmemi_tc_hier_free(h);
+        return NULL;
+    }
+    h->n_leaders = nodes;
+    h->leader    = h->leader_of[team->my_pe];
+    for (int i = 0; i < n; i++) {
+        if (h->leader_of[i] == h->leader) {
+            h->local[h->n_local++] = i;
+        }
+    }
+    for (int k = 0; k < nodes; k++) {
+        if (h->leaders[k] == h->leader) {
+            h->my_leader_rank = k;
+        }
+    }
+    h->local_mapped = -1;
+    return h;
+}
+
 int shmemi_tc_attach(struct shmemi_team *team, int slot)
 {
     struct shmemi_team_coll *c = calloc(1, sizeof(*c));
@@ -137,6 +247,7 @@ int shmemi_tc_attach(struct shmemi_team *team, int slot)
     if (c == NULL) {
         return -1;
     }
+    c->hier = shmemi_tc_hier_create(team);
     c->slot = slot;
     c->sym  = shmemi_tc.base + (size_t)slot * shmemi_tc.slot_bytes;
     c->xchg_max = team->size <= SHMEMI_TC_XCHG_TEAM ? shmemi_tc.chunk : 0;
@@ -159,6 +270,7 @@ void shmemi_tc_detach(struct shmemi_team *team)
     memset(c->sym, 0, shmemi_tc.off_xbuf);
     shmemi_tc.used &= ~(1ULL << c->slot);
     shmemi_tc.owner[c->slot] = NULL;
+    shmemi_tc_hier_free(c->hier);
     free(c);
     team->coll = NULL;
 }
@@ -168,6 +280,7 @@ void shmemi_tc_finalize(void)
     for (int s = 0; s < SHMEMI_TC_SLOTS; s++) {
         if (shmemi_tc.owner[s] != NULL) {
             struct shmemi_team *team = shmemi_tc.owner[s];
+            shmemi_tc_hier_free(team->coll->hier);
             free(team->coll);
             team->coll = NULL;
         }
@@ -198,12 +311,137 @@ static void shmemi_tc_wait_ge(const uint64_t *word, uint64_t value)
     }
 }
 
-/* Dissemination barrier over the members (no quiet). */
+/* Sends xbuf[parity][from] of mine (len bytes) into slot xbuf[parity][to]
+ * of each member in list[first..count), then adds 1 to their counter word. */
+static void shmemi_tc_fan_out(const char *call, const struct shmemi_team *team, int mapped,
+                              char *to, const char *from, size_t len, uint64_t *word,
+                              const int *list, int first, int count, int rotate)
+{
+    if (mapped) {
+        /* plain stores, and the atomic orders them: no quiet */
+        for (int i = first; i < count; i++) {
+            int pe = shmemi_tc_pe(team, list[(rotate + i) % count]);
+            if (len) shmemi_put(call, to, from, len, pe);
+            shmemi_amo_post(call, word, BTL_AMO_ADD, 8, 1, pe);
+        }
+        return;
+    }
+    if (len > 0) {
+        for (int i = first; i < count; i++) {
+            shmemi_put(call, to, from, len, shmemi_tc_pe(team, list[(rotate + i) % count]));
+        }
+        shmemi_quiet(); /* the data lands before the signal */
+    }
+    for (int i = first; i < count; i++) {
+        shmemi_amo_post(call, word, BTL_AMO_ADD, 8, 1, shmemi_tc_pe(team, list[(rotate + i) % count]));
+    }
+}
+
+/* The hierarchical exchange. My block (first len bytes of
+ * shmemi_tc_mine; only member root's when root >= 0) goes up to my node's
+ * leader; the leader folds its node's blocks with op in team order (or
+ * keeps root's block), the leaders swap node blocks and fold them in node
+ * order, and each leader hands the result down to its node. Returns the
+ * result. len 0 with no op is a barrier. Shares the parity sequence of the
+ * flat exchange, so the two-buffer argument above still holds when both
+ * kinds alternate on a team. */
+static const char *shmemi_tc_hier_exchange(const char *call, struct shmemi_team *team, size_t len,
+                                           shmemi_tc_op_t op, size_t nelems, int root)
+{
+    struct shmemi_team_coll *c = team->coll;
+    struct shmemi_tc_hier *h = c->hier;
+    int parity = (int)(c->xchg_count++ & 1), me = team->my_pe, nl = h->n_leaders;
+    uint64_t done = ++h->hdone[parity], *cnt = shmemi_tc_hcnt(c, parity);
+    char *mine = shmemi_tc_xbuf(c, parity, me);
+    const char *result = mine;
+    int mapped = h->local_mapped == 1;
+
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    if (me != h->leader) {
+        size_t up = root < 0 || root == me ? len : 0;
+
+        shmemi_tc_fan_out(call, team, mapped, mine, mine, up, &cnt[SHMEMI_HCNT_UP], &h->leader, 0, 1, 0);
+        shmemi_tc_wait_ge(&cnt[SHMEMI_HCNT_DOWN], done);
+        result = shmemi_tc_xbuf(c, parity, h->leader);
+    } else {
+        size_t across = len;
+
+        shmemi_tc_wait_ge(&cnt[SHMEMI_HCNT_UP], (uint64_t)(h->n_local - 1) * done);
+        if (root >= 0) {
+            across = h->leader_of[root] == me ? len : 0;
+            if (across && root != me) {
+                memcpy(mine, shmemi_tc_xbuf(c, parity, root), len);
+            }
+        }
+        if (nl > 1) {
+            if (op != NULL && len > 0) {
+                /* my node's raw blocks, from their own slots of mine: one
+                 * put per leader when the node's members are consecutive */
+                int first = h->local[0], last = h->local[h->n_local - 1];
+                char *from = shmemi_tc_xbuf(c, parity, first);
+
+                for (int k = 1; k < nl; k++) {
+                    int pe = shmemi_tc_pe(team, h->leaders[(h->my_leader_rank + k) % nl]);
+                    if (last - first + 1 == h->n_local) {
+                        shmemi_put(call, from, from, (size_t)(last - first) * shmemi_tc.chunk + len, pe);
+                    } else {
+                        for (int i = 0; i < h->n_local; i++) {
+                            char *block = shmemi_tc_xbuf(c, parity, h->local[i]);
+                            shmemi_put(call, block, block, len, pe);
+                        }
+                    }
+                }
+                shmemi_quiet();
+                across = 0; /* sent: the fan-out below only signals */
+            }
+            shmemi_tc_fan_out(call, team, 0, mine, mine, across, &cnt[SHMEMI_HCNT_ACROSS], h->leaders,
+                              1, nl, h->my_leader_rank);
+            shmemi_tc_wait_ge(&cnt[SHMEMI_HCNT_ACROSS], (uint64_t)(nl - 1) * done);
+            if (root >= 0) {
+                result = shmemi_tc_xbuf(c, parity, h->leader_of[root]);
+            }
+        }
+        if (root < 0 && op != NULL && len > 0) {
+            /* every block is here: fold in team order, as the flat exchange
+             * does, so the result is bit-identical to it; my block has
+             * reached the others (quiet), so mine is free */
+            _Alignas(64) char acc[SHMEMI_TC_CHUNK_MAX];
+
+            memcpy(acc, shmemi_tc_xbuf(c, parity, 0), len);
+            for (int j = 1; j < team->size; j++) {
+                op(acc, shmemi_tc_xbuf(c, parity, j), nelems);
+            }
+            memcpy(mine, acc, len);
+        }
+        /* into each member's slot of me (mine's offset) */
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        shmemi_tc_fan_out(call, team, mapped, mine, result, len, &cnt[SHMEMI_HCNT_DOWN], h->local, 1,
+                          h->n_local, 0);
+    }
+    if (h->local_mapped < 0) {
+        h->local_mapped = 1;
+        for (int i = 0; i < h->n_local; i++) {
+            if (rpipe_sym_ptr(shmemi.heap, shmemi_tc_pe(team, h->local[i]), 0) == NULL) {
+                h->local_mapped = 0;
+            }
+        }
+    }
+    return result;
+}
+
+/* Dissemination barrier over the members (no quiet); hierarchical when
+ * the team spans nodes. */
 static void shmemi_tc_barrier(const char *call, struct shmemi_team *team)
 {
     struct shmemi_team_coll *c = team->coll;
-    uint64_t *bar = shmemi_tc_bar(c), count = ++c->bar_count;
+    uint64_t *bar = shmemi_tc_bar(c), count;
     int n = team->size, me = team->my_pe;
+
+    if (c->hier != NULL) {
+        shmemi_tc_hier_exchange(call, team, 0, NULL, 0, -1);
+        return;
+    }
+    count = ++c->bar_count;
 
     for (int r = 0, dist = 1; dist < n; r++, dist <<= 1) {
         __atomic_thread_fence(__ATOMIC_RELEASE);
@@ -253,7 +491,7 @@ static const char *shmemi_tc_exchange(const char *call, struct shmemi_team *team
             }
         }
     }
-    shmemi_tc_wait_ge(cnt, (uint64_t)(n - 1) * (seq / 2 + 1));
+    shmemi_tc_wait_ge(cnt, (uint64_t)(n - 1) * ++c->xdone[parity]);
     return shmemi_tc_xbuf(c, parity, 0);
 }
 
@@ -338,6 +576,11 @@ int shmemi_tc_reduce(const char *call, shmem_team_t team, void *dest, const void
         } else if (dest != source) {
             memmove(dest, source, bytes);
         }
+        return 0;
+    }
+    if (bytes <= team->coll->xchg_max && team->coll->hier != NULL && kind == SHMEMI_TC_REDUCE) {
+        memcpy(shmemi_tc_mine(team), source, bytes);
+        memcpy(dest, shmemi_tc_hier_exchange(call, team, bytes, op, nelems, -1), bytes);
         return 0;
     }
     if (bytes <= team->coll->xchg_max) {
@@ -430,6 +673,18 @@ int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const v
         if (dest != source && update_root) memmove(dest, source, bytes);
         return 0;
     }
+    if (bytes <= team->coll->xchg_max && team->coll->hier != NULL) {
+        const char *got;
+
+        if (me == root) {
+            memcpy(shmemi_tc_mine(team), source, bytes);
+        }
+        got = shmemi_tc_hier_exchange(call, team, bytes, NULL, 0, root);
+        if (me != root || update_root) {
+            memmove(dest, me == root ? source : got, bytes);
+        }
+        return 0;
+    }
     if (bytes <= team->coll->xchg_max) {
         /* the others send empty blocks: their signals say they are in */
         const char *all;
@@ -441,6 +696,25 @@ int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const v
         if (me != root || update_root) {
             memmove(dest, me == root ? source : all + (size_t)root * shmemi_tc.chunk, bytes);
         }
+        return 0;
+    }
+    if (team->coll->hier != NULL) {
+        /* the leaders (and the root's node) pull from the root, then the
+         * other nodes from their leader: one network copy per node */
+        struct shmemi_tc_hier *h = team->coll->hier;
+        int root_leader = h->leader_of[root];
+
+        shmemi_tc_barrier(call, team);
+        if (me == root) {
+            if (dest != source && update_root) memmove(dest, source, bytes);
+        } else if (h->leader == root_leader || me == h->leader) {
+            shmemi_get(call, dest, source, bytes, shmemi_tc_pe(team, root));
+        }
+        shmemi_tc_barrier(call, team); /* the leaders have it */
+        if (me != h->leader && h->leader != root_leader) {
+            shmemi_get(call, dest, dest, bytes, shmemi_tc_pe(team, h->leader));
+        }
+        shmemi_tc_barrier(call, team);
         return 0;
     }
     /* every member pulls from the root at once; the root's source stays
