@@ -1,6 +1,7 @@
 # Multi-node tests: programs on emulated nodes in network namespaces
 # (oshrun --nodes K --netns; root only, skipped otherwise). Included from
 # tests/Makefile.include.
+EXTRA_DIST += docs/multinode.md
 if HAVE_CHECK
 check_PROGRAMS += tests/check_multinode tests/multinode/mp_netns
 TESTS += tests/check_multinode
