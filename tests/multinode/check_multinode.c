@@ -12,6 +12,8 @@
 #include "tests/common/mp_run.h"
 
 #include <check.h>
+#include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +147,102 @@ START_TEST(test_shmem_team)
 }
 END_TEST
 
+/* Network namespaces of live processes (newline-separated "net:[inode]"
+ * list); *fresh_p counts the processes in one not in before (if not NULL),
+ * named on stderr when verbose. */
+static char *netns_list(const char *before, int verbose, int *fresh_p)
+{
+    DIR *proc = opendir("/proc");
+    struct dirent *entry;
+    size_t len = 1;
+    char *list = calloc(1, 1);
+
+    *fresh_p = 0;
+    while (proc != NULL && list != NULL && (entry = readdir(proc)) != NULL) {
+        char path[300], ns[64], needle[70];
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%s/ns/net", entry->d_name);
+        n = entry->d_name[0] >= '0' && entry->d_name[0] <= '9' ? readlink(path, ns, sizeof(ns) - 1) : -1;
+        if (n <= 0) {
+            continue;
+        }
+        ns[n] = '\0';
+        snprintf(needle, sizeof(needle), "%s\n", ns);
+        if (before != NULL && strstr(before, needle) == NULL && !verbose) {
+            (*fresh_p)++;
+        } else if (before != NULL && strstr(before, needle) == NULL) {
+            char comm[64] = "?";
+            FILE *f;
+
+            snprintf(path, sizeof(path), "/proc/%s/comm", entry->d_name);
+            if ((f = fopen(path, "r")) != NULL) {
+                if (fgets(comm, sizeof(comm), f) != NULL) comm[strcspn(comm, "\n")] = '\0';
+                fclose(f);
+            }
+            fprintf(stderr, "check_multinode: pid %s (%s) lives in namespace %s\n", entry->d_name,
+                    comm, ns);
+            (*fresh_p)++;
+        }
+        if (strstr(list, needle) == NULL) {
+            char *grown = realloc(list, len + strlen(needle));
+            if (grown == NULL) break;
+            list = grown;
+            strcat(list, needle);
+            len += strlen(needle);
+        }
+    }
+    if (proc != NULL) closedir(proc);
+    return list;
+}
+
+/* SIGINT, then SIGKILL, to oshrun while the PEs are in their namespaces:
+ * no PE survives, so no namespace does (oshrun held the rest by fds). */
+START_TEST(test_netns_teardown)
+{
+    static const int sigs[] = {SIGINT, SIGKILL};
+    const char *args[] = {"hold", NULL};
+
+    if (skip("network namespace teardown")) return;
+    for (int k = 0; k < 2; k++) {
+        char **argv = mp_oshrun_argv(4, 2, "multinode/mp_netns", args);
+        char *with[16], *before, *after, ready[64];
+        int n = 0, out, fresh = 0, status;
+        FILE *f;
+        pid_t pid;
+
+        with[n++] = argv[0];
+        with[n++] = "--netns";
+        for (int i = 1; argv[i] != NULL && n < 15; i++) {
+            with[n++] = argv[i];
+        }
+        with[n] = NULL;
+        before = netns_list(NULL, 0, &fresh);
+        pid = mp_start(with, &out);
+        ck_assert_int_gt(pid, 0);
+        f = fdopen(out, "r");
+        ck_assert_ptr_nonnull(fgets(ready, sizeof(ready), f)); /* a PE is up in its namespace */
+        kill(pid, sigs[k]);
+        status = mp_wait(pid, 10, NULL);
+        fclose(f);
+        ck_assert_int_eq(status, 128 + sigs[k]);
+        for (int tries = 0; tries < 300 && mp_count_alive("multinode/mp_netns") > 0; tries++) {
+            usleep(10000);
+        }
+        ck_assert_int_eq(mp_count_alive("multinode/mp_netns"), 0);
+        /* a dying PE loses its exe before its namespaces: allow it 3 s */
+        for (int tries = 0;; tries++) {
+            after = netns_list(before, tries == 300, &fresh);
+            free(after);
+            if (fresh == 0 || tries == 300) break;
+            usleep(10000);
+        }
+        ck_assert_int_eq(fresh, 0);
+        free(before);
+    }
+}
+END_TEST
+
 /* Not root: one line and exit status 1, nothing started. */
 START_TEST(test_netns_needs_root)
 {
@@ -186,6 +284,7 @@ int main(void)
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, test_netns_needs_root);
     tcase_add_test(tc, test_netns_links);
+    tcase_add_test(tc, test_netns_teardown);
     tcase_add_loop_test(tc, test_rpipe, 0, sizeof(rpipe_runs) / sizeof(rpipe_runs[0]));
     tcase_add_test(tc, test_rcoll);
     tcase_add_loop_test(tc, test_shmem, 0, sizeof(shmem_modes) / sizeof(shmem_modes[0]));

@@ -3,7 +3,7 @@
  * its own network namespace (the same for the PEs of a node, different
  * across nodes, never oshrun's) and that data between nodes crosses the
  * node's link rmb0: its transmit counter grows by at least what a PE put
- * to the next node.
+ * to the next node. "hold": wait to be killed (teardown tests).
  */
 #include <shmem.h>
 
@@ -49,7 +49,7 @@ static long long tx_bytes(void)
 
 static long long netns_id[2], all_ids[2 * 256];
 
-int main(void)
+int main(int argc, char **argv)
 {
     struct stat mine, init_ns;
     int me, npes, shared_me, shared_n;
@@ -57,6 +57,13 @@ int main(void)
     char *buf;
 
     shmem_init();
+    if (argc > 1 && strcmp(argv[1], "hold") == 0) {
+        shmem_barrier_all();
+        printf("ready\n"); /* for the teardown test: now kill oshrun */
+        fflush(stdout);
+        sleep(60);
+        return 1;
+    }
     me   = shmem_my_pe();
     npes = shmem_n_pes();
     CHECK(npes <= 256, "at most 256 PEs");
