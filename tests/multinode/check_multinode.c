@@ -20,14 +20,51 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Runs `oshrun -n 1 --netns /bin/true`; returns its exit status and its
+ * first stderr line in why. */
+static int netns_probe(char *why, size_t len)
+{
+    const char *oshrun = mp_oshrun_argv(1, 1, "multinode/mp_netns", NULL)[0];
+    int fds[2], wstatus;
+    ssize_t got;
+    pid_t pid;
+
+    why[0] = '\0';
+    if (pipe(fds) != 0) {
+        return -1;
+    }
+    pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[0]);
+        execl(oshrun, oshrun, "-n", "1", "--netns", "--timeout", "20", "/bin/true", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    got = read(fds[0], why, len - 1);
+    why[got > 0 ? got : 0] = '\0';
+    why[strcspn(why, "\n")] = '\0';
+    close(fds[0]);
+    waitpid(pid, &wstatus, 0);
+    return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+}
+
+/* Skips (with a message) where namespaces or the network backend are missing:
+ * not root, no `ip`, a container without CAP_SYS_ADMIN, no veth in the kernel. */
 static int skip(const char *what)
 {
+    char why[256];
+
     if (geteuid() != 0) {
         printf("SKIP %s: oshrun --netns needs root\n", what);
         return 1;
     }
     if (btl_component_find("ofi") == NULL) {
         printf("SKIP %s: btl/ofi not built (nodes need a network)\n", what);
+        return 1;
+    }
+    if (netns_probe(why, sizeof(why)) != 0) {
+        printf("SKIP %s: %s\n", what, why[0] ? why : "oshrun --netns does not work here");
         return 1;
     }
     return 0;
