@@ -40,8 +40,8 @@
  * member of each node in team order is its leader. The barrier, small
  * reductions and broadcasts gather to the leader in shared memory, only
  * the leaders talk over the network, and each leader hands the result down
- * to its node (the Gmem pattern: N - 1 network messages become K - 1 per
- * leader). Large broadcasts: leaders pull from the root, then their node
+ * to its node (the Gmem pattern: the network carries K (K - 1) messages,
+ * not N (N - 1)). Large broadcasts: leaders pull from the root, then their node
  * from them. The rest stays flat (its barriers are hierarchical).
  */
 #include "shmem/shmem.h"
@@ -184,23 +184,24 @@ static void shmemi_tc_hier_free(struct shmemi_tc_hier *h)
     }
 }
 
-/* The node structure, when the team is to run in two levels; NULL when
- * flat (also on out of memory: flat is always correct). Every member
- * computes the same answer from the same node map. */
-static struct shmemi_tc_hier *shmemi_tc_hier_create(const struct shmemi_team *team)
+/* The node structure into *hier_p when the team is to run in two levels,
+ * else NULL. Every member computes the same answer from the same node map
+ * (so out of memory is an error, not a quiet fall-back to flat). */
+static int shmemi_tc_hier_create(const struct shmemi_team *team, struct shmemi_tc_hier **hier_p)
 {
     int n = team->size, max_local = 0, nodes = 0;
     struct shmemi_tc_hier *h;
 
+    *hier_p = NULL;
     if (shmemi_tc.hier_mode == SHMEMI_HIER_NO || n < 2) {
-        return NULL;
+        return 0;
     }
     h = calloc(1, sizeof(*h));
     if (h == NULL || (h->local = malloc(sizeof(int) * (size_t)n)) == NULL ||
         (h->leaders = malloc(sizeof(int) * (size_t)n)) == NULL ||
         (h->leader_of = malloc(sizeof(int) * (size_t)n)) == NULL) {
         shmemi_tc_hier_free(h);
-        return NULL;
+        return -1;
     }
     for (int i = 0; i < n; i++) {
         int node = bootstrap_node_of(shmemi_team_world_pe(team, i)), count = 0;
@@ -222,7 +223,7 @@ static struct shmemi_tc_hier *shmemi_tc_hier_create(const struct shmemi_team *te
     }
     if (shmemi_tc.hier_mode == SHMEMI_HIER_AUTO && (nodes < 2 || max_local < 2)) {
         shmemi_tc_hier_free(h);
-        return NULL;
+        return 0;
     }
     h->n_leaders = nodes;
     h->leader    = h->leader_of[team->my_pe];
@@ -237,17 +238,18 @@ static struct shmemi_tc_hier *shmemi_tc_hier_create(const struct shmemi_team *te
         }
     }
     h->local_mapped = -1;
-    return h;
+    *hier_p = h;
+    return 0;
 }
 
 int shmemi_tc_attach(struct shmemi_team *team, int slot)
 {
     struct shmemi_team_coll *c = calloc(1, sizeof(*c));
 
-    if (c == NULL) {
+    if (c == NULL || shmemi_tc_hier_create(team, &c->hier) != 0) {
+        free(c);
         return -1;
     }
-    c->hier = shmemi_tc_hier_create(team);
     c->slot = slot;
     c->sym  = shmemi_tc.base + (size_t)slot * shmemi_tc.slot_bytes;
     c->xchg_max = team->size <= SHMEMI_TC_XCHG_TEAM ? shmemi_tc.chunk : 0;
@@ -339,12 +341,13 @@ static void shmemi_tc_fan_out(const char *call, const struct shmemi_team *team, 
 
 /* The hierarchical exchange. My block (first len bytes of
  * shmemi_tc_mine; only member root's when root >= 0) goes up to my node's
- * leader; the leader folds its node's blocks with op in team order (or
- * keeps root's block), the leaders swap node blocks and fold them in node
- * order, and each leader hands the result down to its node. Returns the
- * result. len 0 with no op is a barrier. Shares the parity sequence of the
- * flat exchange, so the two-buffer argument above still holds when both
- * kinds alternate on a team. */
+ * leader, into my own slot there. With op, the leaders swap their nodes'
+ * raw blocks (into the same slots) and each folds all of them in team
+ * order; with root, only the root's leader sends it. Each leader hands the
+ * result down to its node, into its own slot there. Returns the result.
+ * len 0 with no op is a barrier. Slot j of a PE is written only by member
+ * j or by j's leader, and the parity sequence is the flat exchange's, so
+ * the two-buffer argument above holds when both kinds alternate. */
 static const char *shmemi_tc_hier_exchange(const char *call, struct shmemi_team *team, size_t len,
                                            shmemi_tc_op_t op, size_t nelems, int root)
 {

@@ -5,7 +5,9 @@
  * and the hierarchical team collectives on 2 x 2 and on 5 PEs over 2 and 3
  * nodes. Needs root (network namespaces) and btl/ofi: skipped with a
  * message otherwise. A selection, not the whole suites: every run pays
- * the tcp provider's connection set-up.
+ * the tcp provider's connection set-up. The programs are this suite's own
+ * builds of the layers' ones, so the parallel suites' process checks do
+ * not see each other's.
  */
 #define _GNU_SOURCE
 #include "btl/btl.h"
@@ -113,7 +115,7 @@ START_TEST(test_rpipe)
     const char *args[] = {a[0], a[1], a[2], a[3], a[4], NULL};
 
     if (skip("rpipe on 2 nodes")) return;
-    ck_assert_msg(run_netns(4, 2, "rpipe/mp_rpipe", args) == 0, "mp_rpipe %s %s", a[0],
+    ck_assert_msg(run_netns(4, 2, "multinode/mp_rpipe", args) == 0, "mp_rpipe %s %s", a[0],
                   a[1] ? a[1] : "");
 }
 END_TEST
@@ -124,7 +126,7 @@ START_TEST(test_rcoll)
 
     if (skip("rcoll on 2 nodes")) return;
     setenv("RMB_RPIPE_SPIN", "50", 1);
-    ck_assert_int_eq(run_netns(4, 2, "rpipe/mp_rcoll", args), 0);
+    ck_assert_int_eq(run_netns(4, 2, "multinode/mp_rcoll", args), 0);
     unsetenv("RMB_RPIPE_SPIN");
 }
 END_TEST
@@ -136,7 +138,7 @@ START_TEST(test_shmem)
     const char *args[] = {shmem_modes[_i], NULL};
 
     if (skip("shmem on 2 nodes")) return;
-    ck_assert_msg(run_netns(4, 2, "shmem/mp_shmem", args) == 0, "mp_shmem %s", shmem_modes[_i]);
+    ck_assert_msg(run_netns(4, 2, "multinode/mp_shmem", args) == 0, "mp_shmem %s", shmem_modes[_i]);
 }
 END_TEST
 
@@ -145,7 +147,7 @@ START_TEST(test_shmem_p2p)
     const char *args[] = {"ctx,signal,lock", NULL};
 
     if (skip("shmem p2p on 2 nodes")) return;
-    ck_assert_int_eq(run_netns(4, 2, "shmem/mp_shmem_p2p", args), 0);
+    ck_assert_int_eq(run_netns(4, 2, "multinode/mp_shmem_p2p", args), 0);
 }
 END_TEST
 
@@ -170,13 +172,13 @@ START_TEST(test_shmem_team)
     snprintf(nodes_arg, sizeof(nodes_arg), "%d", runs[_i].nodes);
     setenv("SHMEM_COLL_HIER", runs[_i].hier, 1);
     if (runs[_i].netns) {
-        status = run_netns(runs[_i].np, runs[_i].nodes, "shmem/mp_shmem_team", args);
+        status = run_netns(runs[_i].np, runs[_i].nodes, "multinode/mp_shmem_team", args);
     } else {
         setenv("RMB_BTL", "auto", 1);
         setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
-        status = mp_run(mp_oshrun_argv(runs[_i].np, runs[_i].nodes, "shmem/mp_shmem_team", args),
+        status = mp_run(mp_oshrun_argv(runs[_i].np, runs[_i].nodes, "multinode/mp_shmem_team", args),
                         120, NULL);
-        ck_assert_int_eq(mp_count_alive("shmem/mp_shmem_team"), 0);
+        ck_assert_int_eq(mp_count_alive("multinode/mp_shmem_team"), 0);
     }
     unsetenv("SHMEM_COLL_HIER");
     ck_assert_msg(status == 0, "%d PEs on %d nodes%s, SHMEM_COLL_HIER=%s", runs[_i].np,
