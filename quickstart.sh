@@ -2,8 +2,9 @@
 # Quick start for a fresh Debian 12 machine (run as root, or with sudo).
 #   ./quickstart.sh demo   install what is missing, build, run the demo
 #   ./quickstart.sh test   install what is missing, build, run every test
-# Builds in ./build (and ./build-minimal for the configuration without
-# optional backends). CI runs `./quickstart.sh test` (see .ci/run).
+# Builds in ./build (and, for test: ./build-minimal, the configuration
+# without optional backends, with ASan+UBSan; ./build-fuzz, libFuzzer targets
+# built by clang). CI runs `./quickstart.sh test` (see .ci/run).
 set -eu
 cd "$(dirname "$0")"
 mode=${1:-}
@@ -14,7 +15,8 @@ esac
 jobs=$(nproc 2>/dev/null || echo 2)
 
 packages="gcc make autoconf automake libtool pkg-config libpmix-dev libfabric-dev libfabric-bin
-libibverbs-dev check openmpi-bin libopenmpi-dev mpich libmpich-dev gnuplot-nox"
+libibverbs-dev check openmpi-bin libopenmpi-dev mpich libmpich-dev gnuplot-nox
+clang libclang-rt-14-dev valgrind"
 
 install_missing() {
     missing=""
@@ -84,10 +86,14 @@ failed=0
 configure_in build --enable-werror
 make -C build -j"$jobs" >/dev/null
 make -C build -j"$jobs" check || failed=1
-# The configuration without any optional backend must keep building and passing.
-configure_in build-minimal --enable-werror --without-ofi --without-verbs --without-mpi
+# The configuration without any optional backend must keep building and
+# passing; it runs under ASan+UBSan (docs/hardening.md).
+configure_in build-minimal --enable-werror --enable-sanitizers --without-ofi --without-verbs --without-mpi
 make -C build-minimal -j"$jobs" >/dev/null
 make -C build-minimal -j"$jobs" check || failed=1
+# A short libFuzzer run of each target (make fuzz FUZZ_SECONDS=600 for a long one).
+configure_in build-fuzz CC=clang --enable-fuzzing --without-ofi --without-verbs --without-mpi
+make -C build-fuzz -j"$jobs" fuzz FUZZ_SECONDS=20 || failed=1
 if [ $failed != 0 ]; then
     for log in build/test-suite.log build-minimal/test-suite.log; do
         [ -f "$log" ] && grep -q FAIL "$log" && cat "$log"

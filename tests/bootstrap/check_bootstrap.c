@@ -133,7 +133,7 @@ static void run_failure(int np, const char *mode, int expected_status)
 
     snprintf(np_text, sizeof(np_text), "%d", np);
     ck_assert_int_eq(mp_run(mp_oshrun_argv(np, 1, PROG, args), 30, &elapsed), expected_status);
-    ck_assert_msg(elapsed < 3.0, "job took %.2f s to end after a failure", elapsed);
+    ck_assert_msg(elapsed < mp_scaled_time(3.0), "job took %.2f s to end after a failure", elapsed);
     ck_assert_int_eq(mp_count_alive(PROG), 0);
     ck_assert_int_eq(mp_shm_new_entries(before), 0);
     free(before);
@@ -192,7 +192,7 @@ START_TEST(test_external_kill9)
     ck_assert_int_eq(mp_count_alive(PROG), 8); /* the survivor check sees live PEs */
     ck_assert_int_eq(kill(victim, SIGKILL), 0);
     ck_assert_int_eq(mp_wait(job, 30, &elapsed), 128 + SIGKILL);
-    ck_assert_msg(elapsed < 3.0, "oshrun took %.2f s to end after kill -9 of a PE", elapsed);
+    ck_assert_msg(elapsed < mp_scaled_time(3.0), "oshrun took %.2f s to end after kill -9 of a PE", elapsed);
     close(out_fd);
     ck_assert_int_eq(mp_count_alive(PROG), 0);
 }
@@ -208,7 +208,7 @@ START_TEST(test_sigint_to_oshrun)
     ck_assert_int_gt(read_pe_pid(out_fd, 0, 4), 0);
     ck_assert_int_eq(kill(job, SIGINT), 0);
     ck_assert_int_eq(mp_wait(job, 30, &elapsed), 128 + SIGINT);
-    ck_assert_msg(elapsed < 3.0, "oshrun took %.2f s to end after SIGINT", elapsed);
+    ck_assert_msg(elapsed < mp_scaled_time(3.0), "oshrun took %.2f s to end after SIGINT", elapsed);
     close(out_fd);
     ck_assert_int_eq(mp_count_alive(PROG), 0);
 }
@@ -240,7 +240,7 @@ START_TEST(test_oshrun_timeout)
     double elapsed;
 
     ck_assert_int_eq(mp_run(argv, 30, &elapsed), 124);
-    ck_assert_msg(elapsed < 4.0, "--timeout 1 took %.2f s", elapsed);
+    ck_assert_msg(elapsed < mp_scaled_time(4.0), "--timeout 1 took %.2f s", elapsed);
     ck_assert_int_eq(mp_count_alive(PROG), 0);
 }
 END_TEST

@@ -19,10 +19,77 @@ static double mp_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+double mp_time_scale(void)
+{
+    const char *text = getenv("TEST_TIME_SCALE");
+    char *end;
+    double scale;
+
+    if (text == NULL || *text == '\0') {
+        return 1.0;
+    }
+    scale = strtod(text, &end);
+    if (*end != '\0' || !(scale >= 1.0 && scale <= 1000.0)) {
+        fprintf(stderr, "mp_run: TEST_TIME_SCALE=%s is not a number in [1, 1000]\n", text);
+        exit(2); /* a typo must not silently change what the tests check */
+    }
+    return scale;
+}
+
+double mp_scaled_time(double seconds)
+{
+    return seconds * mp_time_scale();
+}
+
+long mp_scaled_count(long count)
+{
+    long scaled = (long)((double)count / mp_time_scale());
+    return scaled > 0 ? scaled : 1;
+}
+
+/* Every process a test starts inherits MP_RUN_OWNER=<the test's pid>, so
+ * mp_count_alive counts only this test's processes, not those of another
+ * test that runs the same program at the same time (make -j check). */
+#define MP_OWNER_VAR "MP_RUN_OWNER"
+
+static void mp_mark_owner(void)
+{
+    char pid_text[24];
+
+    snprintf(pid_text, sizeof(pid_text), "%ld", (long)getpid());
+    setenv(MP_OWNER_VAR, pid_text, 1);
+}
+
+/* 1 when process pid carries our MP_RUN_OWNER mark. */
+static int mp_owned(const char *pid)
+{
+    char path[300], want[64], env[65536];
+    size_t len;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%s/environ", pid);
+    snprintf(want, sizeof(want), MP_OWNER_VAR "=%ld", (long)getpid());
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    len = fread(env, 1, sizeof(env) - 1, f);
+    fclose(f);
+    env[len] = '\0';
+    for (size_t pos = 0; pos < len; pos += strlen(env + pos) + 1) {
+        if (strcmp(env + pos, want) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 pid_t mp_start(char *const argv[], int *stdout_fd_p)
 {
     int fds[2] = {-1, -1};
     pid_t pid;
+
+    mp_mark_owner();
 
     if (stdout_fd_p != NULL && pipe(fds) != 0) {
         return -1;
@@ -53,6 +120,8 @@ int mp_wait(pid_t pid, double limit_s, double *elapsed_p)
 {
     double start = mp_now();
     int wstatus;
+
+    limit_s = mp_scaled_time(limit_s);
 
     for (;;) {
         pid_t done = waitpid(pid, &wstatus, WNOHANG);
@@ -139,7 +208,7 @@ int mp_count_alive(const char *prog)
         n = readlink(link, exe, sizeof(exe) - 1);
         if (n > 0) {
             exe[n] = '\0';
-            count += (strcmp(exe, want) == 0);
+            count += (strcmp(exe, want) == 0 && mp_owned(entry->d_name));
         }
     }
     if (proc != NULL) {

@@ -3,7 +3,8 @@
  * a wall-clock limit (its whole process group is killed at the limit), build
  * oshrun command lines, and check that a job left nothing behind.
  * Paths come from the environment set by `make check`: OSHRUN (the launcher),
- * TESTS_BUILDDIR (where test programs are), OMPI_MPIRUN (Open MPI's mpirun, or empty).
+ * TESTS_BUILDDIR (where test programs are), OMPI_MPIRUN (Open MPI's mpirun, or empty),
+ * TEST_TIME_SCALE (slow builds: sanitizers, valgrind; see docs/hardening.md).
  */
 #ifndef TESTS_MP_RUN_H
 #define TESTS_MP_RUN_H
@@ -12,8 +13,16 @@
 
 #define MP_RUN_TIMEOUT (-1) /* test_run's result when the limit killed the command */
 
+/* TEST_TIME_SCALE (>= 1, default 1): how much slower than a plain build
+ * this one runs. mp_run/mp_wait multiply their limits by it; tests multiply
+ * their own time bounds by it and divide heavy stress counts by it. */
+double mp_time_scale(void);
+double mp_scaled_time(double seconds);  /* seconds * scale */
+long mp_scaled_count(long count);       /* count / scale, at least 1 */
+
 /* Runs argv (NULL-terminated) in its own process group; returns its exit
- * status, 128+signal, or MP_RUN_TIMEOUT. *elapsed_p (may be NULL) gets seconds. */
+ * status, 128+signal, or MP_RUN_TIMEOUT. limit_s is scaled by mp_time_scale().
+ * *elapsed_p (may be NULL) gets seconds. */
 int mp_run(char *const argv[], double limit_s, double *elapsed_p);
 
 /* Starts argv in its own process group with stdout on a pipe; returns the
@@ -29,7 +38,8 @@ char **mp_oshrun_argv(int np, int nodes, const char *prog, const char *const arg
 const char *mp_test_path(const char *prog);
 
 /* Live processes running the test program prog (path relative to
- * TESTS_BUILDDIR, as for mp_test_path); zombies do not count. */
+ * TESTS_BUILDDIR, as for mp_test_path) that this test started (directly or
+ * not) with mp_run/mp_start; zombies do not count. */
 int mp_count_alive(const char *prog);
 
 /* Names in /dev/shm starting with "rmb" that were not in before (a
