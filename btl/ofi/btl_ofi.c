@@ -20,14 +20,26 @@
  * bound to our endpoint and enabled) and FI_MR_ALLOCATED (we only register
  * memory that exists). Keys longer than 8 bytes (FI_MR_RAW) are not taken.
  *
- * Completions. No CQ entries are asked for (FI_SELECTIVE_COMPLETION); two
- * counters count finished writes/base atomics and reads/fetching atomics.
- * Every write and atomic carries FI_DELIVERY_COMPLETE, so a counter that
- * caught up with what we posted means the data is in the target's memory:
- * quiet is "wait for both counters". Errors surface on the counters' error
- * counts; their cause is read from the CQ (fi_cq_readerr) and logged.
- * Calls return after local completion (puts up to the inject size are
- * copied by the provider at once); a btl_comp_t is never left pending.
+ * Completions. Two counters count finished writes/base atomics and
+ * reads/fetching atomics. Every write and atomic carries
+ * FI_DELIVERY_COMPLETE, so a counter that caught up with what we posted
+ * means the data is in the target's memory. CQ entries are asked for only
+ * where one operation's own completion matters (FI_SELECTIVE_COMPLETION +
+ * FI_COMPLETION): a request (btl_ofi_req_t, the op's context) finishes a
+ * non-blocking operation in its btl_comp_t, or frees a bounce-ring slot.
+ * quiet = both counters caught up and no request pending. Errors surface on
+ * the counters' error counts and the CQ (fi_cq_readerr), logged once.
+ *
+ * Local completion. Puts up to the inject size are copied by the provider;
+ * puts up to RMB_OFI_EAGER_SIZE are copied into a slot of a registered
+ * bounce ring and posted: both return at once. Larger puts and gets with a
+ * btl_comp_t return UTIL_IN_PROGRESS (one request per max_msg chunk) and
+ * complete from progress; without one they wait.
+ *
+ * Bounded waits. Every wait (counters, requests, retries after FI_EAGAIN)
+ * fails with UTIL_ERR_TIMEOUT after RMB_OFI_TIMEOUT_SEC and logs the
+ * operation and the peer; progress fails a non-blocking operation's
+ * btl_comp_t the same way.
  *
  * Put-with-flag (RMB_OFI_FLAG_ORDER=auto|native|fence|wait). native: the
  * flag write follows the payload at once, because the provider promises
@@ -52,7 +64,11 @@
  * quiet; 0 turns it off, a negative value makes it poll continuously
  * (a core to spare).
  *
- * fence(ep) waits for every operation of the iface to be delivered.
+ * fence(ep) (RMB_OFI_FENCE=auto|ordered|flag|wait): nothing when the
+ * provider orders all reads and writes (sockets); FI_FENCE on the next
+ * operation to the peer when it has the capability; otherwise a quiet, and
+ * only when something was posted to that peer since everything was last
+ * seen complete (tcp;ofi_rxm).
  */
 #include "btl/btl.h"
 #include "bootstrap/bootstrap.h"
