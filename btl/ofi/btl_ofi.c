@@ -266,11 +266,6 @@ static inline uint64_t btl_ofi_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* A free request: staged ones (index < BTL_OFI_SLOTS) own a bounce-ring
- * slot. Waits (progress, bounded) while none is free. */
-static util_status_t btl_ofi_req_get(btl_ofi_iface_t *oif, int staged, int peer,
-                                     btl_ofi_req_t **req_p);
-
 static void btl_ofi_req_release(btl_ofi_iface_t *oif, btl_ofi_req_t *req)
 {
     btl_ofi_req_t **head = req->slot >= 0 ? &oif->staged_free : &oif->plain_free;
@@ -389,6 +384,8 @@ static util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_ofi_wait_t *w,
     return UTIL_ERR_TIMEOUT;
 }
 
+/* A free request: staged ones (index < BTL_OFI_SLOTS) own a bounce-ring
+ * slot. Waits (progress, bounded) while none is free. */
 static util_status_t btl_ofi_req_get(btl_ofi_iface_t *oif, int staged, int peer,
                                      btl_ofi_req_t **req_p)
 {
