@@ -7,6 +7,11 @@
  *
  * PE 0 drives, PE 1 owns the target memory (with one PE, PE 0 targets
  * itself). Numbers are ns per operation (median of 5 runs) and MB/s.
+ * The target polls a flag with btl progress meanwhile, as a PE waiting in
+ * btl_flag_wait does (networks with manual progress serve RMA only while
+ * the target calls in); BTL_BENCH_TARGET=barrier leaves it in a bootstrap
+ * barrier instead (served by the backend's helper thread, if any).
+ * BTL_BENCH_ONLY=<name> measures one backend.
  */
 #include "btl/btl.h"
 #include "btl/btl_inl.h"
@@ -20,6 +25,7 @@
 
 #define B_BUF   (8u << 20)
 #define B_RUNS  5
+#define B_DONE  (B_BUF + 64) /* offset of the word that ends the target's polling */
 
 typedef struct {
     uint64_t base;
@@ -163,7 +169,9 @@ static int b_backend(const btl_component_t *comp, long iters)
     int target = size > 1 ? 1 : 0;
     uint8_t *src = malloc(B_BUF);
     void *direct = NULL;
-    uint64_t raddr;
+    uint64_t raddr, *done;
+    const char *mode = getenv("BTL_BENCH_TARGET");
+    int target_polls = mode == NULL || strcmp(mode, "barrier") != 0;
 
     if (src == NULL || btl_ctx_create(comp->name, &ctx) != UTIL_OK) {
         free(src);
@@ -186,6 +194,15 @@ static int b_backend(const btl_component_t *comp, long iters)
     raddr = all[target].base;
     if (btl_rkey_ptr(rk, raddr, &direct) != UTIL_OK) {
         direct = NULL;
+    }
+    done = (uint64_t *)((char *)btl_mem_addr(mem) + B_DONE);
+    *done = 0;
+    bootstrap_barrier();
+    if (rank == target && rank != 0 && target_polls) {
+        /* Serve PE 0 until it says it is done. */
+        if (btl_flag_wait(ctx, done, 1, 0) != UTIL_OK) {
+            fprintf(stderr, "btl_bench: target poll failed\n");
+        }
     }
     if (rank == 0) {
         const char *name = comp->name;
@@ -212,6 +229,10 @@ static int b_backend(const btl_component_t *comp, long iters)
             b_report(name, "get", s, B_GET, ep, rk, raddr, direct, src, n);
         }
         fflush(stdout);
+        if (target != 0 && (btl_amo_post(ep, BTL_AMO_SET, 8, raddr + B_DONE, rk, 1) != UTIL_OK ||
+                            btl_quiet(ep->iface) != UTIL_OK)) {
+            fprintf(stderr, "btl_bench: cannot release the target\n");
+        }
     }
     bootstrap_barrier();
     btl_rkey_release(rk);
@@ -233,7 +254,9 @@ int main(int argc, char **argv)
     }
     for (int c = 0; c < btl_component_count(); c++) {
         const btl_component_t *comp = btl_component_at(c);
-        if (comp->on_node_only && bootstrap_num_nodes() > 1) {
+        const char *only = getenv("BTL_BENCH_ONLY");
+        if ((comp->on_node_only && bootstrap_num_nodes() > 1) ||
+            (only != NULL && strcmp(only, comp->name) != 0)) {
             continue;
         }
         if (b_backend(comp, iters) != 0) {

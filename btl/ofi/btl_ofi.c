@@ -20,14 +20,26 @@
  * bound to our endpoint and enabled) and FI_MR_ALLOCATED (we only register
  * memory that exists). Keys longer than 8 bytes (FI_MR_RAW) are not taken.
  *
- * Completions. No CQ entries are asked for (FI_SELECTIVE_COMPLETION); two
- * counters count finished writes/base atomics and reads/fetching atomics.
- * Every write and atomic carries FI_DELIVERY_COMPLETE, so a counter that
- * caught up with what we posted means the data is in the target's memory:
- * quiet is "wait for both counters". Errors surface on the counters' error
- * counts; their cause is read from the CQ (fi_cq_readerr) and logged.
- * Calls return after local completion (puts up to the inject size are
- * copied by the provider at once); a btl_comp_t is never left pending.
+ * Completions. Two counters count finished writes/base atomics and
+ * reads/fetching atomics. Every write and atomic carries
+ * FI_DELIVERY_COMPLETE, so a counter that caught up with what we posted
+ * means the data is in the target's memory. CQ entries are asked for only
+ * where one operation's own completion matters (FI_SELECTIVE_COMPLETION +
+ * FI_COMPLETION): a request (btl_ofi_req_t, the op's context) finishes a
+ * non-blocking operation in its btl_comp_t, or frees a bounce-ring slot.
+ * quiet = both counters caught up and no request pending. Errors surface on
+ * the counters' error counts and the CQ (fi_cq_readerr), logged once.
+ *
+ * Local completion. Puts up to the inject size are copied by the provider;
+ * puts up to RMB_OFI_EAGER_SIZE are copied into a slot of a registered
+ * bounce ring and posted: both return at once. Larger puts and gets with a
+ * btl_comp_t return UTIL_IN_PROGRESS (one request per max_msg chunk) and
+ * complete from progress; without one they wait.
+ *
+ * Bounded waits. Every wait (counters, requests, retries after FI_EAGAIN)
+ * fails with UTIL_ERR_TIMEOUT after RMB_OFI_TIMEOUT_SEC and logs the
+ * operation and the peer; progress fails a non-blocking operation's
+ * btl_comp_t the same way.
  *
  * Put-with-flag (RMB_OFI_FLAG_ORDER=auto|native|fence|wait). native: the
  * flag write follows the payload at once, because the provider promises
@@ -52,7 +64,11 @@
  * quiet; 0 turns it off, a negative value makes it poll continuously
  * (a core to spare).
  *
- * fence(ep) waits for every operation of the iface to be delivered.
+ * fence(ep) (RMB_OFI_FENCE=auto|ordered|flag|wait): nothing when the
+ * provider orders all reads and writes (sockets); FI_FENCE on the next
+ * operation to the peer when it has the capability; otherwise a quiet, and
+ * only when something was posted to that peer since everything was last
+ * seen complete (tcp;ofi_rxm).
  */
 #include "btl/btl.h"
 #include "bootstrap/bootstrap.h"
@@ -73,14 +89,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BTL_OFI_API_VERSION FI_VERSION(1, 10)
 #define BTL_OFI_ADDR_MAX    128 /* bytes of a published fi_getname address */
 #define BTL_OFI_SPINS_BEFORE_YIELD 256
+#define BTL_OFI_SLOTS       64  /* bounce-ring slots (staged puts in flight) */
+#define BTL_OFI_REQS        256 /* requests: BTL_OFI_SLOTS staged + the rest plain */
+#define BTL_OFI_CQ_BATCH    16
+#define BTL_OFI_TIMEOUT_CHECK 1024 /* progress calls between timeout scans */
 
 #define BTL_OFI_MR_MODES                                                                   \
     (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
+
+/* How fence(ep) orders later operations to one peer behind earlier ones. */
+typedef enum {
+    BTL_OFI_FENCE_ORDERED, /* provider orders every RMA/atomic pair: nothing to do */
+    BTL_OFI_FENCE_FLAG,    /* the next operation to the peer carries FI_FENCE */
+    BTL_OFI_FENCE_WAIT     /* wait for everything, when the peer has anything outstanding */
+} btl_ofi_fence_mode_t;
 
 typedef enum {
     BTL_OFI_FLAG_NATIVE,
@@ -110,6 +138,18 @@ typedef struct {
     uint64_t flag; /* source of flag writes */
 } btl_ofi_scratch_t;
 
+/* An operation posted with FI_COMPLETION whose CQ entry we wait for: a
+ * non-blocking operation counted in comp, or a put staged in bounce-ring
+ * slot `slot` (freed on completion). The request is the op's context. */
+typedef struct btl_ofi_req {
+    btl_comp_t         *comp;      /* NULL: nobody to tell (staged put, or detached) */
+    int                 slot;      /* bounce-ring slot, -1 for plain requests */
+    int                 peer;
+    int                 in_use;
+    uint64_t            posted_ns; /* non-blocking operations: for their timeout */
+    struct btl_ofi_req *next_free;
+} btl_ofi_req_t;
+
 typedef struct {
     btl_mr_t       super;
     struct fid_mr *mr;
@@ -134,6 +174,15 @@ typedef struct {
     size_t               max_msg;   /* largest single transfer */
     size_t               max_waw;   /* largest payload whose placement is ordered */
     btl_ofi_flag_order_t flag_order;
+    btl_ofi_fence_mode_t fence_mode;
+    uint64_t             drained_seq; /* wr_posted + rd_posted when last seen all done */
+    uint64_t             timeout_ns;  /* RMB_OFI_TIMEOUT_SEC; 0: waits are unbounded */
+    size_t               eager_size;  /* puts up to this size are staged in the ring */
+    void                *ring;        /* BTL_OFI_SLOTS slots of eager_size bytes */
+    btl_ofi_mr_t        *ring_mr;
+    btl_ofi_req_t        reqs[BTL_OFI_REQS];
+    btl_ofi_req_t       *staged_free, *plain_free;
+    unsigned             reqs_pending;
     uint64_t             wr_posted, rd_posted;    /* operations we posted */
     uint64_t             wr_err_seen, rd_err_seen; /* errors already reported */
     uint64_t             next_key;
@@ -153,6 +202,8 @@ typedef struct {
 typedef struct {
     btl_ep_t   super;
     fi_addr_t  addr;
+    uint64_t   fence_flag; /* FI_FENCE for the next operation, after a fence */
+    uint64_t   last_seq;   /* wr_posted + rd_posted after our latest operation */
 } btl_ofi_ep_t;
 
 typedef struct {
@@ -206,16 +257,71 @@ static util_status_t btl_ofi_fail(const char *call, ssize_t ret)
     return btl_ofi_status(ret);
 }
 
+/* ---- requests: operations whose own completion we must see ---- */
+static inline uint64_t btl_ofi_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void btl_ofi_req_release(btl_ofi_iface_t *oif, btl_ofi_req_t *req)
+{
+    btl_ofi_req_t **head = req->slot >= 0 ? &oif->staged_free : &oif->plain_free;
+
+    req->in_use = 0;
+    req->comp = NULL;
+    req->next_free = *head;
+    *head = req;
+    oif->reqs_pending--;
+}
+
+/* The provider finished req (status: how). Its btl_comp_t counts it. */
+static void btl_ofi_req_done(btl_ofi_iface_t *oif, btl_ofi_req_t *req, util_status_t status)
+{
+    btl_comp_t *comp = req->comp;
+
+    if (comp != NULL) {
+        if (status != UTIL_OK && comp->status == UTIL_OK) {
+            comp->status = status;
+        }
+        __atomic_store_n(&comp->completed, comp->completed + 1, __ATOMIC_RELEASE);
+    }
+    btl_ofi_req_release(oif, req);
+}
+
+/* Forgets comp in every pending request (the caller gives up on it after
+ * an error): later completions must not write into a dead btl_comp_t. */
+static void btl_ofi_req_detach(btl_ofi_iface_t *oif, btl_comp_t *comp)
+{
+    for (int i = 0; i < BTL_OFI_REQS; i++) {
+        if (oif->reqs[i].in_use && oif->reqs[i].comp == comp) {
+            oif->reqs[i].comp = NULL;
+        }
+    }
+}
+
 /* ---- completion ---- */
 
-/* Drives the provider and reports an error completion, if one is queued. */
+/* Drives the provider and finishes requests whose completions are queued;
+ * reports an error completion, if one is queued. */
 static util_status_t btl_ofi_poll(btl_ofi_iface_t *oif)
 {
     struct fi_cq_err_entry err;
-    struct fi_cq_entry entry;
-    ssize_t ret = fi_cq_read(oif->cq, &entry, 1);
+    struct fi_cq_entry entries[BTL_OFI_CQ_BATCH];
+    ssize_t ret = fi_cq_read(oif->cq, entries, BTL_OFI_CQ_BATCH);
+    util_status_t status;
 
-    if (ret >= 0 || ret == -FI_EAGAIN) {
+    if (ret > 0) {
+        for (ssize_t i = 0; i < ret; i++) {
+            if (entries[i].op_context != NULL) {
+                btl_ofi_req_done(oif, entries[i].op_context, UTIL_OK);
+            }
+        }
+        return UTIL_OK;
+    }
+    if (ret == -FI_EAGAIN) {
         return UTIL_OK;
     }
     if (ret != -FI_EAVAIL) {
@@ -228,22 +334,101 @@ static util_status_t btl_ofi_poll(btl_ofi_iface_t *oif)
     }
     util_error("btl/ofi: operation failed: %s (%s)", fi_strerror(err.err),
                fi_cq_strerror(oif->cq, err.prov_errno, err.err_data, NULL, 0));
-    return btl_ofi_status(-(ssize_t)err.err);
+    status = btl_ofi_status(-(ssize_t)err.err);
+    if (err.op_context != NULL) {
+        btl_ofi_req_done(oif, err.op_context, status);
+    }
+    return status;
+}
+
+/* A bounded wait: spins, then yields; after RMB_OFI_TIMEOUT_SEC without
+ * success it fails with UTIL_ERR_TIMEOUT and a message naming the
+ * operation and the peer (peer < 0: every peer). The clock is read only
+ * once the wait has spun a while, so short waits never pay for it. */
+typedef struct {
+    unsigned spins;
+    uint64_t deadline;
+} btl_ofi_wait_t;
+
+static util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_ofi_wait_t *w,
+                                       const char *what, int peer)
+{
+    uint64_t now;
+
+    /* Providers with their own progress threads (sockets) and peers on
+     * the same cores need the CPU more than our spinning does. */
+    if (++w->spins < BTL_OFI_SPINS_BEFORE_YIELD) {
+        return UTIL_OK;
+    }
+    sched_yield();
+    if (oif->timeout_ns == 0 || (w->spins & 63) != 0) {
+        return UTIL_OK;
+    }
+    now = btl_ofi_now_ns();
+    if (w->deadline == 0) {
+        w->deadline = now + oif->timeout_ns;
+        return UTIL_OK;
+    }
+    if (now < w->deadline) {
+        return UTIL_OK;
+    }
+    if (peer >= 0) {
+        util_error("btl/ofi: %s to PE %d: no completion after %llu s (PE dead or provider "
+                   "stalled; RMB_OFI_TIMEOUT_SEC)", what, peer,
+                   (unsigned long long)(oif->timeout_ns / 1000000000u));
+    } else {
+        util_error("btl/ofi: %s: no completion after %llu s (a peer dead or provider stalled; "
+                   "RMB_OFI_TIMEOUT_SEC)", what,
+                   (unsigned long long)(oif->timeout_ns / 1000000000u));
+    }
+    return UTIL_ERR_TIMEOUT;
+}
+
+/* A free request: staged ones (index < BTL_OFI_SLOTS) own a bounce-ring
+ * slot. Waits (progress, bounded) while none is free. */
+static util_status_t btl_ofi_req_get(btl_ofi_iface_t *oif, int staged, int peer,
+                                     btl_ofi_req_t **req_p)
+{
+    btl_ofi_req_t **head = staged ? &oif->staged_free : &oif->plain_free;
+    btl_ofi_wait_t w = {0, 0};
+    btl_ofi_req_t *req;
+    util_status_t status;
+
+    while (*head == NULL) {
+        status = btl_ofi_poll(oif);
+        if (status == UTIL_OK) {
+            status = btl_ofi_wait_tick(oif, &w, staged ? "waiting for a bounce slot"
+                                                       : "waiting for a request", peer);
+        }
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    req = *head;
+    *head = req->next_free;
+    req->in_use = 1;
+    req->comp = NULL;
+    req->peer = peer;
+    oif->reqs_pending++;
+    *req_p = req;
+    return UTIL_OK;
 }
 
 /* Waits until cntr counted `posted` operations. Completions in error are
  * counted on the error side; their cause is logged once. */
 static util_status_t btl_ofi_cntr_wait(btl_ofi_iface_t *oif, struct fid_cntr *cntr,
-                                       uint64_t posted, uint64_t *err_seen)
+                                       uint64_t posted, uint64_t *err_seen, const char *what,
+                                       int peer)
 {
-    unsigned spins = 0;
+    btl_ofi_wait_t w = {0, 0};
 
     for (;;) {
         uint64_t done = fi_cntr_read(cntr);
         uint64_t errs = fi_cntr_readerr(cntr);
+        util_status_t status;
 
         if (errs > *err_seen) {
-            util_status_t status = btl_ofi_poll(oif);
+            status = btl_ofi_poll(oif);
             util_error("btl/ofi: %llu operation(s) completed in error",
                        (unsigned long long)(errs - *err_seen));
             *err_seen = errs;
@@ -252,36 +437,56 @@ static util_status_t btl_ofi_cntr_wait(btl_ofi_iface_t *oif, struct fid_cntr *cn
         if (done + errs >= posted) {
             return UTIL_OK;
         }
-
-        util_status_t status = btl_ofi_poll(oif);
+        /* The counter read drove the provider; the CQ only matters when
+         * requests wait for their entries (errors show on the counter). */
+        status = oif->reqs_pending > 0 ? btl_ofi_poll(oif) : UTIL_OK;
+        if (status == UTIL_OK) {
+            status = btl_ofi_wait_tick(oif, &w, what, peer);
+        }
         if (status != UTIL_OK) {
             return status;
         }
-        /* Providers with their own progress threads (sockets) and peers on
-         * the same cores need the CPU more than our spinning does. */
-        if (++spins >= BTL_OFI_SPINS_BEFORE_YIELD) {
-            sched_yield();
-        }
     }
 }
 
-static util_status_t btl_ofi_wait_writes(btl_ofi_iface_t *oif)
+static util_status_t btl_ofi_wait_writes(btl_ofi_iface_t *oif, const char *what, int peer)
 {
-    return btl_ofi_cntr_wait(oif, oif->wr_cntr, oif->wr_posted, &oif->wr_err_seen);
+    return btl_ofi_cntr_wait(oif, oif->wr_cntr, oif->wr_posted, &oif->wr_err_seen, what, peer);
 }
 
-static util_status_t btl_ofi_wait_reads(btl_ofi_iface_t *oif)
+static util_status_t btl_ofi_wait_reads(btl_ofi_iface_t *oif, const char *what, int peer)
 {
-    return btl_ofi_cntr_wait(oif, oif->rd_cntr, oif->rd_posted, &oif->rd_err_seen);
+    return btl_ofi_cntr_wait(oif, oif->rd_cntr, oif->rd_posted, &oif->rd_err_seen, what, peer);
 }
 
-/* Progress then retry when the provider is out of resources. */
-static util_status_t btl_ofi_retry(btl_ofi_iface_t *oif, const char *call, ssize_t ret)
+/* Progress, then retry, when the provider is out of resources; bounded
+ * like every wait. */
+static util_status_t btl_ofi_retry(btl_ofi_iface_t *oif, btl_ofi_wait_t *w, const char *call,
+                                   ssize_t ret, int peer)
 {
+    util_status_t status;
+
     if (ret != -FI_EAGAIN) {
         return btl_ofi_fail(call, ret);
     }
-    return btl_ofi_poll(oif);
+    status = btl_ofi_poll(oif);
+    return status != UTIL_OK ? status : btl_ofi_wait_tick(oif, w, call, peer);
+}
+
+/* The flags an operation to oep carries: a pending per-peer fence is
+ * taken by the first operation after it (see btl_ofi_fence). */
+static inline uint64_t btl_ofi_take_fence(btl_ofi_ep_t *oep)
+{
+    uint64_t flag = oep->fence_flag;
+
+    oep->fence_flag = 0;
+    return flag;
+}
+
+/* Records that an operation to oep was posted (per-peer fence). */
+static inline void btl_ofi_mark(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
+{
+    oep->last_seq = oif->wr_posted + oif->rd_posted;
 }
 
 /* ---- addressing ---- */
@@ -304,32 +509,78 @@ static inline void *btl_ofi_desc(btl_ofi_iface_t *oif, btl_mem_t *lmem)
 /* ---- writes ---- */
 
 /* Posts one write. Small writes are injected (the source is free at once);
- * every write asks for delivery completion and is counted in wr_posted. */
+ * every write asks for delivery completion and is counted in wr_posted.
+ * With req, the write also reports to the CQ with req as its context. */
 static util_status_t btl_ofi_write_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
                                         const void *src, size_t len, void *desc, uint64_t raddr,
-                                        btl_rkey_t *rkey, uint64_t extra_flags)
+                                        btl_rkey_t *rkey, uint64_t extra_flags,
+                                        btl_ofi_req_t *req)
 {
     struct iovec iov = {(void *)(uintptr_t)src, len};
     struct fi_rma_iov rma = {btl_ofi_raddr(rkey, raddr), len, btl_ofi_rkey(rkey)->key};
     struct fi_msg_rma msg = {
         .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oep->addr,
-        .rma_iov = &rma, .rma_iov_count = 1, .context = NULL, .data = 0
+        .rma_iov = &rma, .rma_iov_count = 1, .context = req, .data = 0
     };
-    uint64_t flags = oif->comp_flag | extra_flags;
+    uint64_t flags = oif->comp_flag | extra_flags | btl_ofi_take_fence(oep);
+    btl_ofi_wait_t w = {0, 0};
     util_status_t status;
     ssize_t ret;
 
-    if (len <= oif->inject_size) {
+    if (req != NULL) {
+        flags |= FI_COMPLETION;
+    } else if (len <= oif->inject_size) {
         flags |= FI_INJECT;
     }
     while ((ret = fi_writemsg(oif->ep, &msg, flags)) != 0) {
-        status = btl_ofi_retry(oif, "fi_writemsg", ret);
+        status = btl_ofi_retry(oif, &w, "fi_writemsg", ret, oep->super.peer);
         if (status != UTIL_OK) {
             return status;
         }
     }
     oif->wr_posted++;
+    btl_ofi_mark(oif, oep);
     return UTIL_OK;
+}
+
+/* A put staged in a bounce-ring slot: the source is free on return, the
+ * slot when the write completes (progress). No round trip for sizes
+ * between the inject size and eager_size. */
+static util_status_t btl_ofi_write_staged(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
+                                          const void *src, size_t len, uint64_t raddr,
+                                          btl_rkey_t *rkey, uint64_t extra_flags)
+{
+    btl_ofi_req_t *req;
+    void *slot;
+    util_status_t status = btl_ofi_req_get(oif, 1, oep->super.peer, &req);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    slot = (char *)oif->ring + (size_t)req->slot * oif->eager_size;
+    memcpy(slot, src, len);
+    status = btl_ofi_write_post(oif, oep, slot, len, oif->ring_mr->desc, raddr, rkey,
+                                extra_flags, req);
+    if (status != UTIL_OK) {
+        btl_ofi_req_release(oif, req);
+    }
+    return status;
+}
+
+/* Small writes that need no wait: injected, or staged in the ring. */
+static inline int btl_ofi_write_is_eager(const btl_ofi_iface_t *oif, size_t len)
+{
+    return len <= oif->inject_size || len <= oif->eager_size;
+}
+
+static util_status_t btl_ofi_write_eager(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
+                                         const void *src, size_t len, uint64_t raddr,
+                                         btl_rkey_t *rkey, uint64_t extra_flags)
+{
+    if (len <= oif->inject_size) {
+        return btl_ofi_write_post(oif, oep, src, len, NULL, raddr, rkey, extra_flags, NULL);
+    }
+    return btl_ofi_write_staged(oif, oep, src, len, raddr, rkey, extra_flags);
 }
 
 /* A write that is locally complete on return. Large sources without a
@@ -338,16 +589,17 @@ static util_status_t btl_ofi_write(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, cons
                                    size_t len, btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey)
 {
     void *desc = btl_ofi_desc(oif, lmem);
+    int peer = oep->super.peer;
     util_status_t status;
 
-    if (len <= oif->inject_size) {
-        return btl_ofi_write_post(oif, oep, src, len, NULL, raddr, rkey, 0);
+    if (btl_ofi_write_is_eager(oif, len)) {
+        return btl_ofi_write_eager(oif, oep, src, len, raddr, rkey, 0);
     }
     if (desc != NULL || !(oif->mr_mode & FI_MR_LOCAL)) {
         while (len > 0) {
             size_t chunk = len < oif->max_msg ? len : oif->max_msg;
 
-            status = btl_ofi_write_post(oif, oep, src, chunk, desc, raddr, rkey, 0);
+            status = btl_ofi_write_post(oif, oep, src, chunk, desc, raddr, rkey, 0, NULL);
             if (status != UTIL_OK) {
                 return status;
             }
@@ -355,16 +607,16 @@ static util_status_t btl_ofi_write(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, cons
             raddr += chunk;
             len -= chunk;
         }
-        return btl_ofi_wait_writes(oif);
+        return btl_ofi_wait_writes(oif, "put", peer);
     }
     while (len > 0) {
         size_t chunk = len < oif->bounce_size ? len : oif->bounce_size;
 
         memcpy(oif->bounce, src, chunk);
         status = btl_ofi_write_post(oif, oep, oif->bounce, chunk, oif->bounce_mr->desc, raddr,
-                                    rkey, 0);
+                                    rkey, 0, NULL);
         if (status == UTIL_OK) {
-            status = btl_ofi_wait_writes(oif);
+            status = btl_ofi_wait_writes(oif, "put", peer);
         }
         if (status != UTIL_OK) {
             return status;
@@ -377,24 +629,28 @@ static util_status_t btl_ofi_write(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, cons
 }
 
 static util_status_t btl_ofi_read_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void *dst,
-                                       size_t len, void *desc, uint64_t raddr, btl_rkey_t *rkey)
+                                       size_t len, void *desc, uint64_t raddr, btl_rkey_t *rkey,
+                                       btl_ofi_req_t *req)
 {
     struct iovec iov = {dst, len};
     struct fi_rma_iov rma = {btl_ofi_raddr(rkey, raddr), len, btl_ofi_rkey(rkey)->key};
     struct fi_msg_rma msg = {
         .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oep->addr,
-        .rma_iov = &rma, .rma_iov_count = 1, .context = NULL, .data = 0
+        .rma_iov = &rma, .rma_iov_count = 1, .context = req, .data = 0
     };
+    uint64_t flags = btl_ofi_take_fence(oep) | (req != NULL ? FI_COMPLETION : 0);
+    btl_ofi_wait_t w = {0, 0};
     util_status_t status;
     ssize_t ret;
 
-    while ((ret = fi_readmsg(oif->ep, &msg, 0)) != 0) {
-        status = btl_ofi_retry(oif, "fi_readmsg", ret);
+    while ((ret = fi_readmsg(oif->ep, &msg, flags)) != 0) {
+        status = btl_ofi_retry(oif, &w, "fi_readmsg", ret, oep->super.peer);
         if (status != UTIL_OK) {
             return status;
         }
     }
     oif->rd_posted++;
+    btl_ofi_mark(oif, oep);
     return UTIL_OK;
 }
 
@@ -402,6 +658,7 @@ static util_status_t btl_ofi_read(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void 
                                   size_t len, btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey)
 {
     void *desc = btl_ofi_desc(oif, lmem);
+    int peer = oep->super.peer;
     util_status_t status;
 
     if (len == 0) {
@@ -411,7 +668,7 @@ static util_status_t btl_ofi_read(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void 
         while (len > 0) {
             size_t chunk = len < oif->max_msg ? len : oif->max_msg;
 
-            status = btl_ofi_read_post(oif, oep, dst, chunk, desc, raddr, rkey);
+            status = btl_ofi_read_post(oif, oep, dst, chunk, desc, raddr, rkey, NULL);
             if (status != UTIL_OK) {
                 return status;
             }
@@ -419,15 +676,15 @@ static util_status_t btl_ofi_read(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void 
             raddr += chunk;
             len -= chunk;
         }
-        return btl_ofi_wait_reads(oif);
+        return btl_ofi_wait_reads(oif, "get", peer);
     }
     while (len > 0) {
         size_t chunk = len < oif->bounce_size ? len : oif->bounce_size;
 
         status = btl_ofi_read_post(oif, oep, oif->bounce, chunk, oif->bounce_mr->desc, raddr,
-                                   rkey);
+                                   rkey, NULL);
         if (status == UTIL_OK) {
-            status = btl_ofi_wait_reads(oif);
+            status = btl_ofi_wait_reads(oif, "get", peer);
         }
         if (status != UTIL_OK) {
             return status;
@@ -440,19 +697,80 @@ static util_status_t btl_ofi_read(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void 
     return UTIL_OK;
 }
 
+/* Non-blocking put or get of a buffer the provider can use in place: one
+ * request per chunk, each counted in comp and finished by progress. */
+static util_status_t btl_ofi_rma_nb(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int is_write,
+                                    void *buf, size_t len, void *desc, uint64_t raddr,
+                                    btl_rkey_t *rkey, btl_comp_t *comp)
+{
+    uint64_t now = oif->timeout_ns != 0 ? btl_ofi_now_ns() : 0;
+    util_status_t status = UTIL_OK;
+
+    while (len > 0) {
+        size_t chunk = len < oif->max_msg ? len : oif->max_msg;
+        btl_ofi_req_t *req;
+
+        status = btl_ofi_req_get(oif, 0, oep->super.peer, &req);
+        if (status != UTIL_OK) {
+            break;
+        }
+        req->comp = comp;
+        req->posted_ns = now;
+        status = is_write
+                     ? btl_ofi_write_post(oif, oep, buf, chunk, desc, raddr, rkey, 0, req)
+                     : btl_ofi_read_post(oif, oep, buf, chunk, desc, raddr, rkey, req);
+        if (status != UTIL_OK) {
+            btl_ofi_req_release(oif, req);
+            break;
+        }
+        comp->posted++;
+        buf = (char *)buf + chunk;
+        raddr += chunk;
+        len -= chunk;
+    }
+    if (status != UTIL_OK) {
+        btl_ofi_req_detach(oif, comp);
+        return status;
+    }
+    return UTIL_IN_PROGRESS;
+}
+
+/* Non-blocking when comp is given and the buffer can be used in place:
+ * eager puts complete locally at once (UTIL_OK), larger ones return
+ * UTIL_IN_PROGRESS. Otherwise blocking to local completion. */
 static util_status_t btl_ofi_put(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                  uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp)
 {
+    btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    void *desc;
+
     if (len == 0) {
         return UTIL_OK;
     }
-    return btl_ofi_write(btl_ofi_iface(ep->iface), btl_ofi_ep(ep), src, len, lmem, raddr, rkey);
+    if (comp == NULL || btl_ofi_write_is_eager(oif, len)) {
+        return btl_ofi_write(oif, btl_ofi_ep(ep), src, len, lmem, raddr, rkey);
+    }
+    desc = btl_ofi_desc(oif, lmem);
+    if (desc == NULL && (oif->mr_mode & FI_MR_LOCAL)) {
+        return btl_ofi_write(oif, btl_ofi_ep(ep), src, len, lmem, raddr, rkey);
+    }
+    return btl_ofi_rma_nb(oif, btl_ofi_ep(ep), 1, (void *)(uintptr_t)src, len, desc, raddr,
+                          rkey, comp);
 }
 
 static util_status_t btl_ofi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
                                  uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp)
 {
-    return btl_ofi_read(btl_ofi_iface(ep->iface), btl_ofi_ep(ep), dst, len, lmem, raddr, rkey);
+    btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    void *desc = btl_ofi_desc(oif, lmem);
+
+    if (len == 0) {
+        return UTIL_OK;
+    }
+    if (comp == NULL || (desc == NULL && (oif->mr_mode & FI_MR_LOCAL))) {
+        return btl_ofi_read(oif, btl_ofi_ep(ep), dst, len, lmem, raddr, rkey);
+    }
+    return btl_ofi_rma_nb(oif, btl_ofi_ep(ep), 0, dst, len, desc, raddr, rkey, comp);
 }
 
 /* The 8-byte flag, from the registered scratch word. */
@@ -460,22 +778,22 @@ static util_status_t btl_ofi_flag_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
                                        uint64_t flag_raddr, btl_rkey_t *flag_rkey,
                                        uint64_t value, uint64_t extra_flags)
 {
+    util_status_t status;
+
     if ((flag_raddr & 7) != 0) {
         util_error("btl/ofi: flag address 0x%llx is not 8-byte aligned",
                    (unsigned long long)flag_raddr);
         return UTIL_ERR_INVALID;
     }
-    oif->scratch.flag = value;
-    /* 8 bytes are injected whenever inject_size allows; otherwise the
-     * scratch word must stay put until the write completed. */
-    if (oif->inject_size >= sizeof(uint64_t)) {
-        return btl_ofi_write_post(oif, oep, &oif->scratch.flag, sizeof(uint64_t),
-                                  oif->scratch_mr->desc, flag_raddr, flag_rkey, extra_flags);
+    if (oif->inject_size >= sizeof(uint64_t) || oif->eager_size >= sizeof(uint64_t)) {
+        return btl_ofi_write_eager(oif, oep, &value, sizeof(value), flag_raddr, flag_rkey,
+                                   extra_flags);
     }
-    util_status_t status = btl_ofi_write_post(oif, oep, &oif->scratch.flag, sizeof(uint64_t),
-                                              oif->scratch_mr->desc, flag_raddr, flag_rkey,
-                                              extra_flags);
-    return status != UTIL_OK ? status : btl_ofi_wait_writes(oif);
+    /* No way to copy 8 bytes away: the scratch word stays put until done. */
+    oif->scratch.flag = value;
+    status = btl_ofi_write_post(oif, oep, &oif->scratch.flag, sizeof(uint64_t),
+                                oif->scratch_mr->desc, flag_raddr, flag_rkey, extra_flags, NULL);
+    return status != UTIL_OK ? status : btl_ofi_wait_writes(oif, "put_flag", oep->super.peer);
 }
 
 static util_status_t btl_ofi_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
@@ -486,35 +804,42 @@ static util_status_t btl_ofi_put_flag(btl_ep_t *ep, const void *src, size_t len,
     btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
     btl_ofi_ep_t *oep = btl_ofi_ep(ep);
     void *desc = btl_ofi_desc(oif, lmem);
-    int direct = len <= oif->inject_size ||
+    int eager = btl_ofi_write_is_eager(oif, len);
+    int direct = eager ||
                  (len <= oif->max_msg && (desc != NULL || !(oif->mr_mode & FI_MR_LOCAL)));
+    uint64_t flag_fence = oif->flag_order == BTL_OFI_FLAG_FENCE ? FI_FENCE : 0;
     util_status_t status;
 
+    (void)comp; /* always complete on return */
     if (len == 0) {
         return btl_ofi_flag_post(oif, oep, flag_raddr, flag_rkey, flag_value, 0);
     }
     if (oif->flag_order == BTL_OFI_FLAG_WAIT || !direct ||
         (oif->flag_order == BTL_OFI_FLAG_NATIVE && len > oif->max_waw)) {
-        /* Payload delivered (btl_ofi_write waits only for large ones). */
+        /* Payload delivered, then the flag: one round trip. */
         status = btl_ofi_write(oif, oep, src, len, lmem, raddr, rkey);
         if (status == UTIL_OK) {
-            status = btl_ofi_wait_writes(oif);
+            status = btl_ofi_wait_writes(oif, "put_flag", ep->peer);
         }
         if (status != UTIL_OK) {
             return status;
         }
         return btl_ofi_flag_post(oif, oep, flag_raddr, flag_rkey, flag_value, 0);
     }
-    status = btl_ofi_write_post(oif, oep, src, len, desc, raddr, rkey, 0);
+    if (eager) {
+        status = btl_ofi_write_eager(oif, oep, src, len, raddr, rkey, 0);
+        return status != UTIL_OK ? status
+                                 : btl_ofi_flag_post(oif, oep, flag_raddr, flag_rkey,
+                                                     flag_value, flag_fence);
+    }
+    status = btl_ofi_write_post(oif, oep, src, len, desc, raddr, rkey, 0, NULL);
+    if (status == UTIL_OK) {
+        status = btl_ofi_flag_post(oif, oep, flag_raddr, flag_rkey, flag_value, flag_fence);
+    }
     if (status != UTIL_OK) {
         return status;
     }
-    status = btl_ofi_flag_post(oif, oep, flag_raddr, flag_rkey, flag_value,
-                               oif->flag_order == BTL_OFI_FLAG_FENCE ? FI_FENCE : 0);
-    if (status != UTIL_OK || len <= oif->inject_size) {
-        return status;
-    }
-    return btl_ofi_wait_writes(oif); /* local completion of the payload */
+    return btl_ofi_wait_writes(oif, "put_flag", ep->peer); /* local completion of the payload */
 }
 
 static util_status_t btl_ofi_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
@@ -525,6 +850,7 @@ static util_status_t btl_ofi_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_m
     btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
     util_status_t status = btl_ofi_read(oif, btl_ofi_ep(ep), dst, len, lmem, raddr, rkey);
 
+    (void)comp; /* always complete on return */
     if (status != UTIL_OK) {
         return status;
     }
@@ -584,6 +910,8 @@ static util_status_t btl_ofi_amo_fetch_native(btl_ofi_iface_t *oif, btl_ofi_ep_t
         .context = NULL, .data = 0
     };
     void *res_desc = desc, *cmp_desc = desc;
+    uint64_t flags = btl_ofi_take_fence(oep);
+    btl_ofi_wait_t w = {0, 0};
     util_status_t status;
     ssize_t ret;
 
@@ -599,21 +927,24 @@ static util_status_t btl_ofi_amo_fetch_native(btl_ofi_iface_t *oif, btl_ofi_ep_t
     oif->scratch.result = 0;
     for (;;) {
         if (op == BTL_AMO_CSWAP) {
-            ret = fi_compare_atomicmsg(oif->ep, &msg, &cmp, &cmp_desc, 1, &res, &res_desc, 1, 0);
+            ret = fi_compare_atomicmsg(oif->ep, &msg, &cmp, &cmp_desc, 1, &res, &res_desc, 1,
+                                       flags);
         } else {
-            ret = fi_fetch_atomicmsg(oif->ep, &msg, &res, &res_desc, 1, 0);
+            ret = fi_fetch_atomicmsg(oif->ep, &msg, &res, &res_desc, 1, flags);
         }
         if (ret == 0) {
             break;
         }
-        status = btl_ofi_retry(oif, op == BTL_AMO_CSWAP ? "fi_compare_atomicmsg"
-                                                         : "fi_fetch_atomicmsg", ret);
+        status = btl_ofi_retry(oif, &w, op == BTL_AMO_CSWAP ? "fi_compare_atomicmsg"
+                                                             : "fi_fetch_atomicmsg",
+                               ret, oep->super.peer);
         if (status != UTIL_OK) {
             return status;
         }
     }
     oif->rd_posted++;
-    status = btl_ofi_wait_reads(oif);
+    btl_ofi_mark(oif, oep);
+    status = btl_ofi_wait_reads(oif, "fetching atomic", oep->super.peer);
     if (status != UTIL_OK) {
         return status;
     }
@@ -700,6 +1031,8 @@ static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
             .datatype = size == 8 ? FI_UINT64 : FI_UINT32, .op = btl_ofi_amo_op[op],
             .context = NULL, .data = 0
         };
+        uint64_t flags = FI_INJECT | oif->comp_flag | btl_ofi_take_fence(oep);
+        btl_ofi_wait_t w = {0, 0};
         ssize_t ret;
 
         if (size == 8) {
@@ -708,46 +1041,105 @@ static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
             uint32_t op32 = (uint32_t)operand;
             memcpy(&oif->scratch.operand, &op32, 4);
         }
-        while ((ret = fi_atomicmsg(oif->ep, &msg, FI_INJECT | oif->comp_flag)) != 0) {
-            status = btl_ofi_retry(oif, "fi_atomicmsg", ret);
+        while ((ret = fi_atomicmsg(oif->ep, &msg, flags)) != 0) {
+            status = btl_ofi_retry(oif, &w, "fi_atomicmsg", ret, ep->peer);
             if (status != UTIL_OK) {
                 return status;
             }
         }
         oif->wr_posted++;
+        btl_ofi_mark(oif, oep);
         return UTIL_OK;
     }
     return btl_ofi_amo_fetch(ep, op, size, raddr, rkey, operand, 0, &old);
 }
 
 /* ---- ordering ---- */
+
+/* Remote completion of everything: both counters caught up, and every
+ * request (non-blocking operation, staged put) finished, so each
+ * btl_comp_t involved has counted its operations. */
 static util_status_t btl_ofi_quiet(btl_iface_t *iface)
 {
     btl_ofi_iface_t *oif = btl_ofi_iface(iface);
-    util_status_t status = btl_ofi_wait_writes(oif);
+    btl_ofi_wait_t w = {0, 0};
+    util_status_t status = btl_ofi_wait_writes(oif, "quiet", -1);
 
-    if (status != UTIL_OK) {
-        return status;
+    if (status == UTIL_OK) {
+        status = btl_ofi_wait_reads(oif, "quiet", -1);
     }
-    return btl_ofi_wait_reads(oif);
+    /* A counter may run ahead of the CQ entry of the same operation. */
+    while (status == UTIL_OK && oif->reqs_pending > 0) {
+        status = btl_ofi_poll(oif);
+        if (status == UTIL_OK) {
+            status = btl_ofi_wait_tick(oif, &w, "quiet", -1);
+        }
+    }
+    if (status == UTIL_OK) {
+        oif->drained_seq = oif->wr_posted + oif->rd_posted;
+    }
+    return status;
 }
 
+/* Operations to ep after the fence are performed after those before it.
+ * ordered: the provider already orders them. flag: the next operation to
+ * this peer carries FI_FENCE (the provider defers it until the earlier
+ * ones to the same peer completed). wait: free when nothing was posted to
+ * this peer since everything was last seen complete, else a quiet. */
 static util_status_t btl_ofi_fence(btl_ep_t *ep)
 {
-    return btl_ofi_quiet(ep->iface);
+    btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    btl_ofi_ep_t *oep = btl_ofi_ep(ep);
+
+    switch (oif->fence_mode) {
+    case BTL_OFI_FENCE_ORDERED:
+        return UTIL_OK;
+    case BTL_OFI_FENCE_FLAG:
+        if (oep->last_seq > oif->drained_seq) {
+            oep->fence_flag = FI_FENCE;
+        }
+        return UTIL_OK;
+    default:
+        return oep->last_seq > oif->drained_seq ? btl_ofi_quiet(ep->iface) : UTIL_OK;
+    }
+}
+
+/* Fails non-blocking operations outstanding longer than the timeout: their
+ * btl_comp_t gets UTIL_ERR_TIMEOUT and is forgotten (the provider keeps
+ * the request until it completes, if ever). */
+static void btl_ofi_expire(btl_ofi_iface_t *oif)
+{
+    uint64_t now = btl_ofi_now_ns();
+
+    for (int i = BTL_OFI_SLOTS; i < BTL_OFI_REQS; i++) {
+        btl_ofi_req_t *req = &oif->reqs[i];
+
+        if (req->in_use && req->comp != NULL && now - req->posted_ns > oif->timeout_ns) {
+            util_error("btl/ofi: non-blocking operation to PE %d: no completion after %llu s "
+                       "(PE dead or provider stalled; RMB_OFI_TIMEOUT_SEC)", req->peer,
+                       (unsigned long long)(oif->timeout_ns / 1000000000u));
+            if (req->comp->status == UTIL_OK) {
+                req->comp->status = UTIL_ERR_TIMEOUT;
+            }
+            btl_ofi_req_detach(oif, req->comp);
+        }
+    }
 }
 
 static util_status_t btl_ofi_progress(btl_iface_t *iface)
 {
     btl_ofi_iface_t *oif = btl_ofi_iface(iface);
 
-    (void)fi_cntr_read(oif->rd_cntr); /* util counters drive the endpoint */
     /* A caller polling a flag in a loop lets threads on its cores (the
      * provider's, our peers') run now and then. */
     if (++oif->progress_calls % BTL_OFI_SPINS_BEFORE_YIELD == 0) {
         sched_yield();
+        if (oif->progress_calls % BTL_OFI_TIMEOUT_CHECK == 0 && oif->timeout_ns != 0 &&
+            oif->reqs_pending > 0) {
+            btl_ofi_expire(oif);
+        }
     }
-    return btl_ofi_poll(oif);
+    return btl_ofi_poll(oif); /* reading the CQ drives the endpoint too */
 }
 
 /* Serves peers' RMA and atomics while this process is busy elsewhere. */
@@ -963,6 +1355,10 @@ static void btl_ofi_teardown(btl_ofi_iface_t *oif)
         btl_ofi_unreg(oif->bounce_mr);
     }
     free(oif->bounce);
+    if (oif->ring_mr != NULL) {
+        btl_ofi_unreg(oif->ring_mr);
+    }
+    free(oif->ring);
     btl_ofi_close_fid(oif->av != NULL ? &oif->av->fid : NULL, "av");
     btl_ofi_close_fid(oif->wr_cntr != NULL ? &oif->wr_cntr->fid : NULL, "write counter");
     btl_ofi_close_fid(oif->rd_cntr != NULL ? &oif->rd_cntr->fid : NULL, "read counter");
@@ -1102,6 +1498,82 @@ static util_status_t btl_ofi_choose_flag_order(btl_ofi_iface_t *oif)
     return UTIL_OK;
 }
 
+/* The fence mode: RMB_OFI_FENCE=auto|ordered|flag|wait. auto: ordered when
+ * the provider orders every read/write pair without size limit, else flag
+ * when it has FI_FENCE, else wait. */
+static util_status_t btl_ofi_choose_fence(btl_ofi_iface_t *oif)
+{
+    const uint64_t all = FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW;
+    struct fi_info *info = oif->info;
+    int has_fence = (info->caps & FI_FENCE) != 0;
+    int ordered = (info->tx_attr->msg_order & all) == all &&
+                  info->ep_attr->max_order_raw_size >= oif->max_msg &&
+                  info->ep_attr->max_order_war_size >= oif->max_msg &&
+                  info->ep_attr->max_order_waw_size >= oif->max_msg;
+    const char *choice = NULL;
+    util_status_t status = util_env_get_string("RMB_OFI_FENCE", &choice);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (strcmp(choice, "auto") == 0) {
+        oif->fence_mode = ordered ? BTL_OFI_FENCE_ORDERED
+                                  : has_fence ? BTL_OFI_FENCE_FLAG : BTL_OFI_FENCE_WAIT;
+    } else if (strcmp(choice, "ordered") == 0 && ordered) {
+        oif->fence_mode = BTL_OFI_FENCE_ORDERED;
+    } else if (strcmp(choice, "flag") == 0 && has_fence) {
+        oif->fence_mode = BTL_OFI_FENCE_FLAG;
+    } else if (strcmp(choice, "wait") == 0) {
+        oif->fence_mode = BTL_OFI_FENCE_WAIT;
+    } else {
+        util_error("RMB_OFI_FENCE=\"%s\": expected auto, wait%s%s", choice,
+                   ordered ? ", ordered" : "", has_fence ? ", flag" : "");
+        return UTIL_ERR_INVALID;
+    }
+    return UTIL_OK;
+}
+
+static const char *btl_ofi_fence_name(btl_ofi_fence_mode_t mode)
+{
+    switch (mode) {
+    case BTL_OFI_FENCE_ORDERED: return "ordered";
+    case BTL_OFI_FENCE_FLAG:    return "flag";
+    default:                    return "wait";
+    }
+}
+
+/* The requests and the bounce ring for staged puts. */
+static util_status_t btl_ofi_reqs_init(btl_ofi_iface_t *oif)
+{
+    util_status_t status;
+
+    for (int i = BTL_OFI_REQS - 1; i >= 0; i--) {
+        btl_ofi_req_t *req = &oif->reqs[i];
+
+        req->slot = i < BTL_OFI_SLOTS ? i : -1;
+        if (i < BTL_OFI_SLOTS) {
+            req->next_free = oif->staged_free;
+            oif->staged_free = req;
+        } else {
+            req->next_free = oif->plain_free;
+            oif->plain_free = req;
+        }
+    }
+    if (oif->eager_size <= oif->inject_size) {
+        oif->eager_size = 0; /* injecting covers it */
+        return UTIL_OK;
+    }
+    if (posix_memalign(&oif->ring, 4096, oif->eager_size * BTL_OFI_SLOTS) != 0) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    status = btl_ofi_reg(oif, oif->ring, oif->eager_size * BTL_OFI_SLOTS, &oif->ring_mr);
+    if (status != UTIL_OK) {
+        free(oif->ring);
+        oif->ring = NULL;
+    }
+    return status;
+}
+
 static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
 
 static const btl_ops_t btl_ofi_ops = {
@@ -1166,6 +1638,19 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = util_env_get_size("RMB_OFI_BOUNCE_SIZE", &oif->bounce_size);
     }
     if (status == UTIL_OK) {
+        status = util_env_get_size("RMB_OFI_EAGER_SIZE", &oif->eager_size);
+    }
+    if (status == UTIL_OK) {
+        long timeout_s = 0;
+        status = util_env_get_int("RMB_OFI_TIMEOUT_SEC", &timeout_s);
+        if (status == UTIL_OK && timeout_s < 0) {
+            util_error("RMB_OFI_TIMEOUT_SEC=%ld: expected seconds >= 0 (0: no limit)",
+                       timeout_s);
+            status = UTIL_ERR_INVALID;
+        }
+        oif->timeout_ns = (uint64_t)timeout_s * 1000000000u;
+    }
+    if (status == UTIL_OK) {
         status = btl_ofi_getinfo(&oif->info);
     }
     if (status != UTIL_OK) {
@@ -1183,6 +1668,9 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     oif->max_waw = oif->info->ep_attr->max_order_waw_size > 0
                        ? oif->info->ep_attr->max_order_waw_size : SIZE_MAX;
     status = btl_ofi_choose_flag_order(oif);
+    if (status == UTIL_OK) {
+        status = btl_ofi_choose_fence(oif);
+    }
     if (status != UTIL_OK) {
         goto err;
     }
@@ -1271,8 +1759,13 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         }
     }
 
+    status = btl_ofi_reqs_init(oif);
+    if (status != UTIL_OK) {
+        goto err;
+    }
+
     btl_ofi_query_atomics(oif);
-    caps = BTL_CAP_ANY_MEMORY;
+    caps = BTL_CAP_ANY_MEMORY | BTL_CAP_NONBLOCKING;
     if (btl_ofi_amo_complete(oif, 0)) {
         caps |= BTL_CAP_AMO32;
     }
@@ -1312,10 +1805,11 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         }
         oif->thread_running = 1;
     }
-    util_debug("btl/ofi: provider %s, domain %s, mr_mode 0x%llx, inject %zu, flag order %s, "
-               "progress thread %s", oif->info->fabric_attr->prov_name,
+    util_debug("btl/ofi: provider %s, domain %s, mr_mode 0x%llx, inject %zu, eager %zu, "
+               "flag order %s, fence %s, progress thread %s", oif->info->fabric_attr->prov_name,
                oif->info->domain_attr->name, (unsigned long long)oif->mr_mode, oif->inject_size,
-               btl_ofi_flag_order_name(oif->flag_order), oif->thread_running ? "on" : "off");
+               oif->eager_size, btl_ofi_flag_order_name(oif->flag_order),
+               btl_ofi_fence_name(oif->fence_mode), oif->thread_running ? "on" : "off");
     *iface_p = &oif->super;
     return UTIL_OK;
 

@@ -74,6 +74,33 @@ START_TEST(test_ofi_forced)
 }
 END_TEST
 
+/* Waits are bounded: a stalled peer makes quiet and a non-blocking put
+ * fail with a timeout after RMB_OFI_TIMEOUT_SEC=1, then everything
+ * completes once it serves again (~7 s: the peer stalls 5 s). */
+START_TEST(test_ofi_timeout)
+{
+    const char *prog = "btl/mp_btl_ofi_timeout";
+    char *before = mp_shm_snapshot();
+
+    if (btl_component_find("ofi") == NULL) {
+        printf("SKIP btl/ofi timeout: not built\n");
+        free(before);
+        return;
+    }
+    setenv("RMB_BTL", "ofi", 1);
+    setenv("FI_PROVIDER", "tcp;ofi_rxm", 1); /* manual progress: a sleeping PE serves nothing */
+    setenv("RMB_OFI_PROGRESS_USEC", "0", 1);
+    setenv("RMB_OFI_TIMEOUT_SEC", "1", 1);
+    ck_assert_int_eq(mp_run(mp_oshrun_argv(2, 1, prog, NULL), 60, NULL), 0);
+    unsetenv("RMB_OFI_PROGRESS_USEC");
+    unsetenv("RMB_OFI_TIMEOUT_SEC");
+    unsetenv("FI_PROVIDER");
+    ck_assert_int_eq(mp_count_alive(prog), 0);
+    ck_assert_int_eq(mp_shm_new_entries(before), 0);
+    free(before);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s   = suite_create("btl");
@@ -87,6 +114,7 @@ int main(void)
     suite_add_tcase(s, shm);
     tcase_set_timeout(ofi, 300);
     tcase_add_loop_test(ofi, test_ofi_forced, 0, 4);
+    tcase_add_test(ofi, test_ofi_timeout);
     suite_add_tcase(s, ofi);
     return mp_run_suite(s);
 }

@@ -273,6 +273,52 @@ START_TEST(test_sizes)
 }
 END_TEST
 
+/* ---- a completed put no longer needs its source ------------------------- */
+START_TEST(test_src_reuse)
+{
+    t_backend_t *be = &t_be[_i];
+    int to = t_next(1), from = t_next(-1);
+    static const size_t sizes[] = {8, 100, 1000, 4000, 20000};
+    const size_t stride = 32768, nputs = 64;
+    uint8_t *src = malloc(stride);
+
+    t_case_begin("source reuse", _i);
+    T_ASSERT(src != NULL, "malloc");
+    T_OK(bootstrap_barrier());
+    for (size_t k = 0; k < nputs; k++) {
+        size_t size = sizes[k % 5];
+        uint64_t raddr = be->remote.base[to] + k * stride;
+        btl_comp_t comp;
+        util_status_t s;
+
+        for (size_t i = 0; i < size; i++) {
+            src[i] = t_pattern(t_rank, 1000 + k, i);
+        }
+        btl_comp_init(&comp);
+        s = (k & 1) ? btl_put_nb(be->ep[to], src, size, NULL, raddr, be->remote.rkey[to], &comp)
+                    : btl_put(be->ep[to], src, size, NULL, raddr, be->remote.rkey[to]);
+        T_ASSERT(s == UTIL_OK || ((k & 1) && s == UTIL_IN_PROGRESS), "put %zu: %s", k,
+                 util_status_name(s));
+        if (s == UTIL_IN_PROGRESS) {
+            T_OK(btl_ctx_comp_wait(be->ctx, &comp));
+        }
+        memset(src, 0xEE, size); /* locally complete: the source is mine again */
+    }
+    T_OK(btl_ctx_quiet(be->ctx));
+    T_OK(bootstrap_barrier());
+    for (size_t k = 0; k < nputs; k++) {
+        for (size_t i = 0; i < sizes[k % 5]; i++) {
+            T_ASSERT(be->local[k * stride + i] == t_pattern(from, 1000 + k, i),
+                     "put %zu (%zu B): byte %zu is 0x%02x", k, sizes[k % 5], i,
+                     be->local[k * stride + i]);
+        }
+    }
+    T_OK(bootstrap_barrier());
+    free(src);
+    t_case_end(_i);
+}
+END_TEST
+
 /* ---- unaligned source and target ----------------------------------------- */
 START_TEST(test_unaligned)
 {
@@ -838,6 +884,7 @@ static Suite *t_suite(void)
     tcase_add_checked_fixture(tc, t_setup, NULL);
     tcase_add_loop_test(tc, test_contract, 0, t_nbe);
     tcase_add_loop_test(tc, test_sizes, 0, t_nbe);
+    tcase_add_loop_test(tc, test_src_reuse, 0, t_nbe);
     tcase_add_loop_test(tc, test_unaligned, 0, t_nbe);
     tcase_add_loop_test(tc, test_registration, 0, t_nbe);
     tcase_add_loop_test(tc, test_static_atomics, 0, t_nbe);

@@ -1,0 +1,175 @@
+/*
+ * btl/ofi waits are bounded: with a peer that stops serving, quiet and a
+ * non-blocking put fail with UTIL_ERR_TIMEOUT after RMB_OFI_TIMEOUT_SEC
+ * instead of hanging, and everything completes once the peer serves again.
+ *
+ *   RMB_OFI_TIMEOUT_SEC=1 RMB_OFI_PROGRESS_USEC=0 FI_PROVIDER='tcp;ofi_rxm' \
+ *       oshrun -n 2 tests/btl/mp_btl_ofi_timeout
+ *
+ * The provider must have manual data progress (tcp;ofi_rxm) and the helper
+ * progress thread must be off, so that a PE asleep serves nothing. PE 1
+ * sleeps T_STALL_S seconds; PE 0 meanwhile sees both waits time out. Then
+ * PE 1 tells PE 0 it is awake and serves until PE 0 is done. Exits 0 only
+ * when every check passed; each failure prints one line.
+ */
+#include "btl/btl.h"
+#include "btl/btl_inl.h"
+#include "bootstrap/bootstrap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define T_BIG      (1u << 20)
+#define T_AWAKE    T_BIG            /* offset of PE 1's "awake" word, in PE 0's arena */
+#define T_DONE     (T_BIG + 64)     /* offset of PE 0's "done" word, in PE 1's arena */
+#define T_HELLO    (T_BIG + 128)    /* connection warm-up word, both ways */
+#define T_ARENA    (T_BIG + 4096)
+#define T_STALL_S  5
+
+typedef struct {
+    uint64_t base;
+    uint32_t len;
+    uint8_t  packed[BTL_RKEY_PACKED_MAX];
+} t_key_t;
+
+static int t_failures;
+
+#define T_CHECK(_cond, ...)                                                   \
+    do {                                                                      \
+        if (!(_cond)) {                                                       \
+            fprintf(stderr, "pe %d: %s:%d: ", bootstrap_rank(), __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n");                                            \
+            t_failures++;                                                     \
+        }                                                                     \
+    } while (0)
+
+static double t_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Polls a local word with btl progress until it is nonzero or limit_s passed. */
+static int t_wait_word(btl_ctx_t *ctx, volatile uint64_t *word, double limit_s)
+{
+    double end = t_now() + limit_s;
+
+    while (btl_flag_load((const uint64_t *)word) == 0) {
+        if (btl_ctx_progress(ctx) < 0 || t_now() > end) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int main(void)
+{
+    btl_ctx_t *ctx;
+    btl_mem_t *mem;
+    btl_ep_t *ep;
+    btl_rkey_t *rk;
+    t_key_t mine, all[2];
+    size_t len = 0;
+    uint8_t *arena, *src, *back;
+    uint64_t raddr;
+    int rank, peer;
+
+    alarm(60); /* bounded even if the btl's own bound failed */
+    if (bootstrap_init() != UTIL_OK || bootstrap_size() != 2) {
+        fprintf(stderr, "mp_btl_ofi_timeout: needs exactly 2 PEs under oshrun\n");
+        return 1;
+    }
+    rank = bootstrap_rank();
+    peer = 1 - rank;
+    src = malloc(T_BIG);
+    back = malloc(T_BIG);
+    if (src == NULL || back == NULL || btl_ctx_create("ofi", &ctx) != UTIL_OK ||
+        btl_mem_alloc(ctx, T_ARENA, &mem) != UTIL_OK || btl_ctx_ep(ctx, peer, &ep) != UTIL_OK) {
+        bootstrap_abort(1, "mp_btl_ofi_timeout: set-up failed");
+    }
+    arena = btl_mem_addr(mem);
+    memset(arena, 0, T_ARENA);
+    memset(&mine, 0, sizeof(mine));
+    mine.base = (uint64_t)(uintptr_t)arena;
+    if (btl_mem_pack(mem, mine.packed, sizeof(mine.packed), &len) != UTIL_OK) {
+        bootstrap_abort(1, "mp_btl_ofi_timeout: pack failed");
+    }
+    mine.len = (uint32_t)len;
+    if (bootstrap_allgather(&mine, all, sizeof(mine)) != UTIL_OK ||
+        btl_rkey_unpack(ep, all[peer].packed, all[peer].len, &rk) != UTIL_OK) {
+        bootstrap_abort(1, "mp_btl_ofi_timeout: key exchange failed");
+    }
+    raddr = all[peer].base;
+    for (size_t i = 0; i < T_BIG; i++) {
+        src[i] = (uint8_t)(i * 7 + 3);
+    }
+
+    /* Connect while both serve: the provider's connection set-up needs the
+     * peer's progress too, and the stall below is about data. */
+    if (btl_amo_post(ep, BTL_AMO_SET, 8, raddr + T_HELLO, rk, 1) != UTIL_OK ||
+        t_wait_word(ctx, (volatile uint64_t *)(arena + T_HELLO), 30) != 0 ||
+        btl_quiet(ep->iface) != UTIL_OK || bootstrap_barrier() != UTIL_OK) {
+        bootstrap_abort(1, "mp_btl_ofi_timeout: warm-up failed");
+    }
+
+    if (rank == 1) {
+        sleep(T_STALL_S); /* no libfabric call: nothing of PE 0's is served */
+        T_CHECK(btl_amo_post(ep, BTL_AMO_SET, 8, raddr + T_AWAKE, rk, 1) == UTIL_OK,
+                "telling PE 0 I am awake");
+        T_CHECK(t_wait_word(ctx, (volatile uint64_t *)(arena + T_DONE), 30) == 0,
+                "PE 0 never said it was done");
+    } else {
+        btl_comp_t comp;
+        util_status_t status;
+        double t0, dt;
+
+        /* 1. put + quiet against a stalled peer: a timeout, not a hang. */
+        t0 = t_now();
+        T_CHECK(btl_put(ep, src, 8, NULL, raddr, rk) == UTIL_OK, "8-byte put");
+        status = btl_quiet(ep->iface);
+        dt = t_now() - t0;
+        T_CHECK(status == UTIL_ERR_TIMEOUT, "quiet returned %s, expected ERR_TIMEOUT",
+                util_status_name(status));
+        T_CHECK(dt >= 0.9 && dt < T_STALL_S, "quiet gave up after %.2f s (limit 1 s)", dt);
+
+        /* 2. a non-blocking put: its btl_comp_t fails with the timeout. */
+        btl_comp_init(&comp);
+        t0 = t_now();
+        status = btl_put_nb(ep, src, T_BIG, NULL, raddr, rk, &comp);
+        T_CHECK(status == UTIL_IN_PROGRESS, "1 MiB put_nb returned %s, expected IN_PROGRESS",
+                util_status_name(status));
+        status = btl_ctx_comp_wait(ctx, &comp);
+        dt = t_now() - t0;
+        T_CHECK(status == UTIL_ERR_TIMEOUT, "comp_wait returned %s, expected ERR_TIMEOUT",
+                util_status_name(status));
+        T_CHECK(dt >= 0.9 && dt < T_STALL_S, "comp_wait gave up after %.2f s (limit 1 s)", dt);
+
+        /* 3. the peer serves again: everything completes, data is there. */
+        T_CHECK(t_wait_word(ctx, (volatile uint64_t *)(arena + T_AWAKE), 30) == 0,
+                "PE 1 never woke up");
+        status = btl_quiet(ep->iface);
+        T_CHECK(status == UTIL_OK, "quiet after the peer woke returned %s",
+                util_status_name(status));
+        T_CHECK(btl_get(ep, back, T_BIG, NULL, raddr, rk) == UTIL_OK, "get back");
+        T_CHECK(memcmp(back, src, T_BIG) == 0, "the stalled put's data did not land");
+        T_CHECK(btl_amo_post(ep, BTL_AMO_SET, 8, raddr + T_DONE, rk, 1) == UTIL_OK &&
+                    btl_quiet(ep->iface) == UTIL_OK,
+                "telling PE 1 I am done");
+    }
+
+    btl_rkey_release(rk);
+    btl_mem_free(mem);
+    btl_ctx_destroy(ctx);
+    free(src);
+    free(back);
+    if (rank == 0) {
+        printf("mp_btl_ofi_timeout: %s\n", t_failures == 0 ? "PASS" : "FAIL");
+    }
+    bootstrap_finalize();
+    return t_failures == 0 ? 0 : 1;
+}
