@@ -8,8 +8,8 @@
  * barrier cannot confuse a slower one.
  *
  * Point-to-point waits (wait_until, the _all/_any/_some/_vector sets,
- * signal_wait_until) poll local memory with acquire loads; after
- * SHMEMI_SPIN polls they drive the btl and yield the CPU.
+ * signal_wait_until) poll local memory with acquire loads, drive the btl
+ * and, after SHMEMI_SPIN polls, yield the CPU (shmemi_relax).
  *
  * Active-set barriers (shmem_barrier, the deprecated collectives) use the
  * caller's pSync: members add 1 to pSync[0] of the set's first PE, which
@@ -22,14 +22,22 @@
 
 #include <sched.h>
 
-#define SHMEMI_SPIN 1000 /* polls before a waiting PE starts yielding */
+#define SHMEMI_SPIN 1000          /* polls before a waiting PE starts yielding */
+#define SHMEMI_PROGRESS_EVERY 16  /* polls between btl progress calls while spinning */
 
+/* A spinning PE drives the btl too, not only once it yields: over MPI a
+ * peer's operation on our memory (a barrier flag, a get) completes only
+ * while we are in MPI, so progress only after the spin would delay the peer
+ * by the whole spin. */
 static inline void shmemi_relax(unsigned long *polls)
 {
     if (++*polls > SHMEMI_SPIN) {
         rpipe_sym_progress();
         sched_yield(); /* oversubscribed: let the PE we wait for run */
     } else {
+        if (*polls % SHMEMI_PROGRESS_EVERY == 0) {
+            rpipe_sym_progress();
+        }
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif

@@ -306,6 +306,9 @@ static void shmemi_tc_wait_ge(const uint64_t *word, uint64_t value)
             rpipe_sym_progress();
             sched_yield(); /* oversubscribed: let the PE we wait for run */
         } else {
+            if (polls % 16 == 0) {
+                rpipe_sym_progress(); /* while spinning too: see shmemi_relax */
+            }
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif

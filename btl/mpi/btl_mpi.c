@@ -105,6 +105,7 @@ typedef struct {
     int                         dirty;     /* peer written to since the last quiet, or NONE/MANY */
     unsigned                    ring_next; /* next free slot */
     unsigned                    progress_calls;
+    int                         oversubscribed; /* more ranks on this node than CPUs */
     pthread_t                   thread;
     int                         thread_running;
     int                         thread_stop;
@@ -424,8 +425,10 @@ static util_status_t btl_mpi_progress(btl_iface_t *iface)
 {
     btl_mpi_iface_t *mif = btl_mpi_iface(iface);
 
-    /* A caller polling a flag lets the peers on its cores run now and then. */
-    if (++mif->progress_calls % BTL_MPI_SPINS_BEFORE_YIELD == 0) {
+    /* A caller polling a flag lets the peers on its cores run now and then;
+     * with a core each, yielding only hands the core to unrelated work and
+     * delays the replies our peers wait for (their operations need us in MPI). */
+    if (mif->oversubscribed && ++mif->progress_calls % BTL_MPI_SPINS_BEFORE_YIELD == 0) {
         sched_yield();
     }
     return btl_mpi_check("MPI_Iprobe (progress)", mif->shim->progress());
@@ -715,6 +718,7 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = UTIL_ERR_UNSUPPORTED;
         goto err;
     }
+    mif->oversubscribed = bootstrap_local_size() > sysconf(_SC_NPROCESSORS_ONLN);
     mif->progress_usec = btl_mpi_progress_interval();
     if (mif->progress_usec != 0 && bootstrap_mpi_thread_allowed()) {
         int ret = pthread_create(&mif->thread, NULL, btl_mpi_progress_thread, mif);
