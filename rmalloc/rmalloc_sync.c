@@ -15,7 +15,7 @@
  * checksum, so a reader never applies a torn or stale entry: it stops and
  * retries. The tag queue is a ring: a slot is free again as soon as the
  * reader has taken it and reported so (its consumed count, written into
- * the writer's buffer every half ring and whenever it has caught up). The
+ * the writer's buffer every quarter ring). The
  * thesis's queue (Alg. 10/11) only restarts once the reader drained it
  * whole; that waits on the reader's progress even with room to spare,
  * which can deadlock two peers that each wait on the other. Readers rely on
@@ -90,6 +90,7 @@ struct rmalloc_sync_ep {
     int                      pulled_new;
     uint64_t                 word;    /* landing spot of 8-byte reads */
     uint8_t                 *scratch; /* landing spot of tag queue reads */
+    const uint8_t           *window_at; /* the window to apply: scratch, or in the peer view */
     const uint8_t           *peer_view; /* peer's buffer mapped here, or NULL */
     uint64_t                 window;  /* tags asked for by the read in flight */
     uint64_t                 freed_seen, freed_total;
@@ -280,6 +281,19 @@ void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, const void *peer_buf)
     ep->peer_view = peer_buf;
 }
 
+const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep)
+{
+    if (ep->cfg.role != RMALLOC_SYNC_CONSUMER || ep->ready_head != ep->ready_tail)
+        return NULL;
+    if (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL)
+        return (const uint64_t *)(ep->buf + OFF_CH_HEAD);
+    if (ep->cfg.protocol == RMALLOC_SYNC_TAG && ep->peer_view != NULL)
+        return (const uint64_t *)(ep->peer_view + OFF_TAGS +
+                                  (ep->consumed % ep->cfg.queue_len) * sizeof(rec_t) +
+                                  offsetof(rec_t, stamp));
+    return NULL;
+}
+
 rmalloc_vmem_t *rmalloc_sync_vmem(rmalloc_sync_ep_t *ep)
 {
     return ep->vm;
@@ -363,24 +377,28 @@ static util_status_t apply_freed(rmalloc_sync_ep_t *ep, uint64_t freed)
     return UTIL_OK;
 }
 
+/* TAG, reader side: enough tags taken and not yet reported to tell the
+ * writer (see apply_tags). */
+static inline int tags_to_report(const rmalloc_sync_ep_t *ep)
+{
+    return ep->consumed - ep->consumed_told >= (ep->cfg.queue_len + 3) / 4;
+}
+
 /* TAG, reader side: a window of the peer's queue arrived (Alg. 11). Tag
  * number n sits in slot n % queue_len with stamp n + 1 and a good checksum;
  * the first slot that is not so (not written yet, or half written) ends the
  * batch, to be read again later. */
 static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
 {
-    uint64_t      cap = ep->cfg.queue_len, n = 0;
-    int           caught_up = 0;
+    uint64_t      n = 0;
     util_status_t status;
 
     ep->pulled_new = 0;
     for (uint64_t k = 0; k < ep->window; k++) {
         rec_t r;
-        memcpy(&r, ep->scratch + k * sizeof(rec_t), sizeof(r));
-        if (!rec_valid(&r, ep->consumed + 1)) {
-            caught_up = 1;
+        memcpy(&r, ep->window_at + k * sizeof(rec_t), sizeof(r));
+        if (!rec_valid(&r, ep->consumed + 1))
             break;
-        }
         status = apply_rec(ep, &r);
         if (status != UTIL_OK)
             return status;
@@ -388,10 +406,12 @@ static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
         n++;
     }
     ep->pulled_new = (n != 0);
-    /* Report what was taken (Alg. 11 l. 17-20, per half ring rather than
-     * per full queue): the writer may then reuse those slots. */
-    if (ep->consumed != ep->consumed_told &&
-        (caught_up || ep->consumed - ep->consumed_told >= (cap + 1) / 2)) {
+    /* Report what was taken (Alg. 11 l. 17-20, per quarter ring rather than
+     * per full queue): the writer may then reuse those slots. Not per tag:
+     * the count lands in the writer's busiest cache line, and the writer
+     * can only be short of slots while some are unread (caught up, fewer
+     * than a quarter ring are unreported). */
+    if (tags_to_report(ep)) {
         uint64_t told = ep->consumed;
         status = ep->tr.ops->write(ep->tr.ctx, OFF_CONSUMED, &told, sizeof(told));
         if (status == UTIL_ERR_NO_RESOURCE)
@@ -451,11 +471,11 @@ static util_status_t view_read(rmalloc_sync_ep_t *ep, int kind)
         if (__atomic_load_n((const uint64_t *)(first + offsetof(rec_t, stamp)),
                             __ATOMIC_ACQUIRE) != ep->consumed + 1) {
             ep->pulled_new = 0;
-            if (ep->consumed == ep->consumed_told)
+            if (!tags_to_report(ep))
                 return UTIL_OK; /* nothing new, nothing to report */
             ep->window = 1;     /* apply_tags finds it stale and reports */
         }
-        memcpy(ep->scratch, first, ep->window * sizeof(rec_t));
+        ep->window_at = first; /* applied in place: each record is checked as it is copied */
     } else {
         ep->word = __atomic_load_n((const uint64_t *)(ep->peer_view +
                                                       (kind == PEND_FREED ? OFF_FREED
@@ -479,6 +499,7 @@ static util_status_t issue_read(rmalloc_sync_ep_t *ep, int kind)
         ep->window = (cap - slot < TAG_WINDOW) ? cap - slot : TAG_WINDOW;
         status     = ep->tr.ops->read(ep->tr.ctx, OFF_TAGS + slot * sizeof(rec_t),
                                       ep->scratch, ep->window * sizeof(rec_t));
+        ep->window_at = ep->scratch;
     } else
         status = ep->tr.ops->read(ep->tr.ctx, kind == PEND_FREED ? OFF_FREED : OFF_CH_TAIL,
                                   &ep->word, sizeof(ep->word));

@@ -157,6 +157,13 @@ rmalloc_vmem_t *rmalloc_sync_vmem(rmalloc_sync_ep_t *ep);
  * operations). */
 void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, const void *peer_buf);
 
+/* Consumer waiting for the next allocation (rmalloc_sync_next() said
+ * NO_RESOURCE): a word in local or mapped memory that changes when one may
+ * have arrived, for a caller that polls with loads; NULL when there is none
+ * (block protocol: the caller knows the place itself; tag protocol without
+ * a peer view). */
+const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep);
+
 /* Counters since creation. */
 void rmalloc_sync_get_stats(const rmalloc_sync_ep_t *ep, rmalloc_sync_stats_t *stats_p);
 

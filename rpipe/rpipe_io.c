@@ -314,18 +314,25 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
     return R_SUCCESS;
 }
 
-/* Waits for the pending message's flag word to change, where it is in
- * memory this side can load: one load per poll instead of a full rread_nb,
+/* Waits for the pending message's flag word (or, before its place is
+ * known, the sync word that announces it) to change, where it is in memory
+ * this side can load: one load per poll instead of a full rread_nb,
  * so the flag is seen about as soon as it lands. Each round of loads counts
  * as one poll of the general wait, which runs between rounds (the word may
  * hold stale bytes that never change) and alone once deferred posts or
  * frees need it or the wait has begun to yield the core. */
 static void rpipe_wait_flag(rch_t ch, rpipe_wait_t *wait)
 {
-    if (ch->pending && (ch->owner || ch->peer_region != NULL) && rpipe_state.deferred == 0 &&
-        wait->polls < rpipe_state.spin) { /* not once it yields the core */
-        const uint64_t *flag = (const uint64_t *)(rpipe_view(ch) +
-                                                  rpipe_flag_offset(&ch->pending_desc));
+    const uint64_t *flag = NULL;
+
+    if (rpipe_state.deferred == 0 && wait->polls < rpipe_state.spin) {
+        if (!ch->pending) { /* tag/channel: the next descriptor is not known yet */
+            flag = rmalloc_sync_poll_word(ch->sync);
+        } else if (ch->owner || ch->peer_region != NULL) {
+            flag = (const uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&ch->pending_desc));
+        }
+    }
+    if (flag != NULL) { /* not once the wait yields the core */
         uint64_t seen = __atomic_load_n(flag, __ATOMIC_RELAXED);
 
         /* No pause here: it would delay seeing the flag by its own length
