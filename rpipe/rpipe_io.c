@@ -395,8 +395,12 @@ int rfree(rch_t ch, raddr_t user_desc)
     if (!ch->owner && ch->peer_region == NULL) {
         status = btl_put(ch->ep, &zero, 8, NULL, ch->peer_region_addr + rpipe_flag_offset(&desc),
                          ch->peer_region_rkey);
+        /* The clear must have landed before the free is published: block and
+         * tag frees are published in my own sync buffer, which the producer
+         * reads with its own gets, so an ordering fence is not enough (the
+         * slot could be reused and its new flag zeroed by this put). */
         if (status == UTIL_OK) {
-            status = btl_fence(ch->ep);
+            status = btl_quiet(ch->ep->iface);
         }
         if (status != UTIL_OK) {
             return status;
