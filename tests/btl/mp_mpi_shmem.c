@@ -26,8 +26,8 @@
 
 #define BIG (1 << 20)
 #define ITERS 200
-#define CONTENDED_ITERS 4000
-#define SELF_BATCH 4096
+#define CONTENDED_ITERS 2000
+#define SELF_BATCH 1024
 
 static int me, npes, errors;
 static long static_words[1024];
