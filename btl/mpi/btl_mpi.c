@@ -17,6 +17,17 @@
  * We read flags with plain loads, so the memory model must be
  * MPI_WIN_UNIFIED (checked at open).
  *
+ * Pool. When every rank is on this node, iface_open also allocates a pool
+ * window (MPI_Win_allocate_shared, RMB_MPI_POOL_SIZE bytes per rank,
+ * default 512 MiB, 0: none): the MPI's shared-memory path (Open MPI osc/sm:
+ * a put is a memcpy; a dynamic window only gets osc/rdma at ~2 us).
+ * mem_alloc hands out zeroed, page-aligned blocks of it (first fit; freed
+ * blocks merge), so the symmetric heap and rpipe's buffers live there; when
+ * none is left, mem_alloc says UNSUPPORTED and btl.c registers plain memory
+ * on the dynamic window. A key says which window; quiet and fence flush
+ * both. Not MPI_Win_allocate: Open MPI 4.1 gives it osc/rdma, whose
+ * vader-emulated atomics on it crash.
+ *
  * Completion. put returns after local completion: up to BTL_MPI_SLOT
  * bytes are copied into a ring of source slots (MPI_Put from the slot, no
  * flush), larger ones wait for MPI_Win_flush_local(peer). Gets and
