@@ -580,13 +580,15 @@ static util_status_t btl_mpi_mem_alloc(btl_iface_t *iface, size_t size, void **a
     btl_mpi_block_t **link, *block;
     btl_mpi_mr_t *mr;
 
-    if (mif->pool_win == NULL || size == 0 || size > mif->pool_size) {
+    if (mif->pool_win == NULL || size == 0) {
         return UTIL_ERR_UNSUPPORTED;
     }
     len = (size + page - 1) / page * page;
     for (link = &mif->pool_free; *link != NULL && (*link)->len < len; link = &(*link)->next) {
     }
     if (*link == NULL) {
+        util_debug("btl/mpi: no %zu-byte block left in the pool: plain memory on the dynamic "
+                   "window (RMB_MPI_POOL_SIZE)", len);
         return UTIL_ERR_UNSUPPORTED;
     }
     mr = calloc(1, sizeof(*mr));
@@ -607,6 +609,7 @@ static util_status_t btl_mpi_mem_alloc(btl_iface_t *iface, size_t size, void **a
     mr->super.size = size;
     mr->disp = mr->pool_off;
     memset(mr->super.addr, 0, size); /* a block may be handed out again */
+    util_trace("btl/mpi: pool block of %zu bytes at offset %zu", len, mr->pool_off);
     *addr_p = mr->super.addr;
     *mr_p = &mr->super;
     return UTIL_OK;

@@ -214,6 +214,12 @@ START_TEST(test_mpi_program)
      * while PE 0 runs its own on the same word (lost updates when PE 0's were
      * CPU atomics: MPICH failed about every other run) */
     ck_assert_int_eq(t_run_with(_i, 2, "auto", "mpi", prog, multiple, 120), 0);
+    /* a pool window smaller than the symmetric heap: mem_alloc falls back,
+     * the heap is plain memory on the dynamic window (by default the heap is
+     * in the pool and static data on the dynamic window: both at once) */
+    setenv("RMB_MPI_POOL_SIZE", "1M", 1);
+    ck_assert_int_eq(t_run_with(_i, 2, "auto", "mpi", prog, NULL, 120), 0);
+    unsetenv("RMB_MPI_POOL_SIZE");
 }
 END_TEST
 
