@@ -87,8 +87,6 @@
 #define BTL_MPI_DIRTY_MANY (-2)
 #define BTL_MPI_SPINS_BEFORE_YIELD 256
 
-#define BTL_MPI_POOL_DEFAULT ((size_t)512 << 20)
-
 /* Packed remote key. */
 typedef struct {
     uint64_t base; /* owner's virtual address */
@@ -507,20 +505,6 @@ static long btl_mpi_progress_interval(void)
     return usec;
 }
 
-/* RMB_MPI_POOL_SIZE (read directly, like RMB_MPI_PROGRESS_USEC). */
-static size_t btl_mpi_pool_size(void)
-{
-    const char *text = getenv("RMB_MPI_POOL_SIZE");
-    size_t size = BTL_MPI_POOL_DEFAULT;
-
-    if (text != NULL && util_env_parse_size(text, &size) != UTIL_OK) {
-        util_warn("RMB_MPI_POOL_SIZE=\"%s\" is not a size: using %zu", text,
-                  BTL_MPI_POOL_DEFAULT);
-        size = BTL_MPI_POOL_DEFAULT;
-    }
-    return size;
-}
-
 /* ---- memory ---- */
 static util_status_t btl_mpi_mem_reg(btl_iface_t *iface, void *addr, size_t size,
                                      btl_mr_t **mr_p)
@@ -870,7 +854,10 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = UTIL_ERR_UNSUPPORTED;
         goto err;
     }
-    mif->pool_size = btl_mpi_pool_size();
+    status = util_env_get_size("RMB_MPI_POOL_SIZE", &mif->pool_size);
+    if (status != UTIL_OK) {
+        goto err;
+    }
     if (mif->pool_size > 0) {
         /* a page more: the MPI's base need not be page-aligned (osc/sm) */
         mif->pool_size += page;
