@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BOOTSTRAP_MPI_SHIM_ABI   3
+#define BOOTSTRAP_MPI_SHIM_ABI   4
 #define BOOTSTRAP_MPI_SHIM_ENTRY "rmb_mpi_shim"
 
 /* Accumulate operations, mapped onto MPI_Op by the shim. */
@@ -85,6 +85,10 @@ typedef struct bootstrap_mpi_shim {
     /* Collective. MPI_Win_create_dynamic + MPI_Win_lock_all(NOCHECK);
      * *unified_p says whether the memory model is MPI_WIN_UNIFIED. */
     int (*win_create)(void **win_p, int *unified_p);
+    /* Collective. When every rank is on this node, MPI_Win_allocate_shared
+     * of size bytes here (*base_p; disp is the offset from a rank's own
+     * base), then as win_create; else *win_p is NULL. */
+    int (*win_allocate)(size_t size, void **base_p, void **win_p, int *unified_p);
     int (*win_free)(void *win);
     int (*win_attach)(void *win, void *addr, size_t size);
     int (*win_detach)(void *win, void *addr);

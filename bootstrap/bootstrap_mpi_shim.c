@@ -34,6 +34,7 @@
 
 typedef struct {
     MPI_Win win;
+    int     shared; /* MPI_Win_allocate_shared (disp: an offset); else dynamic (an address) */
 } shim_win_t;
 
 /* One pushed buffer and its sends to every other rank. */
@@ -303,33 +304,26 @@ static MPI_Datatype shim_type(unsigned size)
     return size == 8 ? MPI_UINT64_T : MPI_UINT32_T;
 }
 
-static int shim_win_create(void **win_p, int *unified_p)
+static void shim_win_info(MPI_Info *info_p)
 {
-    shim_win_t *w = malloc(sizeof(*w));
-    MPI_Info info;
-    int *model = NULL, flag = 0, rc;
-
-    if (w == NULL) {
-        return MPI_ERR_NO_MEM;
-    }
-    MPI_Info_create(&info);
+    MPI_Info_create(info_p);
     /* The MPI default accumulate_ops=same_op_no_op lets an MPI assume that
      * concurrent accumulates to one address use one op (or NO_OP); we mix
      * SUM, REPLACE, BAND... and compare-and-swap on one word (locks,
      * signals). There is no standard "any op" value; the MPI-4 hint
      * which_accumulate_ops lists every op we issue, so an MPI that honours
      * it (MPICH) picks one mechanism that does them all atomically. */
-    MPI_Info_set(info, "which_accumulate_ops", "sum,band,bor,bxor,replace,no_op,cswap");
-    rc = MPI_Win_create_dynamic(info, shim_comm, &w->win);
-    MPI_Info_free(&info);
-    if (rc != MPI_SUCCESS) {
-        free(w);
-        return rc;
-    }
+    MPI_Info_set(*info_p, "which_accumulate_ops", "sum,band,bor,bxor,replace,no_op,cswap");
+}
+
+/* Error handler, model, and one passive-target epoch for the window's whole life. */
+static int shim_win_start(shim_win_t *w, void **win_p, int *unified_p)
+{
+    int *model = NULL, flag = 0, rc;
+
     MPI_Win_set_errhandler(w->win, MPI_ERRORS_RETURN);
     MPI_Win_get_attr(w->win, MPI_WIN_MODEL, &model, &flag);
     *unified_p = flag && model != NULL && *model == MPI_WIN_UNIFIED;
-    /* One passive-target epoch for the window's whole life. */
     rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win);
     if (rc != MPI_SUCCESS) {
         MPI_Win_free(&w->win);
@@ -338,6 +332,56 @@ static int shim_win_create(void **win_p, int *unified_p)
     }
     *win_p = w;
     return MPI_SUCCESS;
+}
+
+static int shim_win_create(void **win_p, int *unified_p)
+{
+    shim_win_t *w = calloc(1, sizeof(*w));
+    MPI_Info info;
+    int rc;
+
+    if (w == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    shim_win_info(&info);
+    rc = MPI_Win_create_dynamic(info, shim_comm, &w->win);
+    MPI_Info_free(&info);
+    if (rc != MPI_SUCCESS) {
+        free(w);
+        return rc;
+    }
+    return shim_win_start(w, win_p, unified_p);
+}
+
+/* A shared-memory window: the MPI's on-node fast path (Open MPI osc/sm,
+ * MPICH ch4 shm). Not MPI_Win_allocate: Open MPI 4.1 gives that osc/rdma,
+ * whose vader-emulated atomics on it crash (the target applies the origin's
+ * mapping address). Only when every rank is on this node: else *win_p NULL. */
+static int shim_win_allocate(size_t size, void **base_p, void **win_p, int *unified_p)
+{
+    shim_win_t *w;
+    MPI_Info info;
+    int rc;
+
+    *win_p = NULL;
+    if (!shim_one_node) {
+        return MPI_SUCCESS;
+    }
+    w = calloc(1, sizeof(*w));
+    if (w == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    shim_win_info(&info);
+    /* each rank's segment on its own pages (MPICH: first touch on its NUMA node) */
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    rc = MPI_Win_allocate_shared((MPI_Aint)size, 1, info, shim_comm, base_p, &w->win);
+    MPI_Info_free(&info);
+    if (rc != MPI_SUCCESS) {
+        free(w);
+        return rc;
+    }
+    w->shared = 1;
+    return shim_win_start(w, win_p, unified_p);
 }
 
 static int shim_win_free(void *win)
@@ -423,8 +467,9 @@ static int shim_cas(void *win, const void *src, const void *compare, void *resul
      * performs the atomics of the other ranks on our memory as CPU atomics
      * too (across nodes a NIC may, so MPI does it there). Our own earlier
      * operations on the word complete first, as MPI's accumulate ordering
-     * would have kept them. Dynamic window: disp is the address. */
-    if (size == 8 && peer == shim_rank && shim_one_node) {
+     * would have kept them. Dynamic window only (disp is the address); the
+     * shared pool window is osc/sm, which does CAS to self under its lock. */
+    if (size == 8 && peer == shim_rank && shim_one_node && !((shim_win_t *)win)->shared) {
         uint64_t expected, desired;
         int rc = MPI_Win_flush(peer, ((shim_win_t *)win)->win);
 
@@ -483,6 +528,8 @@ SHIM_LOCKED(shim_push_recv, (int source, int block, int *source_p, void **buf_p,
             (source, block, source_p, buf_p, size_p))
 SHIM_LOCKED(shim_progress, (void), ())
 SHIM_LOCKED(shim_win_create, (void **win_p, int *unified_p), (win_p, unified_p))
+SHIM_LOCKED(shim_win_allocate, (size_t size, void **base_p, void **win_p, int *unified_p),
+            (size, base_p, win_p, unified_p))
 SHIM_LOCKED(shim_win_free, (void *win), (win))
 SHIM_LOCKED(shim_win_attach, (void *win, void *addr, size_t size), (win, addr, size))
 SHIM_LOCKED(shim_win_detach, (void *win, void *addr), (win, addr))
@@ -522,6 +569,7 @@ static const bootstrap_mpi_shim_t shim_table = {
     .push_recv       = shim_push_recv_locked,
     .progress        = shim_progress_locked,
     .win_create      = shim_win_create_locked,
+    .win_allocate    = shim_win_allocate_locked,
     .win_free        = shim_win_free_locked,
     .win_attach      = shim_win_attach_locked,
     .win_detach      = shim_win_detach_locked,

@@ -70,7 +70,10 @@ static util_status_t rpipe_sym_choose_amo(void)
     } else if (strcmp(how, "yes") == 0) {
         rpipe_sym_amo_network = net != NULL;
     } else if (strcmp(how, "auto") == 0) {
-        rpipe_sym_amo_network = net != NULL && bootstrap_num_nodes() > 1 &&
+        /* An open network iface serves some peer (auto opens one only across
+         * nodes; RMB_BTL=mpi|ofi|verbs serves every peer with it, on one node
+         * too), while my own atomics would be CPU ones on the same words. */
+        rpipe_sym_amo_network = net != NULL && rpipe_state.size > 1 &&
                                 !(btl_iface_caps(net) & BTL_CAP_AMO_CPU);
     } else {
         util_error("RMB_AMO_NETWORK is '%s'; use auto, yes or no", how);

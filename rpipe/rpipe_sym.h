@@ -75,9 +75,10 @@ static inline void rpipe_sym_leave(void)
 /* The atomicity rule. CPU atomics on a mapped peer and the network's
  * atomics on the same word are atomic together only when the network's are
  * CPU atomics at the target (BTL_CAP_AMO_CPU: software providers). When a
- * job spans nodes and they are not (a NIC's), every atomic on symmetric
- * memory goes through the network, to on-node peers and myself too; set at
- * the first segment (RMB_AMO_NETWORK=auto|yes|no). */
+ * network iface serves any peer (a job across nodes, or RMB_BTL naming a
+ * network backend on one node) and they are not (a NIC's, MPI's), every
+ * atomic on symmetric memory goes through the network, to on-node peers and
+ * myself too; set at the first segment (RMB_AMO_NETWORK=auto|yes|no). */
 extern int rpipe_sym_amo_network;
 util_status_t rpipe_sym_amo_connect(rpipe_sym_t *sym, int pe, rpipe_sym_peer_t **peer_p);
 

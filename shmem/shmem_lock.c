@@ -49,8 +49,10 @@ void shmem_set_lock(long *lock)
     }
     shmemi_amo_post("shmem_set_lock", node, BTL_AMO_OR, 4, me, (int)pred - 1);
     shmemi_wait_until(node, SHMEM_CMP_GE, &grant, 4, 0);
-    /* Only my successor may still write here (its link, bits 0..30). */
-    __atomic_fetch_and(node, ~SHMEMI_LOCK_GRANT, __ATOMIC_ACQ_REL);
+    /* Only my successor may still write here (its link, bits 0..30), maybe
+     * through the network: an atomic of the same kind as its (atomicity rule). */
+    (void)shmemi_amo_fetch("shmem_set_lock", node, BTL_AMO_AND, 4, ~SHMEMI_LOCK_GRANT, 0,
+                           shmemi.my_pe);
 }
 
 int shmem_test_lock(long *lock)

@@ -17,6 +17,17 @@
  * We read flags with plain loads, so the memory model must be
  * MPI_WIN_UNIFIED (checked at open).
  *
+ * Pool. When every rank is on this node, iface_open also allocates a pool
+ * window (MPI_Win_allocate_shared, RMB_MPI_POOL_SIZE bytes per rank,
+ * default 512 MiB, 0: none): the MPI's shared-memory path (Open MPI osc/sm:
+ * a put is a memcpy; a dynamic window only gets osc/rdma at ~2 us).
+ * mem_alloc hands out zeroed, page-aligned blocks of it (first fit; freed
+ * blocks merge), so the symmetric heap and rpipe's buffers live there; when
+ * none is left, mem_alloc says UNSUPPORTED and btl.c registers plain memory
+ * on the dynamic window. A key says which window; quiet and fence flush
+ * both. Not MPI_Win_allocate: Open MPI 4.1 gives it osc/rdma, whose
+ * vader-emulated atomics on it crash.
+ *
  * Completion. put returns after local completion: up to BTL_MPI_SLOT
  * bytes are copied into a ring of source slots (MPI_Put from the slot, no
  * flush), larger ones wait for MPI_Win_flush_local(peer). Gets and
@@ -80,8 +91,15 @@
 typedef struct {
     uint64_t base; /* owner's virtual address */
     uint64_t len;
-    uint64_t disp; /* MPI_Get_address(base) */
+    uint64_t disp; /* MPI_Get_address(base), or the offset in the owner's pool */
+    uint64_t pool; /* 1: in the pool window, 0: in the dynamic window */
 } btl_mpi_packed_t;
+
+/* A free range of the pool, in a list sorted by offset. */
+typedef struct btl_mpi_block {
+    struct btl_mpi_block *next;
+    size_t                off, len;
+} btl_mpi_block_t;
 
 /* One attached range of the window, counted by the mrs inside it. */
 typedef struct btl_mpi_region {
@@ -92,14 +110,19 @@ typedef struct btl_mpi_region {
 
 typedef struct {
     btl_mr_t          super;
-    btl_mpi_region_t *region;
+    btl_mpi_region_t *region;   /* dynamic window: the attached range */
     uint64_t          disp;
+    size_t            pool_off, pool_len; /* pool: the block (pool_len 0: not from the pool) */
 } btl_mpi_mr_t;
 
 typedef struct {
     btl_iface_t                 super;
     const bootstrap_mpi_shim_t *shim;
-    void                       *win;
+    void                       *win;      /* dynamic: mem_reg */
+    void                       *pool_win; /* allocated at open: mem_alloc, or NULL */
+    char                       *pool_base;
+    size_t                      pool_size;
+    btl_mpi_block_t            *pool_free;
     int                         comm_held;
     btl_mpi_region_t           *regions;
     int                         dirty;     /* peer written to since the last quiet, or NONE/MANY */
@@ -120,6 +143,7 @@ typedef struct {
 typedef struct {
     btl_rkey_t super;
     uint64_t   delta; /* displacement = remote address + delta */
+    void      *win;
 } btl_mpi_rkey_t;
 
 static inline btl_mpi_iface_t *btl_mpi_iface(btl_iface_t *iface)
@@ -130,6 +154,11 @@ static inline btl_mpi_iface_t *btl_mpi_iface(btl_iface_t *iface)
 static inline uint64_t btl_mpi_disp(btl_rkey_t *rkey, uint64_t raddr)
 {
     return raddr + btl_container_of(rkey, btl_mpi_rkey_t, super)->delta;
+}
+
+static inline void *btl_mpi_win(btl_rkey_t *rkey)
+{
+    return btl_container_of(rkey, btl_mpi_rkey_t, super)->win;
 }
 
 int btl_mpi_usable(void)
@@ -159,6 +188,10 @@ static util_status_t btl_mpi_slot(btl_mpi_iface_t *mif, const void *src, size_t 
     if (mif->ring_next == BTL_MPI_RING_SLOTS) {
         util_status_t status = btl_mpi_check("MPI_Win_flush_local_all",
                                              mif->shim->flush_local_all(mif->win));
+        if (status == UTIL_OK && mif->pool_win != NULL) {
+            status = btl_mpi_check("MPI_Win_flush_local_all",
+                                   mif->shim->flush_local_all(mif->pool_win));
+        }
         if (status != UTIL_OK) {
             return status;
         }
@@ -174,6 +207,9 @@ static util_status_t btl_mpi_flush_peer(btl_mpi_iface_t *mif, int peer)
 {
     util_status_t status = btl_mpi_check("MPI_Win_flush", mif->shim->flush(mif->win, peer));
 
+    if (status == UTIL_OK && mif->pool_win != NULL) {
+        status = btl_mpi_check("MPI_Win_flush", mif->shim->flush(mif->pool_win, peer));
+    }
     if (status == UTIL_OK && mif->dirty == peer) {
         /* every outstanding write went to peer: the ring is free again */
         mif->dirty = BTL_MPI_DIRTY_NONE;
@@ -200,14 +236,15 @@ static util_status_t btl_mpi_put(btl_ep_t *ep, const void *src, size_t len, btl_
         }
         src = slot;
     }
-    status = btl_mpi_check("MPI_Put", mif->shim->put(mif->win, src, len, ep->peer,
+    status = btl_mpi_check("MPI_Put", mif->shim->put(btl_mpi_win(rkey), src, len, ep->peer,
                                                      btl_mpi_disp(rkey, raddr)));
     if (status != UTIL_OK) {
         return status;
     }
     btl_mpi_mark(mif, ep->peer);
     if (len > BTL_MPI_SLOT) {
-        status = btl_mpi_check("MPI_Win_flush_local", mif->shim->flush_local(mif->win, ep->peer));
+        status = btl_mpi_check("MPI_Win_flush_local",
+                               mif->shim->flush_local(btl_mpi_win(rkey), ep->peer));
     }
     return status;
 }
@@ -221,12 +258,13 @@ static util_status_t btl_mpi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
     if (len == 0) {
         return UTIL_OK;
     }
-    status = btl_mpi_check("MPI_Get", mif->shim->get(mif->win, dst, len, ep->peer,
+    status = btl_mpi_check("MPI_Get", mif->shim->get(btl_mpi_win(rkey), dst, len, ep->peer,
                                                      btl_mpi_disp(rkey, raddr)));
     if (status != UTIL_OK) {
         return status;
     }
-    return btl_mpi_check("MPI_Win_flush_local", mif->shim->flush_local(mif->win, ep->peer));
+    return btl_mpi_check("MPI_Win_flush_local",
+                         mif->shim->flush_local(btl_mpi_win(rkey), ep->peer));
 }
 
 /* The 8-byte flag: an atomic replace from a ring slot. */
@@ -245,7 +283,7 @@ static util_status_t btl_mpi_flag(btl_mpi_iface_t *mif, int peer, uint64_t flag_
     if (status != UTIL_OK) {
         return status;
     }
-    status = btl_mpi_check("MPI_Accumulate", mif->shim->acc(mif->win, slot, 8, peer,
+    status = btl_mpi_check("MPI_Accumulate", mif->shim->acc(btl_mpi_win(flag_rkey), slot, 8, peer,
                                                             btl_mpi_disp(flag_rkey, flag_raddr),
                                                             BOOTSTRAP_MPI_OP_REPLACE));
     if (status == UTIL_OK) {
@@ -263,7 +301,7 @@ static util_status_t btl_mpi_put_flag(btl_ep_t *ep, const void *src, size_t len,
     util_status_t status;
 
     if (len > 0) {
-        status = btl_mpi_check("MPI_Put", mif->shim->put(mif->win, src, len, ep->peer,
+        status = btl_mpi_check("MPI_Put", mif->shim->put(btl_mpi_win(rkey), src, len, ep->peer,
                                                          btl_mpi_disp(rkey, raddr)));
         if (status == UTIL_OK) {
             btl_mpi_mark(mif, ep->peer);
@@ -343,7 +381,7 @@ static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
     if (status != UTIL_OK) {
         return status;
     }
-    status = btl_mpi_check("MPI_Accumulate", mif->shim->acc(mif->win, slot, size, ep->peer,
+    status = btl_mpi_check("MPI_Accumulate", mif->shim->acc(btl_mpi_win(rkey), slot, size, ep->peer,
                                                             btl_mpi_disp(rkey, raddr),
                                                             btl_mpi_amo_op[op]));
     if (status == UTIL_OK) {
@@ -367,16 +405,17 @@ static util_status_t btl_mpi_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
     btl_mpi_amo_value(operand, size, &src);
     if (op == BTL_AMO_CSWAP) {
         btl_mpi_amo_value(compare, size, &cmp);
-        rc = mif->shim->cas(mif->win, &src, &cmp, &result, size, ep->peer,
+        rc = mif->shim->cas(btl_mpi_win(rkey), &src, &cmp, &result, size, ep->peer,
                             btl_mpi_disp(rkey, raddr));
     } else {
-        rc = mif->shim->fetch_op(mif->win, &src, &result, size, ep->peer,
+        rc = mif->shim->fetch_op(btl_mpi_win(rkey), &src, &result, size, ep->peer,
                                  btl_mpi_disp(rkey, raddr), btl_mpi_amo_op[op]);
     }
     status = btl_mpi_check(op == BTL_AMO_CSWAP ? "MPI_Compare_and_swap" : "MPI_Fetch_and_op", rc);
     if (status == UTIL_OK) {
         /* the old value is here once the operation completed locally */
-        status = btl_mpi_check("MPI_Win_flush_local", mif->shim->flush_local(mif->win, ep->peer));
+        status = btl_mpi_check("MPI_Win_flush_local",
+                               mif->shim->flush_local(btl_mpi_win(rkey), ep->peer));
     }
     if (status != UTIL_OK) {
         return status;
@@ -404,6 +443,9 @@ static util_status_t btl_mpi_quiet(btl_iface_t *iface)
         return btl_mpi_flush_peer(mif, mif->dirty);
     }
     status = btl_mpi_check("MPI_Win_flush_all", mif->shim->flush_all(mif->win));
+    if (status == UTIL_OK && mif->pool_win != NULL) {
+        status = btl_mpi_check("MPI_Win_flush_all", mif->shim->flush_all(mif->pool_win));
+    }
     if (status == UTIL_OK) {
         mif->dirty = BTL_MPI_DIRTY_NONE;
         mif->ring_next = 0;
@@ -512,6 +554,82 @@ static util_status_t btl_mpi_mem_reg(btl_iface_t *iface, void *addr, size_t size
     return UTIL_OK;
 }
 
+/* A zeroed block of the pool window (first fit, page-aligned), or
+ * UNSUPPORTED when none is free: the caller then registers other memory. */
+static util_status_t btl_mpi_mem_alloc(btl_iface_t *iface, size_t size, void **addr_p,
+                                       btl_mr_t **mr_p)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(iface);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), len;
+    btl_mpi_block_t **link, *block;
+    btl_mpi_mr_t *mr;
+
+    if (mif->pool_win == NULL || size == 0) {
+        return UTIL_ERR_UNSUPPORTED;
+    }
+    len = (size + page - 1) / page * page;
+    for (link = &mif->pool_free; *link != NULL && (*link)->len < len; link = &(*link)->next) {
+    }
+    if (*link == NULL) {
+        util_debug("btl/mpi: no %zu-byte block left in the pool: plain memory on the dynamic "
+                   "window (RMB_MPI_POOL_SIZE)", len);
+        return UTIL_ERR_UNSUPPORTED;
+    }
+    mr = calloc(1, sizeof(*mr));
+    if (mr == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    block = *link;
+    mr->pool_off = block->off;
+    mr->pool_len = len;
+    block->off += len;
+    block->len -= len;
+    if (block->len == 0) {
+        *link = block->next;
+        free(block);
+    }
+    mr->super.iface = iface;
+    mr->super.addr = mif->pool_base + mr->pool_off;
+    mr->super.size = size;
+    mr->disp = mr->pool_off;
+    memset(mr->super.addr, 0, size); /* a block may be handed out again */
+    util_trace("btl/mpi: pool block of %zu bytes at offset %zu", len, mr->pool_off);
+    *addr_p = mr->super.addr;
+    *mr_p = &mr->super;
+    return UTIL_OK;
+}
+
+/* Gives a block back to the free list, merged with its neighbours. */
+static util_status_t btl_mpi_pool_put(btl_mpi_iface_t *mif, size_t off, size_t len)
+{
+    btl_mpi_block_t **link = &mif->pool_free, *prev = NULL, *block;
+
+    while (*link != NULL && (*link)->off < off) {
+        prev = *link;
+        link = &(*link)->next;
+    }
+    if (prev != NULL && prev->off + prev->len == off) {
+        prev->len += len;
+        block = prev;
+    } else {
+        block = calloc(1, sizeof(*block));
+        if (block == NULL) {
+            return UTIL_ERR_NO_MEMORY; /* the range stays out of the pool */
+        }
+        block->off = off;
+        block->len = len;
+        block->next = *link;
+        *link = block;
+    }
+    if (block->next != NULL && block->off + block->len == block->next->off) {
+        btl_mpi_block_t *next = block->next;
+        block->len += next->len;
+        block->next = next->next;
+        free(next);
+    }
+    return UTIL_OK;
+}
+
 static util_status_t btl_mpi_region_put(btl_mpi_iface_t *mif, btl_mpi_region_t *region)
 {
     util_status_t status = UTIL_OK;
@@ -541,7 +659,8 @@ static util_status_t btl_mpi_mem_dereg(btl_mr_t *mr)
      * but our own writes to it may still be in flight */
     status = btl_mpi_quiet(mr->iface);
     if (status == UTIL_OK) {
-        status = btl_mpi_region_put(mif, mmr->region);
+        status = mmr->pool_len > 0 ? btl_mpi_pool_put(mif, mmr->pool_off, mmr->pool_len)
+                                   : btl_mpi_region_put(mif, mmr->region);
     }
     free(mmr);
     return status;
@@ -550,7 +669,8 @@ static util_status_t btl_mpi_mem_dereg(btl_mr_t *mr)
 static util_status_t btl_mpi_rkey_pack(btl_mr_t *mr, void *buf, size_t bufsize, size_t *size_p)
 {
     btl_mpi_mr_t *mmr = btl_container_of(mr, btl_mpi_mr_t, super);
-    btl_mpi_packed_t packed = {(uint64_t)(uintptr_t)mr->addr, mr->size, mmr->disp};
+    btl_mpi_packed_t packed = {(uint64_t)(uintptr_t)mr->addr, mr->size, mmr->disp,
+                               mmr->pool_len > 0};
 
     if (bufsize < sizeof(packed)) {
         return UTIL_ERR_TRUNCATED;
@@ -571,6 +691,10 @@ static util_status_t btl_mpi_rkey_unpack(btl_ep_t *ep, const void *buf, size_t s
         return UTIL_ERR_INVALID;
     }
     memcpy(&packed, buf, sizeof(packed));
+    if (packed.pool > 1 || (packed.pool && btl_mpi_iface(ep->iface)->pool_win == NULL)) {
+        util_error("btl/mpi: packed key names a pool window this process does not have");
+        return UTIL_ERR_INVALID;
+    }
     rk = calloc(1, sizeof(*rk));
     if (rk == NULL) {
         return UTIL_ERR_NO_MEMORY;
@@ -578,6 +702,7 @@ static util_status_t btl_mpi_rkey_unpack(btl_ep_t *ep, const void *buf, size_t s
     rk->super.remote_base = packed.base;
     rk->super.length = packed.len;
     rk->delta = packed.disp - packed.base;
+    rk->win = packed.pool ? btl_mpi_iface(ep->iface)->pool_win : btl_mpi_iface(ep->iface)->win;
     *rkey_p = &rk->super;
     return UTIL_OK;
 }
@@ -626,6 +751,15 @@ static util_status_t btl_mpi_teardown(btl_mpi_iface_t *mif)
         }
         status = btl_mpi_check("MPI_Win_free", mif->shim->win_free(mif->win));
     }
+    if (mif->pool_win != NULL) {
+        s = btl_mpi_check("MPI_Win_free", mif->shim->win_free(mif->pool_win));
+        status = status != UTIL_OK ? status : s;
+    }
+    while (mif->pool_free != NULL) {
+        btl_mpi_block_t *block = mif->pool_free;
+        mif->pool_free = block->next;
+        free(block);
+    }
     if (mif->comm_held) {
         s = bootstrap_mpi_comm_release();
         status = status != UTIL_OK ? status : s;
@@ -649,7 +783,7 @@ static const btl_ops_t btl_mpi_ops = {
     .iface_close   = btl_mpi_iface_close,
     .ep_connect    = btl_mpi_ep_connect,
     .ep_disconnect = btl_mpi_ep_disconnect,
-    .mem_alloc     = btl_stub_mem_alloc,
+    .mem_alloc     = btl_mpi_mem_alloc,
     .mem_remap     = btl_stub_mem_remap,
     .mem_reg       = btl_mpi_mem_reg,
     .mem_dereg     = btl_mpi_mem_dereg,
@@ -678,6 +812,8 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     btl_mpi_iface_t *mif;
     int rank, size, unified = 0;
     util_status_t status;
+    void *base = NULL;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
     mif = calloc(1, sizeof(*mif));
     if (mif == NULL) {
@@ -718,6 +854,39 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = UTIL_ERR_UNSUPPORTED;
         goto err;
     }
+    status = util_env_get_size("RMB_MPI_POOL_SIZE", &mif->pool_size);
+    if (status != UTIL_OK) {
+        goto err;
+    }
+    if (mif->pool_size > 0) {
+        /* a page more: the MPI's base need not be page-aligned (osc/sm) */
+        mif->pool_size += page;
+        status = btl_mpi_check("MPI_Win_allocate_shared/MPI_Win_lock_all",
+                               mif->shim->win_allocate(mif->pool_size, &base, &mif->pool_win,
+                                                       &unified));
+        if (status != UTIL_OK) {
+            goto err;
+        }
+        if (mif->pool_win == NULL) {
+            mif->pool_size = 0; /* ranks on several nodes: the dynamic window only */
+        }
+    }
+    if (mif->pool_win != NULL) {
+        mif->pool_base = base;
+        mif->pool_free = calloc(1, sizeof(*mif->pool_free));
+        if (mif->pool_free == NULL) {
+            status = UTIL_ERR_NO_MEMORY;
+            goto err;
+        }
+        mif->pool_free->off = (page - (uintptr_t)base % page) % page;
+        mif->pool_free->len = (mif->pool_size - mif->pool_free->off) / page * page;
+        if (!unified) {
+            util_error("btl/mpi: %s gives the pool window the separate memory model (set "
+                       "RMB_MPI_POOL_SIZE=0)", mif->shim->name);
+            status = UTIL_ERR_UNSUPPORTED;
+            goto err;
+        }
+    }
     mif->oversubscribed = bootstrap_local_size() > sysconf(_SC_NPROCESSORS_ONLN);
     mif->progress_usec = btl_mpi_progress_interval();
     if (mif->progress_usec != 0 && bootstrap_mpi_thread_allowed()) {
@@ -732,8 +901,9 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         util_info("btl/mpi: the program initialized MPI below MPI_THREAD_MULTIPLE: no "
                   "progress thread; a PE busy outside MPI and rmb delays its peers");
     }
-    util_debug("btl/mpi: %s, dynamic window, %d ranks, progress thread %s", mif->shim->name,
-               size, mif->thread_running ? "on" : "off");
+    util_debug("btl/mpi: %s, dynamic window, pool window of %zu bytes, %d ranks, progress "
+               "thread %s", mif->shim->name, mif->pool_size, size,
+               mif->thread_running ? "on" : "off");
     *iface_p = &mif->super;
     return UTIL_OK;
 

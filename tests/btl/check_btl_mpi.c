@@ -199,6 +199,7 @@ END_TEST
 
 START_TEST(test_mpi_program)
 {
+    const char *multiple[] = {"multiple", NULL};
     char prog[64];
 
     if (!t_have(_i)) {
@@ -209,6 +210,16 @@ START_TEST(test_mpi_program)
      * then the default choice (shm on the node) */
     ck_assert_int_eq(t_run_with(_i, 2, "auto", "mpi", prog, NULL, 120), 0);
     ck_assert_int_eq(t_run_with(_i, 3, "auto", "auto", prog, NULL, 120), 0);
+    /* MPI_THREAD_MULTIPLE: btl/mpi's progress thread applies peers' atomics
+     * while PE 0 runs its own on the same word (lost updates when PE 0's were
+     * CPU atomics: MPICH failed about every other run) */
+    ck_assert_int_eq(t_run_with(_i, 2, "auto", "mpi", prog, multiple, 120), 0);
+    /* a pool window smaller than the symmetric heap: mem_alloc falls back,
+     * the heap is plain memory on the dynamic window (by default the heap is
+     * in the pool and static data on the dynamic window: both at once) */
+    setenv("RMB_MPI_POOL_SIZE", "1M", 1);
+    ck_assert_int_eq(t_run_with(_i, 2, "auto", "mpi", prog, NULL, 120), 0);
+    unsetenv("RMB_MPI_POOL_SIZE");
 }
 END_TEST
 

@@ -10,7 +10,8 @@
  * (put, fence, flag put, wait_until); atomics under contention, one word
  * hit by several different operations at once (fetch-add, add, inc,
  * compare-and-swap loops), which is where MPI's accumulate_ops default
- * could bite; swap balance; barrier_all that nobody leaves early.
+ * could bite; one hot word that PE 0 updates itself while all others do
+ * (its self atomics against MPI's); swap balance; barrier_all that nobody leaves early.
  * Exits 0 only if everything matched on every PE.
  */
 #include <mpi.h>
@@ -25,6 +26,8 @@
 
 #define BIG (1 << 20)
 #define ITERS 200
+#define CONTENDED_ITERS 2000
+#define SELF_BATCH 1024
 
 static int me, npes, errors;
 static long static_words[1024];
@@ -162,6 +165,60 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* One hot word on PE 0, updated by everybody at once. The others run
+ * CONTENDED_ITERS rounds of add, fetch-add and inc (64- and 32-bit); PE 0
+ * keeps updating its own word until they are done, so its self-targeted
+ * atomics overlap theirs the whole time (with a progress thread, MPI may
+ * apply the peers' ones while PE 0 runs). Exact totals: a self atomic that is
+ * not atomic with the MPI ones loses updates. */
+static void check_contended(void)
+{
+    long *hot = shmem_calloc(1, sizeof(long)), *done = shmem_calloc(1, sizeof(long));
+    int *hot32 = shmem_calloc(1, sizeof(int));
+    long added = 0, added_all = 0, added32 = 0, added32_all = 0;
+
+    shmem_barrier_all();
+    if (me == 0) {
+        double give_up = now_s() + 30;
+        while (!shmem_long_test(done, SHMEM_CMP_EQ, npes - 1) && now_s() < give_up) {
+            for (int i = 0; i < SELF_BATCH; i++) {
+                shmem_long_atomic_add(hot, 1, 0);
+                (void)shmem_long_atomic_fetch_add(hot, 2, 0);
+                shmem_long_atomic_inc(hot, 0);
+                shmem_int_atomic_add(hot32, 3, 0);
+                (void)shmem_int_atomic_fetch_inc(hot32, 0);
+                added += 4;
+                added32 += 4;
+            }
+        }
+    } else {
+        for (int i = 0; i < CONTENDED_ITERS; i++) {
+            shmem_long_atomic_add(hot, 1, 0);
+            (void)shmem_long_atomic_fetch_add(hot, 2, 0);
+            shmem_long_atomic_inc(hot, 0);
+            shmem_int_atomic_add(hot32, 3, 0);
+            (void)shmem_int_atomic_fetch_inc(hot32, 0);
+            added += 4;
+            added32 += 4;
+        }
+        shmem_quiet();
+        shmem_long_atomic_inc(done, 0);
+    }
+    shmem_barrier_all();
+    MPI_Allreduce(&added, &added_all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&added32, &added32_all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0) {
+        CHECK(*hot == added_all, "contended 64-bit word %ld, expected %ld (%ld lost)", *hot,
+              added_all, added_all - *hot);
+        CHECK(*hot32 == (int)added32_all, "contended 32-bit word %d, expected %ld (%ld lost)",
+              *hot32, added32_all, added32_all - *hot32);
+    }
+    shmem_barrier_all();
+    shmem_free(hot32);
+    shmem_free(done);
+    shmem_free(hot);
+}
+
 static void check_barrier(void)
 {
     double t[2], *all = malloc(sizeof(t) * (size_t)npes), last_in = 0, first_out = 1e300;
@@ -182,9 +239,14 @@ static void check_barrier(void)
 
 int main(int argc, char **argv)
 {
-    int rank, size, total = 0;
+    int rank, size, total = 0, provided = MPI_THREAD_SINGLE;
 
-    MPI_Init(&argc, &argv);
+    /* "multiple": MPI_THREAD_MULTIPLE, so btl/mpi runs its progress thread */
+    if (argc > 1 && strcmp(argv[1], "multiple") == 0) {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     shmem_init();
@@ -196,11 +258,13 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD); /* MPI and shmem calls interleave */
     check_notify();
     check_atomics();
+    check_contended();
     check_barrier();
     shmem_finalize();
     MPI_Allreduce(&errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
-        printf("mp_mpi_shmem: %d PEs: %s\n", size, total ? "FAILED" : "all checks passed");
+        printf("mp_mpi_shmem: %d PEs, thread level %d: %s\n", size, provided,
+               total ? "FAILED" : "all checks passed");
     }
     MPI_Finalize();
     return total ? 1 : 0;
