@@ -5,6 +5,8 @@
 #ifndef APP_COMMON_H
 #define APP_COMMON_H
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +40,29 @@ static inline long app_idle_spin(int np)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
     return cpus > 0 && np > cpus ? 64 : 1L << 16;
+}
+
+/* Rank 0 after a run: compares results[2 * r] (PE r's checksum) with
+ * want[r] for every PE, printing the first mismatches, and sets *tmax_p to
+ * the slowest results[2 * r + 1] (seconds). Returns the mismatch count.
+ * The same kernel in the same order gives the same bits; the tolerance only
+ * allows for a compiler contracting differently. */
+static inline int app_check_results(const char *app, const char *variant, int np,
+                                    const double *results, const double *want, double *tmax_p)
+{
+    int bad = 0;
+
+    *tmax_p = 0.0;
+    for (int r = 0; r < np; r++) {
+        double sum = results[2 * r];
+
+        if (!(fabs(sum - want[r]) <= 1e-12 * fabs(want[r]) + 1e-300) && bad++ < 4) {
+            fprintf(stderr, "%s %s: PE %d checksum %.17g, serial reference %.17g\n", app, variant,
+                    r, sum, want[r]);
+        }
+        if (results[2 * r + 1] > *tmax_p) *tmax_p = results[2 * r + 1];
+    }
+    return bad;
 }
 
 #endif

@@ -279,27 +279,17 @@ out:
     return sums;
 }
 
-int em3d_report(const em3d_params_t *p, const char *variant, int np, const double *sums,
-                const double *times)
+int em3d_report(const em3d_params_t *p, const char *variant, int np, const double *results)
 {
     double *ref = serial_reference(p, np);
     double tmax = 0.0;
-    int bad = 0;
+    int bad;
 
     if (ref == NULL) {
         fprintf(stderr, "em3d %s: no memory for the serial reference\n", variant);
         return 1;
     }
-    for (int r = 0; r < np; r++) {
-        /* same kernel, same order: the same bits unless a compiler contracts */
-        if (!(fabs(sums[r] - ref[r]) <= 1e-12 * fabs(ref[r]) + 1e-300)) {
-            if (bad++ < 4) {
-                fprintf(stderr, "em3d %s: PE %d checksum %.17g, serial reference %.17g\n",
-                        variant, r, sums[r], ref[r]);
-            }
-        }
-        if (times[r] > tmax) tmax = times[r];
-    }
+    bad = app_check_results("em3d", variant, np, results, ref, &tmax);
     free(ref);
     printf("em3d %s np=%d nodes=%d degree=%d remote=%d steps=%ld time_s=%.6f check=%s\n", variant,
            np, p->n, p->degree, p->remote, p->steps, tmax, bad ? "FAIL" : "PASS");

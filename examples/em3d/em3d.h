@@ -79,10 +79,10 @@ double em3d_init_value(int pe, int kind, int i);
 /* Position-weighted sum of a PE's E and H values. */
 double em3d_checksum(const double *e, const double *h, int n);
 
-/* Rank 0 after a run: serial reference, comparison of sums[np], the result
- * line with the slowest time; 0 PASS, 1 FAIL. */
-int em3d_report(const em3d_params_t *p, const char *variant, int np, const double *sums,
-                const double *times);
+/* Rank 0 after a run: serial reference, comparison of the per-PE checksums,
+ * the result line with the slowest time; 0 PASS, 1 FAIL. results holds
+ * {checksum, seconds} per PE, as halo_report's. */
+int em3d_report(const em3d_params_t *p, const char *variant, int np, const double *results);
 
 
 #endif

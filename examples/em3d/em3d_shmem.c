@@ -94,12 +94,7 @@ int main(int argc, char **argv)
     shmem_double_put(results + 2 * (size_t)me, mine, 2, 0);
     shmem_barrier_all();
     if (me == 0) {
-        double *sums = malloc((size_t)np * sizeof(double)), *times = malloc((size_t)np * sizeof(double));
-        if (sums == NULL || times == NULL) shmem_global_exit(1);
-        for (int r = 0; r < np; r++) sums[r] = results[2 * r], times[r] = results[2 * r + 1];
-        rc = em3d_report(&p, "shmem", np, sums, times);
-        free(sums);
-        free(times);
+        rc = em3d_report(&p, "shmem", np, results);
     }
     shmem_barrier_all();
     for (int V = 0; V < 2; V++) {

@@ -47,11 +47,11 @@ void halo_ghost_rows(double *left, double *right, int cols);
  * at global row gi0: a value in the wrong place changes it. */
 double halo_checksum(const double *u, int rows, int cols, long gi0);
 
-/* Rank 0 after a run: computes the serial reference, compares the per-PE
- * checksums sums[np] with it, prints the result line with the slowest PE's
- * time (times[np]) and returns 0 (PASS) or 1 (FAIL). */
-int halo_report(const halo_params_t *p, const char *variant, int np, const double *sums,
-                const double *times);
+/* Rank 0 after a run: computes the serial reference, compares each PE's
+ * checksum with it, prints the result line with the slowest PE's time and
+ * returns 0 (PASS) or 1 (FAIL). results[2 * r] is PE r's checksum,
+ * results[2 * r + 1] its time in seconds (what every variant gathers). */
+int halo_report(const halo_params_t *p, const char *variant, int np, const double *results);
 
 
 #endif
