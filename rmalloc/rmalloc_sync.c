@@ -451,16 +451,26 @@ static util_status_t complete_pending(rmalloc_sync_ep_t *ep)
     return apply_read(ep, kind);
 }
 
-/* issue_read() where the peer's buffer is mapped: loads. A tag window is
- * copied only once its first slot holds the tag expected next. */
-static util_status_t view_read(rmalloc_sync_ep_t *ep, int kind)
+/* Completes writes and atomics the transport left in flight. */
+static util_status_t flush_unflushed(rmalloc_sync_ep_t *ep)
 {
-    if (ep->unflushed) { /* no read completes here, so drive earlier writes */
+    if (ep->unflushed) {
         util_status_t status = ep->tr.ops->flush(ep->tr.ctx);
         if (status != UTIL_OK)
             return status;
         ep->unflushed = 0;
     }
+    return UTIL_OK;
+}
+
+/* issue_read() where the peer's buffer is mapped: loads. A tag window is
+ * applied in place once its first slot holds the tag expected next. */
+static util_status_t view_read(rmalloc_sync_ep_t *ep, int kind)
+{
+    util_status_t status = flush_unflushed(ep); /* no read completes here to do it */
+
+    if (status != UTIL_OK)
+        return status;
     ep->stats.reads++;
     if (kind == PEND_TAGS) {
         uint64_t cap  = ep->cfg.queue_len;
@@ -794,12 +804,9 @@ util_status_t rmalloc_sync_progress(rmalloc_sync_ep_t *ep)
     util_status_t status = complete_pending(ep);
     if (status != UTIL_OK)
         return status;
-    if (ep->unflushed) {
-        status = ep->tr.ops->flush(ep->tr.ctx);
-        if (status != UTIL_OK)
-            return status;
-        ep->unflushed = 0;
-    }
+    status = flush_unflushed(ep);
+    if (status != UTIL_OK)
+        return status;
     status = flush_owed(ep);
     if (status != UTIL_OK)
         return status;
