@@ -171,6 +171,17 @@ static double now_s(void)
  * atomics overlap theirs the whole time (with a progress thread, MPI may
  * apply the peers' ones while PE 0 runs). Exact totals: a self atomic that is
  * not atomic with the MPI ones loses updates. */
+/* One round on PE 0's hot words: 4 added to each, through every kind of
+ * atomic update. */
+static void contend_round(long *hot, int *hot32)
+{
+    shmem_long_atomic_add(hot, 1, 0);
+    (void)shmem_long_atomic_fetch_add(hot, 2, 0);
+    shmem_long_atomic_inc(hot, 0);
+    shmem_int_atomic_add(hot32, 3, 0);
+    (void)shmem_int_atomic_fetch_inc(hot32, 0);
+}
+
 static void check_contended(void)
 {
     long *hot = shmem_calloc(1, sizeof(long)), *done = shmem_calloc(1, sizeof(long));
@@ -182,22 +193,14 @@ static void check_contended(void)
         double give_up = now_s() + 30;
         while (!shmem_long_test(done, SHMEM_CMP_EQ, npes - 1) && now_s() < give_up) {
             for (int i = 0; i < SELF_BATCH; i++) {
-                shmem_long_atomic_add(hot, 1, 0);
-                (void)shmem_long_atomic_fetch_add(hot, 2, 0);
-                shmem_long_atomic_inc(hot, 0);
-                shmem_int_atomic_add(hot32, 3, 0);
-                (void)shmem_int_atomic_fetch_inc(hot32, 0);
+                contend_round(hot, hot32);
                 added += 4;
                 added32 += 4;
             }
         }
     } else {
         for (int i = 0; i < CONTENDED_ITERS; i++) {
-            shmem_long_atomic_add(hot, 1, 0);
-            (void)shmem_long_atomic_fetch_add(hot, 2, 0);
-            shmem_long_atomic_inc(hot, 0);
-            shmem_int_atomic_add(hot32, 3, 0);
-            (void)shmem_int_atomic_fetch_inc(hot32, 0);
+            contend_round(hot, hot32);
             added += 4;
             added32 += 4;
         }
