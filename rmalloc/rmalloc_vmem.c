@@ -4,6 +4,7 @@
  * and an address-ordered treap (max-size augmented) over the free blocks.
  */
 #include "rmalloc/rmalloc_vmem.h"
+#include "rmalloc/rmalloc_claims.h"
 #include "rmalloc/rmalloc_ring.h"
 #include "util/log.h"
 
@@ -65,6 +66,7 @@ struct rmalloc_vmem {
     uint64_t     rng;
     uint64_t     stamp, seq;
     rmalloc_ring_t *ring;    /* ring mode: everything is there */
+    rmalloc_claims_t *claims; /* claims mode: likewise */
 };
 
 static const char *heuristic_names[RMALLOC_HEURISTIC_COUNT] = {
@@ -594,6 +596,10 @@ util_status_t rmalloc_vmem_create(const rmalloc_vmem_config_t *config, rmalloc_v
         status = rmalloc_ring_create(total, vm->shift, vm->stamp, &vm->ring);
         if (status != UTIL_OK)
             goto err_free_blk;
+    } else if ((vm->flags & RMALLOC_VMEM_CLAIMS) && total <= RMALLOC_CLAIMS_MAX_UNITS) {
+        status = rmalloc_claims_create(total, vm->shift, vm->stamp, &vm->claims);
+        if (status != UTIL_OK)
+            goto err_free_blk;
     }
     uint32_t i = blk_new(vm);
     vm->blk[i].start = 0;
@@ -616,6 +622,7 @@ void rmalloc_vmem_destroy(rmalloc_vmem_t *vmem)
     if (vmem == NULL)
         return;
     rmalloc_ring_destroy(vmem->ring);
+    rmalloc_claims_destroy(vmem->claims);
     free(vmem->blk);
     free(vmem);
 }
@@ -703,6 +710,8 @@ util_status_t rmalloc_vmem_alloc(rmalloc_vmem_t *vm, uint64_t payload, uint64_t 
         au = align >> vm->shift;
     if (vm->ring != NULL)
         return rmalloc_ring_alloc(vm->ring, units, au, payload, desc_p);
+    if (vm->claims != NULL)
+        return UTIL_ERR_UNSUPPORTED;
     status = blk_reserve(vm, 4);
     if (status != UTIL_OK)
         return status;
@@ -741,6 +750,8 @@ util_status_t rmalloc_vmem_free(rmalloc_vmem_t *vm, const raddr_t *desc)
 {
     if (vm->ring != NULL)
         return (desc != NULL) ? rmalloc_ring_free(vm->ring, desc) : UTIL_ERR_INVALID;
+    if (vm->claims != NULL)
+        return rmalloc_claims_free(vm->claims, desc);
     uint32_t i = (desc != NULL) ? lookup(vm, desc) : NIL;
     if (i == NIL) {
         util_debug("rmalloc: free of a descriptor this instance did not issue or already freed");
@@ -760,6 +771,13 @@ util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vm, const raddr_t *desc, uint
     if (vm->ring != NULL)
         return rmalloc_ring_lookup(vm->ring, desc) == UTIL_OK ? UTIL_ERR_UNSUPPORTED
                                                                : UTIL_ERR_INVALID;
+    if (vm->claims != NULL) {
+        uint64_t peer_id;
+        uint32_t peer_block;
+        return rmalloc_claims_peer(vm->claims, desc, &peer_id, &peer_block) == UTIL_OK
+                   ? UTIL_ERR_UNSUPPORTED
+                   : UTIL_ERR_INVALID;
+    }
     if ((i = lookup(vm, desc)) == NIL)
         return UTIL_ERR_INVALID;
     units = rmalloc_vmem_units_for(vm, payload);
@@ -811,6 +829,9 @@ util_status_t rmalloc_vmem_claim(rmalloc_vmem_t *vm, uint64_t start, uint64_t un
                                  uint64_t payload, uint64_t peer_id, uint32_t peer_block,
                                  raddr_t *desc_p)
 {
+    if (vm->claims != NULL)
+        return rmalloc_claims_claim(vm->claims, start, units, payload, peer_id, peer_block,
+                                    desc_p);
     if ((vm->flags & RMALLOC_VMEM_RING) || units == 0 || units > RMALLOC_MAX_UNITS ||
         start >= vm->total || units > vm->total - start)
         return UTIL_ERR_INVALID;
@@ -840,6 +861,8 @@ util_status_t rmalloc_vmem_peer(const rmalloc_vmem_t *vm, const raddr_t *desc,
         *peer_block_p = NIL;
         return rmalloc_ring_lookup(vm->ring, desc);
     }
+    if (vm->claims != NULL)
+        return rmalloc_claims_peer(vm->claims, desc, peer_id_p, peer_block_p);
     uint32_t i = lookup(vm, desc);
     if (i == NIL)
         return UTIL_ERR_INVALID;
@@ -872,11 +895,15 @@ uint64_t rmalloc_vmem_total_units(const rmalloc_vmem_t *vm)
 
 uint64_t rmalloc_vmem_used_units(const rmalloc_vmem_t *vm)
 {
+    if (vm->claims != NULL)
+        return rmalloc_claims_used_units(vm->claims);
     return (vm->ring != NULL) ? rmalloc_ring_used_units(vm->ring) : vm->used;
 }
 
 uint64_t rmalloc_vmem_live_count(const rmalloc_vmem_t *vm)
 {
+    if (vm->claims != NULL)
+        return rmalloc_claims_live_count(vm->claims);
     return (vm->ring != NULL) ? rmalloc_ring_live_count(vm->ring) : vm->live;
 }
 
@@ -890,6 +917,10 @@ void rmalloc_vmem_walk(const rmalloc_vmem_t *vm,
 {
     if (vm->ring != NULL) {
         rmalloc_ring_walk(vm->ring, fn, arg);
+        return;
+    }
+    if (vm->claims != NULL) {
+        rmalloc_claims_walk(vm->claims, fn, arg);
         return;
     }
     for (uint32_t i = vm->first; i != NIL; i = vm->blk[i].next) {
@@ -940,6 +971,8 @@ util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
 
     if (vm->ring != NULL)
         return rmalloc_ring_check(vm->ring);
+    if (vm->claims != NULL)
+        return rmalloc_claims_check(vm->claims);
 
     for (uint32_t i = vm->first; i != NIL; prev = i, i = vm->blk[i].next) {
         const blk_t *b = &vm->blk[i];

@@ -27,6 +27,12 @@
  * A ring keeps only a FIFO of its allocations (rmalloc_ring.h): O(1) per
  * call, since rpipe's block mode runs it on every message.
  *
+ * Claims mode (RMALLOC_VMEM_CLAIMS) serves an instance that only applies a
+ * peer's placements (the consumer of the tag and channel protocols): a
+ * record table and a bitmap of busy units (rmalloc_claims.h), O(1) per
+ * message for small messages. rmalloc_vmem_alloc/_realloc then return
+ * ERR_UNSUPPORTED.
+ *
  * Status codes: UTIL_OK; UTIL_ERR_NO_RESOURCE when no free block fits (the
  * "would block" of an allocation: free or sync, then retry);
  * UTIL_ERR_INVALID for bad arguments and for descriptors that this instance
@@ -54,7 +60,10 @@ typedef enum {
 
 /* Instance flags. */
 enum {
-    RMALLOC_VMEM_RING = 1u << 0 /* strict circular buffer (next-fit only) */
+    RMALLOC_VMEM_RING   = 1u << 0, /* strict circular buffer (next-fit only) */
+    RMALLOC_VMEM_CLAIMS = 1u << 1  /* only claims and frees, never allocates
+                                      (rmalloc_claims.h); ignored for regions
+                                      of more than 2^27 units */
 };
 
 /* Largest allocation, in units (thesis: 2^31 units). */

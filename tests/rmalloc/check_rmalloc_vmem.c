@@ -286,6 +286,74 @@ START_TEST(test_ring_wrap_and_release_order)
 }
 END_TEST
 
+/* Claims mode: the consumer's instance of the tag and channel protocols. */
+START_TEST(test_claims_mode)
+{
+    static uint8_t  mem[UNITS * UNIT];
+    rmalloc_vmem_t *vm = make(RMALLOC_NEXT_FIT, mem, UNITS, RMALLOC_VMEM_CLAIMS);
+    raddr_t         a, b, c, stale;
+    uint64_t        peer_id;
+    uint32_t        peer_block;
+
+    ck_assert_int_eq(rmalloc_vmem_alloc(vm, 8, 0, &a), UTIL_ERR_UNSUPPORTED);
+    /* claims land anywhere, in any order, straddling bitmap words */
+    ck_assert_int_eq(rmalloc_vmem_claim(vm, 60, 10, 500, 77, 5, &a), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_claim(vm, 0, 1, 8, 78, 6, &b), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_claim(vm, UNITS - 130, 130, 8000, 79, 7, &c), UTIL_OK);
+    ck_assert_uint_eq(a.start, 60);
+    ck_assert_uint_eq(a.end, 70);
+    ck_assert_uint_eq(a.payload, 500);
+    ck_assert_ptr_eq(rmalloc_vmem_ptr(vm, &a), mem + 60 * UNIT);
+    ck_assert_uint_eq(rmalloc_vmem_used_units(vm), 141);
+    ck_assert_uint_eq(rmalloc_vmem_live_count(vm), 3);
+    ck_assert_uint_eq(count_blocks(vm, RMALLOC_BLOCK_ALLOC), 3);
+    ck_assert_uint_eq(count_blocks(vm, RMALLOC_BLOCK_FREE), 2);
+    ck_assert_int_eq(rmalloc_vmem_peer(vm, &a, &peer_id, &peer_block), UTIL_OK);
+    ck_assert_uint_eq(peer_id, 77);
+    ck_assert_uint_eq(peer_block, 5);
+    /* overlaps (inside, across either edge) and out-of-region claims fail */
+    ck_assert_int_eq(rmalloc_vmem_claim(vm, 64, 1, 8, 1, 1, &stale), UTIL_ERR_INVALID);
+    ck_assert_int_eq(rmalloc_vmem_claim(vm, 55, 6, 8, 1, 1, &stale), UTIL_ERR_INVALID);
+    ck_assert_int_eq(rmalloc_vmem_claim(vm, 69, 3, 8, 1, 1, &stale), UTIL_ERR_INVALID);
+    ck_assert_int_eq(rmalloc_vmem_claim(vm, UNITS - 1, 2, 8, 1, 1, &stale), UTIL_ERR_INVALID);
+    ck_assert_int_eq(rmalloc_vmem_claim(vm, 10, 0, 8, 1, 1, &stale), UTIL_ERR_INVALID);
+    ck_assert_uint_eq(rmalloc_vmem_live_count(vm), 3);
+    ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
+    /* free out of order; a freed or altered descriptor is refused */
+    stale = a;
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &a), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &stale), UTIL_ERR_INVALID);
+    ck_assert_int_eq(rmalloc_vmem_peer(vm, &stale, &peer_id, &peer_block), UTIL_ERR_INVALID);
+    stale = b;
+    stale.end++;
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &stale), UTIL_ERR_INVALID);
+    stale = b;
+    stale.block = 1u << 30;
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &stale), UTIL_ERR_INVALID);
+    /* the freed units can be claimed again; the old descriptor stays dead */
+    ck_assert_int_eq(rmalloc_vmem_claim(vm, 62, 8, 400, 80, 8, &a), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &stale), UTIL_ERR_INVALID);
+    ck_assert_uint_eq(rmalloc_vmem_used_units(vm), 139);
+    ck_assert_int_eq(rmalloc_vmem_realloc(vm, &a, 8, &stale), UTIL_ERR_UNSUPPORTED);
+    ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
+    /* many live claims: the record table grows */
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &a), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &b), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &c), UTIL_OK);
+    static raddr_t all[UNITS];
+    for (uint64_t u = 0; u < UNITS; u++)
+        ck_assert_int_eq(rmalloc_vmem_claim(vm, u, 1, 8, u, (uint32_t)u, &all[u]), UTIL_OK);
+    ck_assert_uint_eq(rmalloc_vmem_used_units(vm), UNITS);
+    ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
+    for (uint64_t u = UNITS; u-- > 0;)
+        ck_assert_int_eq(rmalloc_vmem_free(vm, &all[u]), UTIL_OK);
+    ck_assert_uint_eq(rmalloc_vmem_live_count(vm), 0);
+    ck_assert_uint_eq(count_blocks(vm, RMALLOC_BLOCK_FREE), 1);
+    ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
+    rmalloc_vmem_destroy(vm);
+}
+END_TEST
+
 START_TEST(test_ring_retire)
 {
     rmalloc_vmem_t *vm = make(RMALLOC_NEXT_FIT, NULL, 100, RMALLOC_VMEM_RING);
@@ -434,6 +502,7 @@ int main(void)
     tcase_add_test(tc, test_next_fit_wraps_cursor);
     tcase_add_test(tc, test_ring_wrap_and_release_order);
     tcase_add_test(tc, test_ring_retire);
+    tcase_add_test(tc, test_claims_mode);
     tcase_add_test(tc, test_limits_and_header);
     tcase_add_test(tc, test_heuristic_names);
     suite_add_tcase(s, tc);
