@@ -3,14 +3,15 @@
  *
  * Sync buffer layout (same on both sides; words are 64-bit):
  *   0   freed     BLOCK: units the consumer released, in allocation order
- *   8   tag_state my outbound tag queue: VALID or INV (Alg. 10/11)
- *   16  consumed          tags the reader has taken (the reader writes it)
- *   24  produced          tags ever appended (slot = produced % queue_len)
+ *   8   (unused: Alg. 10/11's tag state; readers go by the stamps)
+ *   16  consumed  my outbound tags the reader has taken (the reader writes it)
+ *   24  (unused: the produced count stays with the writer)
  *   32  (unused)
- *   40  ch_head   my inbound channel ring: records pushed by the peer
- *   48  ch_tail            records I consumed (the peer reads it)
- *   64  tags[queue_len]    my outbound tags (48 bytes each)
- *   ... ring[queue_len]    my inbound channel records (48 bytes each)
+ *   40  (unused: a channel reader polls the next record's stamp, no head)
+ *   48  ch_tail   my inbound channel ring: records I consumed (the peer reads it)
+ *   64  tags[Q]            my outbound tags (48 bytes each)
+ *   ... ring[Q]            my inbound channel records (48 bytes each)
+ * (Q: queue_len rounded up to a power of two.)
  * Each tag and record carries a stamp (its sequence number) and a
  * checksum, so a reader never applies a torn or stale entry: it stops and
  * retries. The tag queue is a ring: a slot is free again as soon as the
@@ -32,14 +33,10 @@
 #include <strings.h>
 
 #define OFF_FREED     0
-#define OFF_TAG_STATE 8
 #define OFF_CONSUMED  16
-#define OFF_PRODUCED  24
-#define OFF_CH_HEAD   40
 #define OFF_CH_TAIL   48
 #define OFF_TAGS      64
 
-enum { TAG_INV = 0, TAG_VALID = 1 };
 enum { PEND_NONE = 0, PEND_FREED, PEND_TAGS, PEND_TAIL };
 
 typedef struct {
@@ -53,14 +50,18 @@ typedef struct {
 _Static_assert(sizeof(rec_t) == 48, "tag layout");
 
 /* A one-sided read may see a record half written; the stamp says which
- * slot and generation it belongs to, the checksum that it is whole. */
+ * slot and generation it belongs to, the checksum that it is whole. Every
+ * field gets its own odd multiplier, so a field from another generation
+ * changes the sum; the products are independent (it runs twice per
+ * message, and a chain of multiplies was a tenth of tag mode's cost). */
 static inline uint32_t rec_check(const rec_t *r)
 {
-    uint64_t h = r->start * UINT64_C(0x9e3779b97f4a7c15);
-    h = (h ^ r->units) * UINT64_C(0xbf58476d1ce4e5b9);
-    h = (h ^ r->payload) * UINT64_C(0x94d049bb133111eb);
-    h = (h ^ r->peer_id) * UINT64_C(0x9e3779b97f4a7c15);
-    h = (h ^ r->peer_block ^ (r->stamp << 7)) * UINT64_C(0xbf58476d1ce4e5b9);
+    uint64_t h = (r->start * UINT64_C(0x9e3779b97f4a7c15)) ^
+                 (r->units * UINT64_C(0xbf58476d1ce4e5b9)) ^
+                 (r->payload * UINT64_C(0x94d049bb133111eb)) ^
+                 (r->peer_id * UINT64_C(0xd6e8feb86659fd93)) ^
+                 ((((uint64_t)r->peer_block << 32) ^ r->stamp) * UINT64_C(0xff51afd7ed558ccd));
+    h ^= h >> 29;
     return (uint32_t)(h >> 32) | 1u; /* never 0: a zeroed slot fails */
 }
 
@@ -95,7 +96,9 @@ struct rmalloc_sync_ep {
     uint64_t                 window;  /* tags asked for by the read in flight */
     uint64_t                 freed_seen, freed_total;
     uint64_t                 consumed, consumed_told; /* tag reader: taken, reported */
-    uint64_t                 ch_sent, peer_tail, ch_tail, head_owed;
+    uint64_t                 produced, peer_consumed; /* tag writer: appended, last seen taken */
+    uint64_t                 guess_flag; /* consumer: byte offset of the next poll header, likely */
+    uint64_t                 ch_sent, peer_tail, ch_tail;
     raddr_t                 *ready;   /* consumer: claimed, not yet taken */
     size_t                   ready_cap, ready_head, ready_tail;
     rmalloc_sync_stats_t     stats;
@@ -198,9 +201,19 @@ util_status_t rmalloc_sync_config_init(rmalloc_sync_config_t *config)
     return UTIL_OK;
 }
 
+/* Queue entries: queue_len rounded up to a power of two, so that a slot
+ * is a mask, not a division, on every message. */
+static uint64_t queue_slots(uint32_t queue_len)
+{
+    uint64_t n = 1;
+    while (n < queue_len)
+        n <<= 1;
+    return n;
+}
+
 size_t rmalloc_sync_buffer_size(const rmalloc_sync_config_t *config)
 {
-    return OFF_TAGS + 2 * (size_t)config->queue_len * sizeof(rec_t);
+    return OFF_TAGS + 2 * (size_t)queue_slots(config->queue_len) * sizeof(rec_t);
 }
 
 util_status_t rmalloc_sync_create(const rmalloc_sync_config_t *config, void *sync_buf,
@@ -230,6 +243,7 @@ util_status_t rmalloc_sync_create(const rmalloc_sync_config_t *config, void *syn
         return UTIL_ERR_NO_MEMORY;
     }
     ep->cfg      = *config;
+    ep->cfg.queue_len = (uint32_t)queue_slots(config->queue_len);
     ep->tr       = *transport;
     ep->buf      = sync_buf;
     ep->buf_size = rmalloc_sync_buffer_size(config);
@@ -251,7 +265,11 @@ util_status_t rmalloc_sync_create(const rmalloc_sync_config_t *config, void *syn
     vcfg.unit         = config->unit;
     vcfg.heuristic    = config->heuristic;
     vcfg.header_bytes = config->header_bytes;
-    vcfg.flags        = (config->protocol == RMALLOC_SYNC_BLOCK) ? RMALLOC_VMEM_RING : 0;
+    /* Block: both ends are rings. Tag and channel: the consumer only
+     * applies the producer's placements. */
+    vcfg.flags        = (config->protocol == RMALLOC_SYNC_BLOCK)     ? RMALLOC_VMEM_RING
+                        : (config->role == RMALLOC_SYNC_CONSUMER) ? RMALLOC_VMEM_CLAIMS
+                                                                  : 0;
     vcfg.seed         = config->seed;
     status = rmalloc_vmem_create(&vcfg, &ep->vm);
     if (status != UTIL_OK)
@@ -286,11 +304,21 @@ const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep)
     if (ep->cfg.role != RMALLOC_SYNC_CONSUMER || ep->ready_head != ep->ready_tail)
         return NULL;
     if (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL)
-        return (const uint64_t *)(ep->buf + OFF_CH_HEAD);
+        return (const uint64_t *)(ep->buf + ep->ring_off +
+                                  (ep->ch_tail & (ep->cfg.queue_len - 1)) * sizeof(rec_t) +
+                                  offsetof(rec_t, stamp));
     if (ep->cfg.protocol == RMALLOC_SYNC_TAG && ep->peer_view != NULL)
         return (const uint64_t *)(ep->peer_view + OFF_TAGS +
-                                  (ep->consumed % ep->cfg.queue_len) * sizeof(rec_t) +
+                                  (ep->consumed & (ep->cfg.queue_len - 1)) * sizeof(rec_t) +
                                   offsetof(rec_t, stamp));
+    return NULL;
+}
+
+const void *rmalloc_sync_poll_ahead(const rmalloc_sync_ep_t *ep, uint64_t *flag_off_p)
+{
+    *flag_off_p = ep->guess_flag;
+    if (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL)
+        return ep->buf + ep->ring_off + (ep->ch_tail & (ep->cfg.queue_len - 1)) * sizeof(rec_t);
     return NULL;
 }
 
@@ -345,6 +373,12 @@ static util_status_t apply_rec(rmalloc_sync_ep_t *ep, const rec_t *r)
             __builtin_prefetch(mem + rmalloc_desc_flag_offset(&hint));
         status = rmalloc_vmem_claim(ep->vm, r->start, r->units, r->payload, r->peer_id,
                                     r->peer_block, &d);
+        /* Next-fit puts the next one right after this one; assume its size
+         * is the same (streams and ping-pongs), else at the region's start. */
+        uint64_t next = (r->start + r->units) << hint.unit_shift;
+        if (next + rmalloc_desc_flag_offset(&hint) + 8 > ep->cfg.size)
+            next = 0;
+        ep->guess_flag = next + rmalloc_desc_flag_offset(&hint);
         if (status == UTIL_OK)
             status = ready_push(ep, &d);
     } else {
@@ -385,7 +419,7 @@ static inline int tags_to_report(const rmalloc_sync_ep_t *ep)
 }
 
 /* TAG, reader side: a window of the peer's queue arrived (Alg. 11). Tag
- * number n sits in slot n % queue_len with stamp n + 1 and a good checksum;
+ * number n sits in slot n % Q with stamp n + 1 and a good checksum;
  * the first slot that is not so (not written yet, or half written) ends the
  * batch, to be read again later. */
 static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
@@ -474,7 +508,7 @@ static util_status_t view_read(rmalloc_sync_ep_t *ep, int kind)
     ep->stats.reads++;
     if (kind == PEND_TAGS) {
         uint64_t cap  = ep->cfg.queue_len;
-        uint64_t slot = ep->consumed % cap;
+        uint64_t slot = ep->consumed & (cap - 1);
         const uint8_t *first = ep->peer_view + OFF_TAGS + slot * sizeof(rec_t);
 
         ep->window = (cap - slot < TAG_WINDOW) ? cap - slot : TAG_WINDOW;
@@ -505,7 +539,7 @@ static util_status_t issue_read(rmalloc_sync_ep_t *ep, int kind)
 
     if (kind == PEND_TAGS) {
         uint64_t cap  = ep->cfg.queue_len;
-        uint64_t slot = ep->consumed % cap; /* the window stops at the ring's end */
+        uint64_t slot = ep->consumed & (cap - 1); /* the window stops at the ring's end */
         ep->window = (cap - slot < TAG_WINDOW) ? cap - slot : TAG_WINDOW;
         status     = ep->tr.ops->read(ep->tr.ctx, OFF_TAGS + slot * sizeof(rec_t),
                                       ep->scratch, ep->window * sizeof(rec_t));
@@ -526,22 +560,10 @@ static util_status_t issue_read(rmalloc_sync_ep_t *ep, int kind)
 
 /* ---- sending ----------------------------------------------------------- */
 
-/* Retries channel head bumps the transport refused earlier. */
-static util_status_t flush_owed(rmalloc_sync_ep_t *ep)
-{
-    while (ep->head_owed) {
-        util_status_t status = ep->tr.ops->fetch_add(ep->tr.ctx, OFF_CH_HEAD, 1, NULL);
-        if (status == UTIL_IN_PROGRESS)
-            ep->unflushed = 1;
-        else if (status != UTIL_OK)
-            return status;
-        ep->stats.atomics++;
-        ep->head_owed--;
-    }
-    return UTIL_OK;
-}
-
-/* CHANNEL: pushes r into the peer's inbound ring (write, then bump head). */
+/* CHANNEL: pushes r into the peer's inbound ring: one write. The reader
+ * polls the slot's stamp, so no head counter is bumped (the thesis's
+ * fetch-add was a second remote operation per record, and an atomic on
+ * the line the reader polls stalls the writer until it owns it). */
 static util_status_t channel_send(rmalloc_sync_ep_t *ep, rec_t *r)
 {
     util_status_t status;
@@ -560,7 +582,7 @@ static util_status_t channel_send(rmalloc_sync_ep_t *ep, rec_t *r)
         }
     }
     rec_seal(r, ep->ch_sent + 1);
-    status   = ep->tr.ops->write(ep->tr.ctx, ep->ring_off + (ep->ch_sent % cap) * sizeof(*r), r,
+    status   = ep->tr.ops->write(ep->tr.ctx, ep->ring_off + (ep->ch_sent & (cap - 1)) * sizeof(*r), r,
                                  sizeof(*r));
     if (status == UTIL_IN_PROGRESS)
         ep->unflushed = 1;
@@ -569,11 +591,7 @@ static util_status_t channel_send(rmalloc_sync_ep_t *ep, rec_t *r)
     ep->stats.writes++;
     ep->stats.pushed++;
     ep->ch_sent++;
-    /* The record is out: from here on the send counts as done; a refused
-     * head bump is owed and retried (writes land in order). */
-    ep->head_owed++;
-    status = flush_owed(ep);
-    return (status == UTIL_ERR_NO_RESOURCE) ? UTIL_OK : status;
+    return UTIL_OK;
 }
 
 /* CHANNEL: takes one record from my inbound ring. NO_RESOURCE if none. */
@@ -582,11 +600,14 @@ static util_status_t channel_take(rmalloc_sync_ep_t *ep)
     rec_t    r;
     uint64_t cap = ep->cfg.queue_len;
 
-    if (ep->ch_tail == load_word(ep, OFF_CH_HEAD))
+    const rec_t *slot = (const rec_t *)(const void *)(ep->buf + ep->ring_off +
+                                                      (ep->ch_tail & (cap - 1)) * sizeof(r));
+
+    if (__atomic_load_n(&slot->stamp, __ATOMIC_ACQUIRE) != ep->ch_tail + 1)
         return UTIL_ERR_NO_RESOURCE;
-    memcpy(&r, ep->buf + ep->ring_off + (ep->ch_tail % cap) * sizeof(r), sizeof(r));
+    memcpy(&r, slot, sizeof(r));
     if (!rec_valid(&r, ep->ch_tail + 1))
-        return UTIL_ERR_NO_RESOURCE; /* not landed yet */
+        return UTIL_ERR_NO_RESOURCE; /* not wholly landed yet */
     util_status_t status = apply_rec(ep, &r);
     if (status != UTIL_OK)
         return status;
@@ -600,17 +621,24 @@ static util_status_t channel_take(rmalloc_sync_ep_t *ep)
 static util_status_t tag_produce(rmalloc_sync_ep_t *ep, rec_t *r)
 {
     uint64_t cap      = ep->cfg.queue_len;
-    uint64_t produced = load_word(ep, OFF_PRODUCED);
+    uint64_t produced = ep->produced;
+    rec_t   *slot     = (rec_t *)(void *)(ep->buf + OFF_TAGS + (produced & (cap - 1)) * sizeof(*r));
 
-    if (produced - load_word(ep, OFF_CONSUMED) >= cap) {
+    /* The reader's count lives in a line it writes: load it only when the
+     * last value seen says the queue is full. */
+    if (produced - ep->peer_consumed >= cap &&
+        produced - (ep->peer_consumed = load_word(ep, OFF_CONSUMED)) >= cap) {
         ep->stats.backpressure++;
         return UTIL_ERR_NO_RESOURCE;
     }
-    store_word(ep, OFF_TAG_STATE, TAG_INV);
     rec_seal(r, produced + 1);
-    memcpy(ep->buf + OFF_TAGS + (produced % cap) * sizeof(*r), r, sizeof(*r));
-    store_word(ep, OFF_PRODUCED, produced + 1);
-    store_word(ep, OFF_TAG_STATE, TAG_VALID);
+    /* The fields first, the stamp last: a reader with loads checks the stamp
+     * before the rest, so it sees a whole record (x86-TSO keeps store
+     * order; the release keeps the compiler's). One-sided readers also
+     * have the checksum. */
+    memcpy(slot, r, offsetof(rec_t, stamp));
+    __atomic_store_n(&slot->stamp, r->stamp, __ATOMIC_RELEASE);
+    ep->produced = produced + 1;
     ep->stats.pushed++;
     return UTIL_OK;
 }
@@ -805,9 +833,6 @@ util_status_t rmalloc_sync_progress(rmalloc_sync_ep_t *ep)
     if (status != UTIL_OK)
         return status;
     status = flush_unflushed(ep);
-    if (status != UTIL_OK)
-        return status;
-    status = flush_owed(ep);
     if (status != UTIL_OK)
         return status;
     if (ep->cfg.role == RMALLOC_SYNC_PRODUCER && ep->cfg.protocol == RMALLOC_SYNC_CHANNEL)

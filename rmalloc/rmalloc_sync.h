@@ -20,7 +20,9 @@
  * Protocols (Table 3.1):
  *   CHANNEL (immediate, any heuristic): every allocation descriptor is
  *     pushed into the consumer's inbound ring, every free into the
- *     producer's, as it happens (one remote write + one fetch-add each).
+ *     producer's, as it happens: one remote write of a stamped record,
+ *     which the reader polls (the thesis adds a fetch-add on a head
+ *     counter; the stamp makes it unnecessary).
  *   BLOCK (deferred, next-fit only): both instances are strict circular
  *     buffers (RMALLOC_VMEM_RING). The consumer accumulates the units it
  *     released, in allocation order, in a counter in its own sync buffer
@@ -107,7 +109,8 @@ typedef struct {
     uint32_t                 header_bytes; /* poll header per allocation */
     double                   watermark;    /* 0 < w <= 1 */
     unsigned                 retries;      /* syncs per allocation before NO_RESOURCE */
-    uint32_t                 queue_len;    /* tag queue / channel ring entries */
+    uint32_t                 queue_len;    /* tag queue / channel ring entries (rounded
+                                              up to a power of two) */
     uint64_t                 seed;         /* random-fit seed (same on both sides) */
 } rmalloc_sync_config_t;
 
@@ -163,6 +166,17 @@ void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, const void *peer_buf);
  * (block protocol: the caller knows the place itself; tag protocol without
  * a peer view). */
 const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep);
+
+/* Consumer waiting on the poll word: what else the next allocation will
+ * touch, so that a caller polling with loads can load those lines in the
+ * same round. The peer writes them before the poll word changes, so loads
+ * issued together overlap their transfers instead of running one after
+ * the other (tag: stamp, then message; channel: head, record, message).
+ * *flag_off_p: byte offset in the region where the next poll header most
+ * likely is (right after the last allocation, of the same size; only a
+ * guess: use it for loads, never as a result). Returns the sync line the
+ * peer writes next besides the poll word (channel record), or NULL. */
+const void *rmalloc_sync_poll_ahead(const rmalloc_sync_ep_t *ep, uint64_t *flag_off_p);
 
 /* Counters since creation. */
 void rmalloc_sync_get_stats(const rmalloc_sync_ep_t *ep, rmalloc_sync_stats_t *stats_p);
