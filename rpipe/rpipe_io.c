@@ -324,24 +324,44 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
 static void rpipe_wait_flag(rch_t ch, rpipe_wait_t *wait)
 {
     const uint64_t *flag = NULL;
+    /* Lines the message will also need (tag/channel), loaded in each round
+     * after the flag: their transfers then overlap the flag's. */
+    const uint64_t *ahead[2] = {NULL, NULL};
 
     if (rpipe_state.deferred == 0 && wait->polls < rpipe_state.spin) {
         if (!ch->pending) { /* tag/channel: the next descriptor is not known yet */
             flag = rmalloc_sync_poll_word(ch->sync);
+            if (flag != NULL) {
+                uint64_t off;
+                ahead[0] = rmalloc_sync_poll_ahead(ch->sync, &off);
+                if ((ch->owner || ch->peer_region != NULL) && off + 8 <= ch->region_bytes) {
+                    ahead[1] = (const uint64_t *)(rpipe_view(ch) + off);
+                }
+            }
         } else if (ch->owner || ch->peer_region != NULL) {
             flag = (const uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&ch->pending_desc));
         }
     }
     if (flag != NULL) { /* not once the wait yields the core */
         uint64_t seen = __atomic_load_n(flag, __ATOMIC_RELAXED);
+        uint64_t sink = 0;
 
         /* No pause here: it would delay seeing the flag by its own length
          * (tens of ns on recent x86); rpipe_wait_step pauses between rounds. */
         for (unsigned n = 0; n < RPIPE_FLAG_SPIN; n++) {
-            if (__atomic_load_n(flag, __ATOMIC_RELAXED) != seen) {
+            uint64_t now = __atomic_load_n(flag, __ATOMIC_RELAXED);
+
+            for (int k = 0; k < 2; k++) {
+                if (ahead[k] != NULL) {
+                    sink += __atomic_load_n(ahead[k], __ATOMIC_RELAXED);
+                }
+            }
+            if (now != seen) {
+                __asm__ volatile("" : : "r"(sink));
                 return;
             }
         }
+        __asm__ volatile("" : : "r"(sink));
     }
     rpipe_wait_step(wait);
 }
