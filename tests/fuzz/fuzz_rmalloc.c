@@ -48,6 +48,7 @@ static uint64_t take(input_t *in, unsigned bytes)
 typedef struct {
     rmalloc_vmem_t *vmem;
     int ring;
+    int claims; /* claims mode: only claims place memory */
     uint64_t units, unit, header;
     raddr_t live[MAX_LIVE];
     unsigned nlive;
@@ -126,9 +127,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     memset(&m, 0, sizeof(m));
     memset(&cfg, 0, sizeof(cfg));
-    cfg.heuristic    = (rmalloc_heuristic_t)(take(&in, 1) % RMALLOC_HEURISTIC_COUNT);
+    uint64_t mode    = take(&in, 1); /* heuristic, and claims mode in a quarter of the rest */
+    cfg.heuristic    = (rmalloc_heuristic_t)(mode % RMALLOC_HEURISTIC_COUNT);
     m.ring           = cfg.heuristic == RMALLOC_NEXT_FIT && (take(&in, 1) & 1);
-    cfg.flags        = m.ring ? RMALLOC_VMEM_RING : 0;
+    m.claims         = !m.ring && (mode / RMALLOC_HEURISTIC_COUNT) % 4 == 3;
+    cfg.flags        = m.ring ? RMALLOC_VMEM_RING : m.claims ? RMALLOC_VMEM_CLAIMS : 0;
     cfg.unit         = UINT64_C(8) << (take(&in, 1) % 4);
     m.units          = 1 + take(&in, 1) % MAX_UNITS;
     cfg.size         = m.units * cfg.unit;
@@ -156,8 +159,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     model_add(&m, &d, payload, align);
                 }
             } else {
-                EXPECT(status == UTIL_ERR_NO_RESOURCE || status == UTIL_ERR_INVALID,
+                EXPECT(status == UTIL_ERR_NO_RESOURCE || status == UTIL_ERR_INVALID ||
+                           (m.claims && status == UTIL_ERR_UNSUPPORTED),
                        "alloc: unexpected status %d", status);
+                EXPECT(!m.claims || status != UTIL_ERR_NO_RESOURCE, "claims mode allocated");
                 EXPECT(status != UTIL_ERR_INVALID || payload == 0 || payload + m.header > m.units * m.unit,
                        "alloc of %llu bytes called invalid", (unsigned long long)payload);
             }
@@ -200,7 +205,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 } else {
                     EXPECT(status == UTIL_ERR_NO_RESOURCE || status == UTIL_ERR_UNSUPPORTED ||
                            status == UTIL_ERR_INVALID, "realloc: unexpected status %d", status);
-                    EXPECT(status != UTIL_ERR_UNSUPPORTED || m.ring, "realloc unsupported");
+                    EXPECT(status != UTIL_ERR_UNSUPPORTED || m.ring || m.claims,
+                           "realloc unsupported");
                 }
             }
             break;
