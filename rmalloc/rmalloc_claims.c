@@ -181,6 +181,18 @@ util_status_t rmalloc_claims_peer(const rmalloc_claims_t *c, const raddr_t *desc
     return UTIL_OK;
 }
 
+util_status_t rmalloc_claims_set_peer(rmalloc_claims_t *c, const raddr_t *desc, uint64_t peer_id,
+                                      uint32_t peer_block)
+{
+    claim_rec_t *r = rec_find(c, desc);
+
+    if (r == NULL)
+        return UTIL_ERR_INVALID;
+    r->peer_id    = peer_id;
+    r->peer_block = peer_block;
+    return UTIL_OK;
+}
+
 uint64_t rmalloc_claims_used_units(const rmalloc_claims_t *c)
 {
     return c->used;

@@ -36,6 +36,9 @@ util_status_t rmalloc_claims_free(rmalloc_claims_t *claims, const raddr_t *desc)
 util_status_t rmalloc_claims_peer(const rmalloc_claims_t *claims, const raddr_t *desc,
                                   uint64_t *peer_id_p, uint32_t *peer_block_p);
 
+util_status_t rmalloc_claims_set_peer(rmalloc_claims_t *claims, const raddr_t *desc,
+                                      uint64_t peer_id, uint32_t peer_block);
+
 uint64_t rmalloc_claims_used_units(const rmalloc_claims_t *claims);
 uint64_t rmalloc_claims_live_count(const rmalloc_claims_t *claims);
 void rmalloc_claims_walk(const rmalloc_claims_t *claims,

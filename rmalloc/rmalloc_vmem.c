@@ -871,6 +871,21 @@ util_status_t rmalloc_vmem_peer(const rmalloc_vmem_t *vm, const raddr_t *desc,
     return UTIL_OK;
 }
 
+util_status_t rmalloc_vmem_set_peer(rmalloc_vmem_t *vm, const raddr_t *desc, uint64_t peer_id,
+                                    uint32_t peer_block)
+{
+    if (vm->ring != NULL)
+        return UTIL_ERR_UNSUPPORTED;
+    if (vm->claims != NULL)
+        return rmalloc_claims_set_peer(vm->claims, desc, peer_id, peer_block);
+    uint32_t i = lookup(vm, desc);
+    if (i == NIL)
+        return UTIL_ERR_INVALID;
+    vm->blk[i].u.a.peer_id    = peer_id;
+    vm->blk[i].u.a.peer_block = peer_block;
+    return UTIL_OK;
+}
+
 uint64_t rmalloc_vmem_ring_take_released(rmalloc_vmem_t *vm)
 {
     return (vm->ring != NULL) ? rmalloc_ring_take_released(vm->ring) : 0;

@@ -131,6 +131,9 @@ util_status_t rmalloc_vmem_claim(rmalloc_vmem_t *vmem, uint64_t start, uint64_t 
 /* The peer id / block stored by rmalloc_vmem_claim() for a live allocation. */
 util_status_t rmalloc_vmem_peer(const rmalloc_vmem_t *vmem, const raddr_t *desc,
                                 uint64_t *peer_id_p, uint32_t *peer_block_p);
+/* Replaces them (a claim made before the peer's names were known). */
+util_status_t rmalloc_vmem_set_peer(rmalloc_vmem_t *vmem, const raddr_t *desc,
+                                    uint64_t peer_id, uint32_t peer_block);
 
 /* Ring mode: units released in allocation order since the last call (freed
  * blocks at the tail, plus dummies they uncover). */
