@@ -79,6 +79,43 @@ static inline int rec_valid(const rec_t *r, uint64_t stamp)
 #define TAG_WINDOW 16 /* tags fetched per read */
 _Static_assert(sizeof(rec_t) <= RMALLOC_SYNC_MAX_WRITE, "a record fits one inject");
 
+/* A FIFO of descriptors (grows by doubling). */
+typedef struct {
+    raddr_t *q;
+    size_t   cap, head, tail;
+} desc_queue_t;
+
+static inline int dq_empty(const desc_queue_t *dq)
+{
+    return dq->head == dq->tail;
+}
+
+static util_status_t dq_push(desc_queue_t *dq, const raddr_t *d)
+{
+    if (dq->tail - dq->head == dq->cap) {
+        size_t   cap = dq->cap ? dq->cap * 2 : 64;
+        raddr_t *q   = malloc(cap * sizeof(*q));
+        if (q == NULL) {
+            util_error("rmalloc: cannot grow a descriptor queue to %zu", cap);
+            return UTIL_ERR_NO_MEMORY;
+        }
+        for (size_t s = dq->head; s != dq->tail; s++)
+            q[s - dq->head] = dq->q[s % dq->cap];
+        dq->tail -= dq->head;
+        dq->head  = 0;
+        free(dq->q);
+        dq->q   = q;
+        dq->cap = cap;
+    }
+    dq->q[dq->tail++ % dq->cap] = *d;
+    return UTIL_OK;
+}
+
+static inline raddr_t *dq_front(desc_queue_t *dq)
+{
+    return &dq->q[dq->head % dq->cap];
+}
+
 struct rmalloc_sync_ep {
     rmalloc_sync_config_t    cfg;
     rmalloc_sync_transport_t tr;
@@ -97,10 +134,11 @@ struct rmalloc_sync_ep {
     uint64_t                 freed_seen, freed_total;
     uint64_t                 consumed, consumed_told; /* tag reader: taken, reported */
     uint64_t                 produced, peer_consumed; /* tag writer: appended, last seen taken */
-    uint64_t                 guess_flag; /* consumer: byte offset of the next poll header, likely */
     uint64_t                 ch_sent, peer_tail, ch_tail;
-    raddr_t                 *ready;   /* consumer: claimed, not yet taken */
-    size_t                   ready_cap, ready_head, ready_tail;
+    desc_queue_t             ready;   /* consumer: claimed, not yet taken */
+    desc_queue_t             early;   /* consumer: taken at the guessed place, tag not seen */
+    uint64_t                 last_start, last_units, last_payload; /* consumer: last taken */
+    int                      early_free_tried; /* a free waits for an early message's tag */
     rmalloc_sync_stats_t     stats;
 };
 
@@ -289,7 +327,8 @@ void rmalloc_sync_destroy(rmalloc_sync_ep_t *ep)
     if (ep == NULL)
         return;
     rmalloc_vmem_destroy(ep->vm);
-    free(ep->ready);
+    free(ep->ready.q);
+    free(ep->early.q);
     free(ep->scratch);
     free(ep);
 }
@@ -301,7 +340,7 @@ void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, const void *peer_buf)
 
 const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep)
 {
-    if (ep->cfg.role != RMALLOC_SYNC_CONSUMER || ep->ready_head != ep->ready_tail)
+    if (ep->cfg.role != RMALLOC_SYNC_CONSUMER || !dq_empty(&ep->ready))
         return NULL;
     if (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL)
         return (const uint64_t *)(ep->buf + ep->ring_off +
@@ -314,9 +353,20 @@ const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep)
     return NULL;
 }
 
+/* Next-fit puts the next allocation right after the last one; guess that
+ * its size is the same (streams, ping-pongs), and at unit 0 when it would
+ * not fit before the region's end. */
+static uint64_t guess_next(const rmalloc_sync_ep_t *ep)
+{
+    uint64_t start = ep->last_start + ep->last_units;
+    return ((start + ep->last_units) * ep->cfg.unit > ep->cfg.size) ? 0 : start;
+}
+
 const void *rmalloc_sync_poll_ahead(const rmalloc_sync_ep_t *ep, uint64_t *flag_off_p)
 {
-    *flag_off_p = ep->guess_flag;
+    raddr_t d = {.payload = ep->last_payload};
+
+    *flag_off_p = guess_next(ep) * ep->cfg.unit + rmalloc_desc_flag_offset(&d);
     if (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL)
         return ep->buf + ep->ring_off + (ep->ch_tail & (ep->cfg.queue_len - 1)) * sizeof(rec_t);
     return NULL;
@@ -334,27 +384,6 @@ void rmalloc_sync_get_stats(const rmalloc_sync_ep_t *ep, rmalloc_sync_stats_t *s
 
 /* ---- applying what the peer sent ---------------------------------------- */
 
-static util_status_t ready_push(rmalloc_sync_ep_t *ep, const raddr_t *d)
-{
-    if (ep->ready_tail - ep->ready_head == ep->ready_cap) {
-        size_t   cap   = ep->ready_cap ? ep->ready_cap * 2 : 64;
-        raddr_t *ready = malloc(cap * sizeof(*ready));
-        if (ready == NULL) {
-            util_error("rmalloc: cannot grow the ready queue to %zu", cap);
-            return UTIL_ERR_NO_MEMORY;
-        }
-        for (size_t s = ep->ready_head; s != ep->ready_tail; s++)
-            ready[s - ep->ready_head] = ep->ready[s % ep->ready_cap];
-        ep->ready_tail -= ep->ready_head;
-        ep->ready_head  = 0;
-        free(ep->ready);
-        ep->ready     = ready;
-        ep->ready_cap = cap;
-    }
-    ep->ready[ep->ready_tail++ % ep->ready_cap] = *d;
-    return UTIL_OK;
-}
-
 /* A record from the peer: an allocation (consumer) or a free (producer). */
 static util_status_t apply_rec(rmalloc_sync_ep_t *ep, const rec_t *r)
 {
@@ -362,6 +391,21 @@ static util_status_t apply_rec(rmalloc_sync_ep_t *ep, const rec_t *r)
     raddr_t       d;
 
     ep->stats.applied++;
+    if (ep->cfg.role == RMALLOC_SYNC_CONSUMER && !dq_empty(&ep->early)) {
+        /* Tags come in the order messages are taken, so this is the tag of
+         * the oldest message taken at its guessed place: it must agree. */
+        raddr_t *e = dq_front(&ep->early);
+        if (e->start != r->start || e->end != r->start + r->units || e->payload != r->payload) {
+            util_error("rmalloc: the peer's allocation [%llu, +%llu) is not the message taken "
+                       "at its next-fit place [%llu, +%llu)",
+                       (unsigned long long)r->start, (unsigned long long)r->units,
+                       (unsigned long long)e->start, (unsigned long long)(e->end - e->start));
+            return UTIL_ERR_STATE;
+        }
+        status = rmalloc_vmem_set_peer(ep->vm, e, r->peer_id, r->peer_block);
+        ep->early.head++;
+        return status == UTIL_OK ? UTIL_OK : UTIL_ERR_STATE;
+    }
     if (ep->cfg.role == RMALLOC_SYNC_CONSUMER) {
         /* The reader will load the new allocation's poll header next: start
          * that miss now, so that it overlaps the claim below. */
@@ -373,14 +417,11 @@ static util_status_t apply_rec(rmalloc_sync_ep_t *ep, const rec_t *r)
             __builtin_prefetch(mem + rmalloc_desc_flag_offset(&hint));
         status = rmalloc_vmem_claim(ep->vm, r->start, r->units, r->payload, r->peer_id,
                                     r->peer_block, &d);
-        /* Next-fit puts the next one right after this one; assume its size
-         * is the same (streams and ping-pongs), else at the region's start. */
-        uint64_t next = (r->start + r->units) << hint.unit_shift;
-        if (next + rmalloc_desc_flag_offset(&hint) + 8 > ep->cfg.size)
-            next = 0;
-        ep->guess_flag = next + rmalloc_desc_flag_offset(&hint);
         if (status == UTIL_OK)
-            status = ready_push(ep, &d);
+            status = dq_push(&ep->ready, &d);
+        ep->last_start   = r->start;
+        ep->last_units   = r->units;
+        ep->last_payload = r->payload;
     } else {
         memset(&d, 0, sizeof(d));
         d.start = r->start;
@@ -760,7 +801,7 @@ util_status_t rmalloc_sync_next(rmalloc_sync_ep_t *ep, raddr_t *desc_p)
 
     if (ep->cfg.role != RMALLOC_SYNC_CONSUMER || ep->cfg.protocol == RMALLOC_SYNC_BLOCK)
         return UTIL_ERR_INVALID;
-    if (ep->ready_head == ep->ready_tail) {
+    if (dq_empty(&ep->ready)) {
         if (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL) {
             status = channel_take(ep);
         } else {
@@ -769,10 +810,50 @@ util_status_t rmalloc_sync_next(rmalloc_sync_ep_t *ep, raddr_t *desc_p)
         }
         if (status != UTIL_OK)
             return status;
-        if (ep->ready_head == ep->ready_tail)
+        if (dq_empty(&ep->ready))
             return UTIL_ERR_NO_RESOURCE;
     }
-    *desc_p = ep->ready[ep->ready_head++ % ep->ready_cap];
+    *desc_p = *dq_front(&ep->ready);
+    ep->ready.head++;
+    return UTIL_OK;
+}
+
+util_status_t rmalloc_sync_guess(const rmalloc_sync_ep_t *ep, uint64_t *start_p,
+                                 uint64_t *units_p, uint64_t *payload_p)
+{
+    /* Only where the tags are loads (peer view): over a network the early
+     * message's tag is a read that the producer must serve, and a free that
+     * waits for it would wait on the producer's progress. */
+    if (ep->cfg.role != RMALLOC_SYNC_CONSUMER || ep->cfg.protocol == RMALLOC_SYNC_BLOCK ||
+        ep->cfg.heuristic != RMALLOC_NEXT_FIT || ep->last_units == 0 || !dq_empty(&ep->ready) ||
+        (ep->cfg.protocol == RMALLOC_SYNC_TAG && ep->peer_view == NULL))
+        return UTIL_ERR_NO_RESOURCE;
+    *start_p   = guess_next(ep);
+    *units_p   = ep->last_units;
+    *payload_p = ep->last_payload;
+    return UTIL_OK;
+}
+
+util_status_t rmalloc_sync_take_early(rmalloc_sync_ep_t *ep, uint64_t start, uint64_t units,
+                                      uint64_t payload, raddr_t *desc_p)
+{
+    util_status_t status;
+
+    if (ep->cfg.role != RMALLOC_SYNC_CONSUMER || ep->cfg.protocol == RMALLOC_SYNC_BLOCK ||
+        !dq_empty(&ep->ready))
+        return UTIL_ERR_INVALID;
+    /* The producer's names come with the tag (peer id 0 until then). */
+    status = rmalloc_vmem_claim(ep->vm, start, units, payload, 0, UINT32_MAX, desc_p);
+    if (status != UTIL_OK)
+        return status;
+    status = dq_push(&ep->early, desc_p);
+    if (status != UTIL_OK) {
+        rmalloc_vmem_free(ep->vm, desc_p);
+        return status;
+    }
+    ep->last_start   = start;
+    ep->last_units   = units;
+    ep->last_payload = payload;
     return UTIL_OK;
 }
 
@@ -813,11 +894,43 @@ util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
         }
         return UTIL_OK;
     }
-    if (rmalloc_vmem_peer(ep->vm, desc, &peer_id, &peer_block) != UTIL_OK)
-        return UTIL_ERR_INVALID;
-    status = complete_pending(ep);
+    status = complete_pending(ep); /* it may bring the names of a message taken early */
     if (status != UTIL_OK)
         return status;
+    if (rmalloc_vmem_peer(ep->vm, desc, &peer_id, &peer_block) != UTIL_OK)
+        return UTIL_ERR_INVALID;
+    if (peer_id == 0) {
+        /* Taken early: its tag (with the producer's names) was posted right
+         * after the message. Its line has not moved here yet: a load now
+         * would wait for it on the reader's critical path. So the first try
+         * only starts that transfer and asks to be retried (rpipe retries
+         * deferred frees before it next waits); the retry applies it. */
+        if (!ep->early_free_tried) {
+            __builtin_prefetch(ep->cfg.protocol == RMALLOC_SYNC_CHANNEL
+                                   ? (const void *)(ep->buf + ep->ring_off +
+                                                    (ep->ch_tail & (ep->cfg.queue_len - 1)) *
+                                                        sizeof(rec_t))
+                               : ep->peer_view != NULL
+                                   ? (const void *)(ep->peer_view + OFF_TAGS +
+                                                    (ep->consumed & (ep->cfg.queue_len - 1)) *
+                                                        sizeof(rec_t))
+                                   : (const void *)ep->buf);
+            ep->early_free_tried = 1;
+            return UTIL_ERR_NO_RESOURCE;
+        }
+        ep->early_free_tried = 0;
+        status = (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL) ? channel_take(ep)
+                                                          : issue_read(ep, PEND_TAGS);
+        while (status == UTIL_OK && ep->cfg.protocol == RMALLOC_SYNC_CHANNEL &&
+               !dq_empty(&ep->early))
+            status = channel_take(ep);
+        if (status != UTIL_OK && status != UTIL_ERR_NO_RESOURCE && status != UTIL_IN_PROGRESS)
+            return status;
+        if (rmalloc_vmem_peer(ep->vm, desc, &peer_id, &peer_block) != UTIL_OK)
+            return UTIL_ERR_INVALID;
+        if (peer_id == 0)
+            return (status == UTIL_IN_PROGRESS) ? UTIL_IN_PROGRESS : UTIL_ERR_NO_RESOURCE;
+    }
     rec_from_desc(&r, desc);
     r.peer_id    = peer_id; /* the producer's names for the block */
     r.peer_block = peer_block;

@@ -200,6 +200,20 @@ util_status_t rmalloc_sync_pull(rmalloc_sync_ep_t *ep);
  * descriptor of this side's instance. NO_RESOURCE: nothing new yet. */
 util_status_t rmalloc_sync_next(rmalloc_sync_ep_t *ep, raddr_t *desc_p);
 
+/* Consumer, TAG and CHANNEL with next-fit, nothing claimed and untaken:
+ * where the next allocation most likely is (right after the last one, of
+ * the same size). NO_RESOURCE when there is no guess to make. */
+util_status_t rmalloc_sync_guess(const rmalloc_sync_ep_t *ep, uint64_t *start_p,
+                                 uint64_t *units_p, uint64_t *payload_p);
+
+/* Consumer: takes the next allocation before its tag or record arrived,
+ * because the caller verified that it is there (rpipe: the message's flag,
+ * which names place, size and sequence number). The tag, when it comes, must
+ * match (else ERR_STATE); until then rmalloc_sync_free() of it answers
+ * NO_RESOURCE. ERR_INVALID when [start, +units) is claimed already. */
+util_status_t rmalloc_sync_take_early(rmalloc_sync_ep_t *ep, uint64_t start, uint64_t units,
+                                      uint64_t payload, raddr_t *desc_p);
+
 /* Consumer, BLOCK: mirrors the producer's next allocation of payload bytes
  * (size read from the message header); it lands on the producer's offset.
  * ERR_STATE if it cannot (the peers disagree). */
