@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define RPIPE_UHDR_BYTES 8u
-#define RPIPE_FLAG_MARK  0xA5u /* low byte of a set flag; the rest is the payload size */
+#define RPIPE_FLAG_MARK  0xA5u /* low byte of a set flag; then payload size and sequence */
 
 /* What a side publishes for its peer (bootstrap key per channel side). */
 typedef struct rpipe_meta {
@@ -85,6 +85,8 @@ struct rpipe_channel {
     /* consumer: the message rread_nb is waiting for */
     int              pending;
     raddr_t          pending_desc;
+    /* messages written (producer) / taken (consumer), for the flag's sequence */
+    uint64_t         seq;
 
     char             key_mine[BOOTSTRAP_KEY_MAX];
     char             key_peer[BOOTSTRAP_KEY_MAX];

@@ -52,10 +52,28 @@ static inline raddr_t rpipe_desc_from_user(raddr_t d)
     return d;
 }
 
-/* A set flag is tied to its slot: H(channel salt, start) ^ (payload << 8 |
- * mark). Freed memory keeps old payload bytes, and a new message's flag can
- * land on them; a constant marker would match such bytes 1 time in 256,
- * this encoding practically never, while rread still learns the size. */
+/* A set flag is tied to its slot: H(channel salt, start) ^ (seq << 40 |
+ * payload << 8 | mark). Freed memory keeps old payload bytes, and a new
+ * message's flag can land on them; a constant marker would match such bytes
+ * 1 time in 256, this encoding practically never, while rread still learns
+ * the size. seq is the message's number in write order (24 bits); it lets a
+ * reader take a message found at its guessed place without the tag, since
+ * the flag then proves which message it is. Channels whose messages may
+ * reach 4 GiB keep the payload in bits 8..63 and carry no sequence. */
+static inline int rpipe_flag_has_seq(const struct rpipe_channel *ch)
+{
+    return ch->cfg.alloc_size < (UINT64_C(1) << 32) - RPIPE_UHDR_BYTES;
+}
+
+static inline uint64_t rpipe_flag_payload(const struct rpipe_channel *ch, uint64_t unmasked)
+{
+    return rpipe_flag_has_seq(ch) ? (unmasked >> 8) & 0xffffffffu : unmasked >> 8;
+}
+
+static inline uint64_t rpipe_flag_seq_bits(const struct rpipe_channel *ch, uint64_t seq)
+{
+    return rpipe_flag_has_seq(ch) ? (seq & 0xffffffu) << 40 : 0;
+}
 static inline uint64_t rpipe_flag_mask(const struct rpipe_channel *ch, const raddr_t *d)
 {
     uint64_t z = ch->flag_salt + d->start * 0x9E3779B97F4A7C15ull;
@@ -66,9 +84,10 @@ static inline uint64_t rpipe_flag_mask(const struct rpipe_channel *ch, const rad
 }
 
 static inline uint64_t rpipe_flag_value(const struct rpipe_channel *ch, const raddr_t *d,
-                                        uint64_t user_payload)
+                                        uint64_t user_payload, uint64_t seq)
 {
-    return rpipe_flag_mask(ch, d) ^ ((user_payload << 8) | RPIPE_FLAG_MARK);
+    return rpipe_flag_mask(ch, d) ^ (rpipe_flag_seq_bits(ch, seq) | (user_payload << 8) |
+                                     RPIPE_FLAG_MARK);
 }
 
 /* Offset of the allocation in the region, and of its flag. */

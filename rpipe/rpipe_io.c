@@ -83,7 +83,10 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
         return status;
     }
     if (ch->deferred_n > 0) { /* the consumer may be waiting for these */
-        rpipe_flush_deferred(ch);
+        status = rpipe_flush_deferred(ch); /* only a real failure: refusals stay deferred */
+        if (status != UTIL_OK) {
+            return status;
+        }
     }
     status = rmalloc_sync_alloc(ch->sync, size + RPIPE_UHDR_BYTES, 0, &desc);
     if (status == UTIL_ERR_NO_RESOURCE || status == UTIL_IN_PROGRESS) {
@@ -174,7 +177,7 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
 {
     util_status_t status = rpipe_check_side(ch, 1, "rwrite");
     raddr_t desc = rpipe_desc_from_user(user_desc);
-    uint64_t flag = rpipe_flag_value(ch, &desc, user_desc.payload);
+    uint64_t flag;
 
     if (status != UTIL_OK) {
         return status;
@@ -182,6 +185,7 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
     if (raddr_is_null(user_desc) || !ch->connected) {
         return R_ERR_INVALID;
     }
+    flag = rpipe_flag_value(ch, &desc, user_desc.payload, ch->seq);
 #ifdef RMB_ARG_CHECKS
     if (__builtin_expect(!rpipe_desc_fits(ch, &user_desc), 0)) {
         return rpipe_desc_foreign(ch, "rwrite");
@@ -207,6 +211,7 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
             return status;
         }
     }
+    ch->seq++;
     return rpipe_post_or_defer(ch, &desc);
 }
 
@@ -228,6 +233,30 @@ static util_status_t rpipe_next_desc(rch_t ch, size_t size, raddr_t *desc_p)
         return rmalloc_sync_accept(ch->sync, size + RPIPE_UHDR_BYTES, 0, desc_p);
     }
     return rmalloc_sync_next(ch->sync, desc_p);
+}
+
+/* Tag/channel, next-fit, message memory load/store reachable: takes the
+ * next message where next-fit most likely put it (after the last one, same
+ * size) if its flag is there with the next sequence number, without
+ * waiting for its tag: one cache line moves instead of two in a row. */
+static int rpipe_take_guessed(rch_t ch)
+{
+    uint64_t start, units, payload, off;
+    raddr_t  g;
+
+    if (!rpipe_flag_has_seq(ch) || (!ch->owner && ch->peer_region == NULL) ||
+        rmalloc_sync_guess(ch->sync, &start, &units, &payload) != UTIL_OK) {
+        return 0;
+    }
+    g = (raddr_t){.start = start, .end = start + units, .payload = payload,
+                  .unit_shift = (uint16_t)__builtin_ctzll(ch->unit)};
+    off = rpipe_flag_offset(&g);
+    if (off + 8 > ch->region_bytes ||
+        __atomic_load_n((uint64_t *)(rpipe_view(ch) + off), __ATOMIC_ACQUIRE) !=
+            rpipe_flag_value(ch, &g, payload - RPIPE_UHDR_BYTES, ch->seq)) {
+        return 0;
+    }
+    return rmalloc_sync_take_early(ch->sync, start, units, payload, &ch->pending_desc) == UTIL_OK;
 }
 
 /* Reads the message's flag; for GET through the network it is fetched. */
@@ -259,7 +288,13 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         return status;
     }
     if (ch->deferred_n > 0) { /* the producer may be waiting for these frees */
-        rpipe_flush_deferred(ch);
+        status = rpipe_flush_deferred(ch); /* only a real failure: refusals stay deferred */
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    if (!ch->pending && rpipe_take_guessed(ch)) {
+        ch->pending = 1;
     }
     if (!ch->pending) {
         status = rpipe_next_desc(ch, size, &ch->pending_desc);
@@ -278,10 +313,10 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         return status;
     }
     flag ^= rpipe_flag_mask(ch, &desc);
-    if ((flag & 0xffu) != RPIPE_FLAG_MARK || (flag >> 8) > ch->cfg.alloc_size) {
+    payload = rpipe_flag_payload(ch, flag);
+    if ((flag & 0xffu) != RPIPE_FLAG_MARK || payload > ch->cfg.alloc_size) {
         return R_PENDING; /* not written yet (0, or old bytes of freed messages) */
     }
-    payload = flag >> 8;
     if (payload + RPIPE_UHDR_BYTES > desc.payload) {
         util_error("rread: message of %llu bytes in a slot of %llu (peers disagree on sizes)",
                    (unsigned long long)payload,
@@ -308,6 +343,7 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         memcpy(rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES, &value, 8);
     }
     ch->pending   = 0;
+    ch->seq++;
     desc.payload  = payload + RPIPE_UHDR_BYTES;
     *desc_p = rpipe_desc_to_user(desc);
     *ptr_p  = rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES;
@@ -324,18 +360,20 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
 static void rpipe_wait_flag(rch_t ch, rpipe_wait_t *wait)
 {
     const uint64_t *flag = NULL;
-    /* Lines the message will also need (tag/channel), loaded in each round
-     * after the flag: their transfers then overlap the flag's. */
-    const uint64_t *ahead[2] = {NULL, NULL};
+    /* Tag/channel: the record line the message will also need, loaded in
+     * each round so that its transfer overlaps the flag's; and where the
+     * next message most likely lands, which rread_nb can take at once
+     * (rpipe_take_guessed), so a change there also ends the round. */
+    const uint64_t *record = NULL, *guess = NULL;
 
     if (rpipe_state.deferred == 0 && wait->polls < rpipe_state.spin) {
         if (!ch->pending) { /* tag/channel: the next descriptor is not known yet */
             flag = rmalloc_sync_poll_word(ch->sync);
             if (flag != NULL) {
                 uint64_t off;
-                ahead[0] = rmalloc_sync_poll_ahead(ch->sync, &off);
+                record = rmalloc_sync_poll_ahead(ch->sync, &off);
                 if ((ch->owner || ch->peer_region != NULL) && off + 8 <= ch->region_bytes) {
-                    ahead[1] = (const uint64_t *)(rpipe_view(ch) + off);
+                    guess = (const uint64_t *)(rpipe_view(ch) + off);
                 }
             }
         } else if (ch->owner || ch->peer_region != NULL) {
@@ -344,6 +382,7 @@ static void rpipe_wait_flag(rch_t ch, rpipe_wait_t *wait)
     }
     if (flag != NULL) { /* not once the wait yields the core */
         uint64_t seen = __atomic_load_n(flag, __ATOMIC_RELAXED);
+        uint64_t seen_guess = (guess != NULL) ? __atomic_load_n(guess, __ATOMIC_RELAXED) : 0;
         uint64_t sink = 0;
 
         /* No pause here: it would delay seeing the flag by its own length
@@ -351,12 +390,11 @@ static void rpipe_wait_flag(rch_t ch, rpipe_wait_t *wait)
         for (unsigned n = 0; n < RPIPE_FLAG_SPIN; n++) {
             uint64_t now = __atomic_load_n(flag, __ATOMIC_RELAXED);
 
-            for (int k = 0; k < 2; k++) {
-                if (ahead[k] != NULL) {
-                    sink += __atomic_load_n(ahead[k], __ATOMIC_RELAXED);
-                }
+            if (record != NULL) {
+                sink += __atomic_load_n((const uint64_t *)record, __ATOMIC_RELAXED);
             }
-            if (now != seen) {
+            if (now != seen ||
+                (guess != NULL && __atomic_load_n(guess, __ATOMIC_RELAXED) != seen_guess)) {
                 __asm__ volatile("" : : "r"(sink));
                 return;
             }
@@ -401,9 +439,10 @@ int rfree(rch_t ch, raddr_t user_desc)
         uint64_t peer_id;
         uint32_t peer_block;
         uint64_t *flag = (uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc));
+        uint64_t seen = __atomic_load_n(flag, __ATOMIC_RELAXED) ^ rpipe_flag_mask(ch, &desc);
 
         if (rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc, &peer_id, &peer_block) != UTIL_OK ||
-            __atomic_load_n(flag, __ATOMIC_RELAXED) != rpipe_flag_value(ch, &desc, user_desc.payload)) {
+            (seen & 0xffu) != RPIPE_FLAG_MARK || rpipe_flag_payload(ch, seen) != user_desc.payload) {
             util_error("rfree: descriptor is not a live message of the channel with rank %d "
                        "(freed twice, or from another channel)", ch->cfg.peer);
             return R_ERR_INVALID;
