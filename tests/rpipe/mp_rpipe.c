@@ -185,6 +185,69 @@ static void mode_stream(rmalloc_config_t cfg, long count, int hold)
     rpipe_close(ch);
 }
 
+/* Messages written in another order than allocated: the producer takes
+ * 1-3 allocations, then writes them last first. They must arrive in write
+ * order (a reader that takes a message at its next-fit place without its
+ * tag must not take the first allocation before the ones written earlier).
+ * First all messages have one size (the reader's guesses are right), then
+ * sizes vary. Message n (write order) has the size and bytes of message n. */
+static void mode_reorder(rmalloc_config_t cfg, long count)
+{
+    int partner = me ^ 1;
+    rch_t ch;
+
+    if (partner >= npes) {
+        return;
+    }
+    ch = open_channel(cfg, me & ~1, me | 1, 0, TINY);
+    if (ch == NULL) {
+        return;
+    }
+    for (long i = 0; i < count;) {
+        size_t max   = (i < count / 2) ? 1 : MAX_MSG;
+        long   batch = 1 + i % 3;
+
+        if (batch > count - i) {
+            batch = count - i;
+        }
+        if ((me & 1) == 0) {
+            raddr_t d[3];
+
+            for (long j = 0; j < batch; j++) { /* d[j] will be written as message i+batch-1-j */
+                d[j] = rmalloc(ch, msg_size(me, partner, 0, i + batch - 1 - j, max));
+            }
+            for (long j = batch - 1; j >= 0; j--) {
+                long n = i + batch - 1 - j;
+                unsigned char *p = rmem(ch, d[j]);
+                uint64_t *hdr = network_header(ch, d[j]);
+
+                if (p == NULL || hdr == NULL) {
+                    FAIL("rmalloc for message %ld failed", n);
+                    break;
+                }
+                for (size_t k = 0; k < msg_size(me, partner, 0, n, max); k++) {
+                    p[k] = msg_byte(me, n, k);
+                }
+                *hdr = (uint64_t)n;
+                if (rwrite(ch, d[j]) != R_SUCCESS) {
+                    FAIL("rwrite of message %ld failed", n);
+                }
+            }
+        } else {
+            for (long j = 0; j < batch; j++) {
+                raddr_t d;
+                recv_one(ch, partner, 0, i + j, max, &d);
+                if (!raddr_is_null(d) && rfree(ch, d) != R_SUCCESS) {
+                    FAIL("rfree of message %ld failed", i + j);
+                }
+            }
+        }
+        i += batch;
+    }
+    network_barrier();
+    rpipe_close(ch);
+}
+
 static void mode_channels(rmalloc_config_t cfg, long count)
 {
     enum { NCH = 8 };
@@ -479,6 +542,7 @@ int main(int argc, char **argv)
     cfg = make_config(op, sync, alg);
     if (!strcmp(mode, "stream")) mode_stream(cfg, count, 0);
     else if (!strcmp(mode, "irregular")) mode_stream(cfg, count, 1);
+    else if (!strcmp(mode, "reorder")) mode_reorder(cfg, count);
     else if (!strcmp(mode, "channels")) mode_channels(cfg, count);
     else if (!strcmp(mode, "alltoall")) mode_alltoall(cfg, count);
     else if (!strcmp(mode, "misuse")) mode_misuse(cfg);
