@@ -68,6 +68,9 @@
  * MPI program at a lower level gets no thread, and its peers wait until it
  * calls MPI or rmb again.
  */
+#ifndef _GNU_SOURCE
+#  define _GNU_SOURCE /* mremap, process_vm_readv */
+#endif
 #include "btl/btl.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_mpi.h"
@@ -79,6 +82,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define BTL_MPI_SLOT       64  /* bytes of one ring slot: puts this small are copied */
@@ -88,11 +94,16 @@
 #define BTL_MPI_SPINS_BEFORE_YIELD 256
 
 /* Packed remote key. */
+enum {
+    BTL_MPI_KEY_POOL = 1, /* in the pool window (else the dynamic window) */
+    BTL_MPI_KEY_LS   = 2  /* and every access is a load, store or CPU atomic */
+};
+
 typedef struct {
-    uint64_t base; /* owner's virtual address */
+    uint64_t base;  /* owner's virtual address */
     uint64_t len;
-    uint64_t disp; /* MPI_Get_address(base), or the offset in the owner's pool */
-    uint64_t pool; /* 1: in the pool window, 0: in the dynamic window */
+    uint64_t disp;  /* MPI_Get_address(base), or the offset in the owner's pool */
+    uint64_t flags; /* BTL_MPI_KEY_* */
 } btl_mpi_packed_t;
 
 /* A free range of the pool, in a list sorted by offset. */
@@ -108,11 +119,14 @@ typedef struct btl_mpi_region {
     unsigned               refs;
 } btl_mpi_region_t;
 
-typedef struct {
-    btl_mr_t          super;
-    btl_mpi_region_t *region;   /* dynamic window: the attached range */
-    uint64_t          disp;
-    size_t            pool_off, pool_len; /* pool: the block (pool_len 0: not from the pool) */
+typedef struct btl_mpi_mr {
+    btl_mr_t           super;
+    btl_mpi_region_t  *region;   /* dynamic window: the attached range */
+    uint64_t           disp;
+    int                in_pool;  /* the key names the pool window */
+    int                remapped; /* caller memory remapped onto our block */
+    size_t             pool_off, pool_len; /* pool: our block (pool_len 0: none of ours) */
+    struct btl_mpi_mr *next_remap; /* mem_remap'd: caller memory aliasing the block */
 } btl_mpi_mr_t;
 
 typedef struct {
@@ -123,6 +137,9 @@ typedef struct {
     char                       *pool_base;
     size_t                      pool_size;
     btl_mpi_block_t            *pool_free;
+    int                         load_store; /* pool keys say BTL_MPI_KEY_LS */
+    char                      **peer_pool;  /* per rank: its pool mapped here */
+    btl_mpi_mr_t               *remaps;
     int                         comm_held;
     btl_mpi_region_t           *regions;
     int                         dirty;     /* peer written to since the last quiet, or NONE/MANY */
@@ -159,6 +176,12 @@ static inline uint64_t btl_mpi_disp(btl_rkey_t *rkey, uint64_t raddr)
 static inline void *btl_mpi_win(btl_rkey_t *rkey)
 {
     return btl_container_of(rkey, btl_mpi_rkey_t, super)->win;
+}
+
+/* The peer's word through the shared pool (rkey->ls_valid). */
+static inline void *btl_mpi_ls_ptr(const btl_rkey_t *rkey, uint64_t raddr)
+{
+    return (void *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta);
 }
 
 int btl_mpi_usable(void)
@@ -226,6 +249,10 @@ static util_status_t btl_mpi_put(btl_ep_t *ep, const void *src, size_t len, btl_
     util_status_t status;
     void *slot;
 
+    if (rkey->ls_valid) {
+        memcpy(btl_mpi_ls_ptr(rkey, raddr), src, len);
+        return UTIL_OK;
+    }
     if (len == 0) {
         return UTIL_OK;
     }
@@ -255,6 +282,10 @@ static util_status_t btl_mpi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
     btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
     util_status_t status;
 
+    if (rkey->ls_valid) {
+        memcpy(dst, btl_mpi_ls_ptr(rkey, raddr), len);
+        return UTIL_OK;
+    }
     if (len == 0) {
         return UTIL_OK;
     }
@@ -279,6 +310,12 @@ static util_status_t btl_mpi_flag(btl_mpi_iface_t *mif, int peer, uint64_t flag_
                    (unsigned long long)flag_raddr);
         return UTIL_ERR_INVALID;
     }
+    if (flag_rkey->ls_valid) {
+        /* release: the payload (stored, or flushed by MPI) is visible first */
+        __atomic_store_n((uint64_t *)btl_mpi_ls_ptr(flag_rkey, flag_raddr), value,
+                         __ATOMIC_RELEASE);
+        return UTIL_OK;
+    }
     status = btl_mpi_slot(mif, &value, sizeof(value), &slot);
     if (status != UTIL_OK) {
         return status;
@@ -300,7 +337,9 @@ static util_status_t btl_mpi_put_flag(btl_ep_t *ep, const void *src, size_t len,
     btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
     util_status_t status;
 
-    if (len > 0) {
+    if (len > 0 && rkey->ls_valid) {
+        memcpy(btl_mpi_ls_ptr(rkey, raddr), src, len);
+    } else if (len > 0) {
         status = btl_mpi_check("MPI_Put", mif->shim->put(btl_mpi_win(rkey), src, len, ep->peer,
                                                          btl_mpi_disp(rkey, raddr)));
         if (status == UTIL_OK) {
@@ -361,6 +400,43 @@ static void btl_mpi_amo_value(uint64_t value, unsigned size, uint64_t *word)
     }
 }
 
+/* A CPU atomic on a word of the shared pool; returns the old value. Every
+ * access to pool memory is a CPU one when its key says so (BTL_MPI_KEY_LS),
+ * so these never meet an MPI accumulate on the same word. */
+static uint64_t btl_mpi_amo_cpu(btl_amo_op_t op, unsigned size, void *ptr, uint64_t operand,
+                                uint64_t compare)
+{
+    if (size == 8) {
+        uint64_t *w = ptr, old = compare;
+        switch (op) {
+        case BTL_AMO_FETCH: return __atomic_load_n(w, __ATOMIC_SEQ_CST);
+        case BTL_AMO_SET:
+        case BTL_AMO_SWAP:  return __atomic_exchange_n(w, operand, __ATOMIC_SEQ_CST);
+        case BTL_AMO_CSWAP:
+            __atomic_compare_exchange_n(w, &old, operand, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            return old;
+        case BTL_AMO_ADD:   return __atomic_fetch_add(w, operand, __ATOMIC_SEQ_CST);
+        case BTL_AMO_AND:   return __atomic_fetch_and(w, operand, __ATOMIC_SEQ_CST);
+        case BTL_AMO_OR:    return __atomic_fetch_or(w, operand, __ATOMIC_SEQ_CST);
+        default:            return __atomic_fetch_xor(w, operand, __ATOMIC_SEQ_CST);
+        }
+    } else {
+        uint32_t *w = ptr, v = (uint32_t)operand, old = (uint32_t)compare;
+        switch (op) {
+        case BTL_AMO_FETCH: return __atomic_load_n(w, __ATOMIC_SEQ_CST);
+        case BTL_AMO_SET:
+        case BTL_AMO_SWAP:  return __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST);
+        case BTL_AMO_CSWAP:
+            __atomic_compare_exchange_n(w, &old, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            return old;
+        case BTL_AMO_ADD:   return __atomic_fetch_add(w, v, __ATOMIC_SEQ_CST);
+        case BTL_AMO_AND:   return __atomic_fetch_and(w, v, __ATOMIC_SEQ_CST);
+        case BTL_AMO_OR:    return __atomic_fetch_or(w, v, __ATOMIC_SEQ_CST);
+        default:            return __atomic_fetch_xor(w, v, __ATOMIC_SEQ_CST);
+        }
+    }
+}
+
 static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
 {
@@ -375,6 +451,10 @@ static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
     if (op == BTL_AMO_FETCH || op == BTL_AMO_SWAP || op == BTL_AMO_CSWAP) {
         util_error("btl/mpi: atomic op %d has no non-fetching form", (int)op);
         return UTIL_ERR_INVALID;
+    }
+    if (rkey->ls_valid) {
+        (void)btl_mpi_amo_cpu(op, size, btl_mpi_ls_ptr(rkey, raddr), operand, 0);
+        return UTIL_OK;
     }
     btl_mpi_amo_value(operand, size, &word);
     status = btl_mpi_slot(mif, &word, sizeof(word), &slot);
@@ -401,6 +481,10 @@ static util_status_t btl_mpi_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
 
     if (status != UTIL_OK) {
         return status;
+    }
+    if (rkey->ls_valid) {
+        *result_p = btl_mpi_amo_cpu(op, size, btl_mpi_ls_ptr(rkey, raddr), operand, compare);
+        return UTIL_OK;
     }
     btl_mpi_amo_value(operand, size, &src);
     if (op == BTL_AMO_CSWAP) {
@@ -436,6 +520,7 @@ static util_status_t btl_mpi_quiet(btl_iface_t *iface)
     btl_mpi_iface_t *mif = btl_mpi_iface(iface);
     util_status_t status;
 
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* stores into the shared pool */
     if (mif->dirty == BTL_MPI_DIRTY_NONE) {
         return UTIL_OK;
     }
@@ -457,6 +542,7 @@ static util_status_t btl_mpi_fence(btl_ep_t *ep)
 {
     btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
 
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* stores into the shared pool */
     if (mif->dirty != ep->peer && mif->dirty != BTL_MPI_DIRTY_MANY) {
         return UTIL_OK; /* nothing outstanding to this peer */
     }
@@ -506,6 +592,54 @@ static long btl_mpi_progress_interval(void)
 }
 
 /* ---- memory ---- */
+/* Whether [start, end) is pool memory (through the pool's own mapping, or
+ * caller memory remapped onto it); *disp_p: its offset in my pool. */
+static int btl_mpi_pool_find(btl_mpi_iface_t *mif, uintptr_t start, uintptr_t end,
+                             uint64_t *disp_p)
+{
+    uintptr_t base = (uintptr_t)mif->pool_base;
+
+    if (mif->pool_win == NULL) {
+        return 0;
+    }
+    if (start >= base && end <= base + mif->pool_size) {
+        *disp_p = start - base;
+        return 1;
+    }
+    for (btl_mpi_mr_t *mr = mif->remaps; mr != NULL; mr = mr->next_remap) {
+        uintptr_t rbase = (uintptr_t)mr->super.addr;
+        if (start >= rbase && end <= rbase + mr->pool_len) {
+            *disp_p = mr->pool_off + (start - rbase);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A page-rounded block of len bytes from the pool's free list (first fit):
+ * its offset, or UNSUPPORTED when none is large enough. */
+static util_status_t btl_mpi_pool_get(btl_mpi_iface_t *mif, size_t len, size_t *off_p)
+{
+    btl_mpi_block_t **link, *block;
+
+    for (link = &mif->pool_free; *link != NULL && (*link)->len < len; link = &(*link)->next) {
+    }
+    if (*link == NULL) {
+        util_debug("btl/mpi: no %zu-byte block left in the pool: plain memory on the dynamic "
+                   "window (RMB_MPI_POOL_SIZE)", len);
+        return UTIL_ERR_UNSUPPORTED;
+    }
+    block = *link;
+    *off_p = block->off;
+    block->off += len;
+    block->len -= len;
+    if (block->len == 0) {
+        *link = block->next;
+        free(block);
+    }
+    return UTIL_OK;
+}
+
 static util_status_t btl_mpi_mem_reg(btl_iface_t *iface, void *addr, size_t size,
                                      btl_mr_t **mr_p)
 {
@@ -521,6 +655,15 @@ static util_status_t btl_mpi_mem_reg(btl_iface_t *iface, void *addr, size_t size
     mr = calloc(1, sizeof(*mr));
     if (mr == NULL) {
         return UTIL_ERR_NO_MEMORY;
+    }
+    mr->super.iface = iface;
+    mr->super.addr = addr;
+    mr->super.size = size;
+    if (btl_mpi_pool_find(mif, start, end, &mr->disp)) {
+        /* one way in for every word of the pool: the pool's key */
+        mr->in_pool = 1;
+        *mr_p = &mr->super;
+        return UTIL_OK;
     }
     for (region = mif->regions; region != NULL; region = region->next) {
         if (region->start <= start && end <= region->end) {
@@ -545,9 +688,6 @@ static util_status_t btl_mpi_mem_reg(btl_iface_t *iface, void *addr, size_t size
         mif->regions = region;
     }
     region->refs++;
-    mr->super.iface = iface;
-    mr->super.addr = addr;
-    mr->super.size = size;
     mr->region = region;
     mr->disp = mif->shim->address(addr);
     *mr_p = &mr->super;
@@ -561,33 +701,24 @@ static util_status_t btl_mpi_mem_alloc(btl_iface_t *iface, size_t size, void **a
 {
     btl_mpi_iface_t *mif = btl_mpi_iface(iface);
     size_t page = (size_t)sysconf(_SC_PAGESIZE), len;
-    btl_mpi_block_t **link, *block;
     btl_mpi_mr_t *mr;
+    util_status_t status;
 
     if (mif->pool_win == NULL || size == 0) {
         return UTIL_ERR_UNSUPPORTED;
     }
     len = (size + page - 1) / page * page;
-    for (link = &mif->pool_free; *link != NULL && (*link)->len < len; link = &(*link)->next) {
-    }
-    if (*link == NULL) {
-        util_debug("btl/mpi: no %zu-byte block left in the pool: plain memory on the dynamic "
-                   "window (RMB_MPI_POOL_SIZE)", len);
-        return UTIL_ERR_UNSUPPORTED;
-    }
     mr = calloc(1, sizeof(*mr));
     if (mr == NULL) {
         return UTIL_ERR_NO_MEMORY;
     }
-    block = *link;
-    mr->pool_off = block->off;
-    mr->pool_len = len;
-    block->off += len;
-    block->len -= len;
-    if (block->len == 0) {
-        *link = block->next;
-        free(block);
+    status = btl_mpi_pool_get(mif, len, &mr->pool_off);
+    if (status != UTIL_OK) {
+        free(mr);
+        return status;
     }
+    mr->pool_len = len;
+    mr->in_pool = 1;
     mr->super.iface = iface;
     mr->super.addr = mif->pool_base + mr->pool_off;
     mr->super.size = size;
@@ -649,6 +780,127 @@ static util_status_t btl_mpi_region_put(btl_mpi_iface_t *mif, btl_mpi_region_t *
     return status;
 }
 
+/* mremap as the raw system call: MPICH's UCX memory hooks intercept the
+ * libc one and return NULL for a duplicating remap (old size 0). */
+static int btl_mpi_mremap(void *from, size_t old_size, size_t size, void *to)
+{
+    return (void *)syscall(SYS_mremap, from, old_size, size, MREMAP_MAYMOVE | MREMAP_FIXED,
+                           to) == to ? 0 : -1;
+}
+
+/* Copies len bytes within this process through the kernel: a program's
+ * static data holds AddressSanitizer's redzones between globals, which a
+ * memcpy here would report (a raw syscall is not intercepted). */
+static util_status_t btl_mpi_kernel_copy(void *dst, const void *src, size_t len)
+{
+    while (len > 0) {
+        struct iovec local = {dst, len}, remote = {(void *)src, len};
+        long n = syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L);
+        if (n <= 0) {
+            util_error("btl/mpi: cannot copy %p (+%zu) within the process: %m", src, len);
+            return UTIL_ERR_IO;
+        }
+        dst = (char *)dst + n;
+        src = (const char *)src + n;
+        len -= (size_t)n;
+    }
+    return UTIL_OK;
+}
+
+/* Makes caller memory (page-aligned: a program's static data) pool memory,
+ * contents kept: a block of the pool gets a copy, then a second mapping of
+ * the block's pages replaces the range (mremap with old size 0 duplicates
+ * a shared mapping). Peers then reach it through the pool window, by loads
+ * and stores where the pool is load/store (as btl/shm remaps onto shm).
+ * UNSUPPORTED (the range stays where it is, on the dynamic window) without
+ * a pool or room in it. Nothing else may write the range meanwhile:
+ * callers remap at initialization. */
+static util_status_t btl_mpi_mem_remap(btl_iface_t *iface, void *addr, size_t size,
+                                       btl_mr_t **mr_p)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(iface);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    btl_mpi_mr_t *mr;
+    util_status_t status;
+    void *block;
+
+    if (((uintptr_t)addr % page) != 0 || (size % page) != 0 || size == 0) {
+        return UTIL_ERR_INVALID;
+    }
+    if (mif->pool_win == NULL) {
+        return UTIL_ERR_UNSUPPORTED;
+    }
+    mr = calloc(1, sizeof(*mr));
+    if (mr == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    status = btl_mpi_pool_get(mif, size, &mr->pool_off);
+    if (status != UTIL_OK) {
+        free(mr);
+        return status;
+    }
+    block = mif->pool_base + mr->pool_off;
+    status = btl_mpi_kernel_copy(block, addr, size);
+    if (status == UTIL_OK &&
+        btl_mpi_mremap(block, 0, size, addr) != 0) {
+        util_debug("btl/mpi: cannot map pool memory over %p (+%zu): %m; it stays on the "
+                   "dynamic window", addr, size);
+        status = UTIL_ERR_UNSUPPORTED;
+    }
+    if (status != UTIL_OK) {
+        btl_mpi_pool_put(mif, mr->pool_off, size);
+        free(mr);
+        return status;
+    }
+    mr->super.iface = iface;
+    mr->super.addr = addr;
+    mr->super.size = size;
+    mr->disp = mr->pool_off;
+    mr->pool_len = size;
+    mr->in_pool = 1;
+    mr->remapped = 1;
+    mr->next_remap = mif->remaps;
+    mif->remaps = mr;
+    util_debug("btl/mpi: %p (+%zu) remapped onto the pool at offset %zu", addr, size,
+               mr->pool_off);
+    *mr_p = &mr->super;
+    return UTIL_OK;
+}
+
+/* Undoes a remap: private memory again with the current contents (the
+ * program goes on using its static data after the library is finalized). */
+static util_status_t btl_mpi_unremap(btl_mpi_iface_t *mif, btl_mpi_mr_t *mr)
+{
+    size_t size = mr->pool_len;
+    void *copy;
+    util_status_t status;
+
+    for (btl_mpi_mr_t **link = &mif->remaps; *link != NULL; link = &(*link)->next_remap) {
+        if (*link == mr) {
+            *link = mr->next_remap;
+            break;
+        }
+    }
+    copy = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy == MAP_FAILED) {
+        util_warn("btl/mpi: cannot restore %p as private memory (%m); it stays shared",
+                  mr->super.addr);
+        return UTIL_ERR_NO_MEMORY; /* the block stays out of the pool */
+    }
+    status = btl_mpi_kernel_copy(copy, mr->super.addr, size);
+    if (status == UTIL_OK &&
+        btl_mpi_mremap(copy, size, size, mr->super.addr) != 0) {
+        util_warn("btl/mpi: cannot restore %p as private memory (%m); it stays shared",
+                  mr->super.addr);
+        status = UTIL_ERR_IO;
+    }
+    if (status != UTIL_OK) {
+        munmap(copy, size);
+        return status;
+    }
+    return btl_mpi_pool_put(mif, mr->pool_off, size);
+}
+
 static util_status_t btl_mpi_mem_dereg(btl_mr_t *mr)
 {
     btl_mpi_mr_t *mmr = btl_container_of(mr, btl_mpi_mr_t, super);
@@ -659,8 +911,13 @@ static util_status_t btl_mpi_mem_dereg(btl_mr_t *mr)
      * but our own writes to it may still be in flight */
     status = btl_mpi_quiet(mr->iface);
     if (status == UTIL_OK) {
-        status = mmr->pool_len > 0 ? btl_mpi_pool_put(mif, mmr->pool_off, mmr->pool_len)
-                                   : btl_mpi_region_put(mif, mmr->region);
+        if (mmr->remapped) {
+            status = btl_mpi_unremap(mif, mmr);
+        } else if (mmr->pool_len > 0) {
+            status = btl_mpi_pool_put(mif, mmr->pool_off, mmr->pool_len);
+        } else if (mmr->region != NULL) {
+            status = btl_mpi_region_put(mif, mmr->region);
+        }
     }
     free(mmr);
     return status;
@@ -669,8 +926,12 @@ static util_status_t btl_mpi_mem_dereg(btl_mr_t *mr)
 static util_status_t btl_mpi_rkey_pack(btl_mr_t *mr, void *buf, size_t bufsize, size_t *size_p)
 {
     btl_mpi_mr_t *mmr = btl_container_of(mr, btl_mpi_mr_t, super);
-    btl_mpi_packed_t packed = {(uint64_t)(uintptr_t)mr->addr, mr->size, mmr->disp,
-                               mmr->pool_len > 0};
+    btl_mpi_iface_t *mif = btl_mpi_iface(mr->iface);
+    btl_mpi_packed_t packed = {(uint64_t)(uintptr_t)mr->addr, mr->size, mmr->disp, 0};
+
+    if (mmr->in_pool) {
+        packed.flags = BTL_MPI_KEY_POOL | (mif->load_store ? BTL_MPI_KEY_LS : 0);
+    }
 
     if (bufsize < sizeof(packed)) {
         return UTIL_ERR_TRUNCATED;
@@ -683,6 +944,7 @@ static util_status_t btl_mpi_rkey_pack(btl_mr_t *mr, void *buf, size_t bufsize, 
 static util_status_t btl_mpi_rkey_unpack(btl_ep_t *ep, const void *buf, size_t size,
                                          btl_rkey_t **rkey_p)
 {
+    btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
     btl_mpi_packed_t packed;
     btl_mpi_rkey_t *rk;
 
@@ -691,7 +953,8 @@ static util_status_t btl_mpi_rkey_unpack(btl_ep_t *ep, const void *buf, size_t s
         return UTIL_ERR_INVALID;
     }
     memcpy(&packed, buf, sizeof(packed));
-    if (packed.pool > 1 || (packed.pool && btl_mpi_iface(ep->iface)->pool_win == NULL)) {
+    if (packed.flags > (BTL_MPI_KEY_POOL | BTL_MPI_KEY_LS) ||
+        (packed.flags != 0 && (mif->pool_win == NULL || packed.flags == BTL_MPI_KEY_LS))) {
         util_error("btl/mpi: packed key names a pool window this process does not have");
         return UTIL_ERR_INVALID;
     }
@@ -702,7 +965,13 @@ static util_status_t btl_mpi_rkey_unpack(btl_ep_t *ep, const void *buf, size_t s
     rk->super.remote_base = packed.base;
     rk->super.length = packed.len;
     rk->delta = packed.disp - packed.base;
-    rk->win = packed.pool ? btl_mpi_iface(ep->iface)->pool_win : btl_mpi_iface(ep->iface)->win;
+    rk->win = (packed.flags & BTL_MPI_KEY_POOL) ? mif->pool_win : mif->win;
+    if (packed.flags & BTL_MPI_KEY_LS) {
+        /* the owner decides, so every rank reaches this memory the same way */
+        rk->super.ls_valid = 1;
+        rk->super.ls_delta = (intptr_t)((uint64_t)(uintptr_t)mif->peer_pool[ep->peer] +
+                                        packed.disp - packed.base);
+    }
     *rkey_p = &rk->super;
     return UTIL_OK;
 }
@@ -751,10 +1020,17 @@ static util_status_t btl_mpi_teardown(btl_mpi_iface_t *mif)
         }
         status = btl_mpi_check("MPI_Win_free", mif->shim->win_free(mif->win));
     }
+    while (mif->remaps != NULL) {
+        /* still registered: the caller's memory must not go with the pool */
+        btl_mpi_mr_t *mr = mif->remaps;
+        (void)btl_mpi_unremap(mif, mr); /* unlinks it, even when it fails */
+        free(mr);
+    }
     if (mif->pool_win != NULL) {
         s = btl_mpi_check("MPI_Win_free", mif->shim->win_free(mif->pool_win));
         status = status != UTIL_OK ? status : s;
     }
+    free(mif->peer_pool);
     while (mif->pool_free != NULL) {
         btl_mpi_block_t *block = mif->pool_free;
         mif->pool_free = block->next;
@@ -784,7 +1060,7 @@ static const btl_ops_t btl_mpi_ops = {
     .ep_connect    = btl_mpi_ep_connect,
     .ep_disconnect = btl_mpi_ep_disconnect,
     .mem_alloc     = btl_mpi_mem_alloc,
-    .mem_remap     = btl_stub_mem_remap,
+    .mem_remap     = btl_mpi_mem_remap,
     .mem_reg       = btl_mpi_mem_reg,
     .mem_dereg     = btl_mpi_mem_dereg,
     .rkey_pack     = btl_mpi_rkey_pack,
@@ -806,6 +1082,43 @@ const btl_component_t btl_mpi_component = {
     .on_node_only = 0,
     .iface_open   = btl_mpi_iface_open,
 };
+
+/* RMB_MPI_LOAD_STORE: with a pool, where every peer's pool is mapped here,
+ * and whether pool memory is reached by loads, stores and CPU atomics
+ * (auto) or through MPI RMA on the pool window (no). */
+static util_status_t btl_mpi_load_store(btl_mpi_iface_t *mif, int size)
+{
+    const char *how = "auto";
+    util_status_t status;
+
+    util_env_get_string("RMB_MPI_LOAD_STORE", &how);
+    if (strcmp(how, "auto") != 0 && strcmp(how, "no") != 0) {
+        util_error("RMB_MPI_LOAD_STORE is '%s'; use auto or no", how);
+        return UTIL_ERR_INVALID;
+    }
+    if (mif->pool_win == NULL) {
+        return UTIL_OK;
+    }
+    mif->peer_pool = calloc((size_t)size, sizeof(*mif->peer_pool));
+    if (mif->peer_pool == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    for (int peer = 0; peer < size; peer++) {
+        void *base = NULL;
+        status = btl_mpi_check("MPI_Win_shared_query",
+                               mif->shim->win_shared_query(mif->pool_win, peer, &base));
+        if (status != UTIL_OK) {
+            return status;
+        }
+        mif->peer_pool[peer] = base;
+    }
+    if (strcmp(how, "auto") == 0) {
+        /* each owner's key says so: readers follow it (rkey_unpack) */
+        mif->load_store = 1;
+        mif->super.caps |= BTL_CAP_LOAD_STORE;
+    }
+    return UTIL_OK;
+}
 
 static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
 {
@@ -887,6 +1200,10 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
             goto err;
         }
     }
+    status = btl_mpi_load_store(mif, size);
+    if (status != UTIL_OK) {
+        goto err;
+    }
     mif->oversubscribed = bootstrap_local_size() > sysconf(_SC_NPROCESSORS_ONLN);
     mif->progress_usec = btl_mpi_progress_interval();
     if (mif->progress_usec != 0 && bootstrap_mpi_thread_allowed()) {
@@ -901,8 +1218,9 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         util_info("btl/mpi: the program initialized MPI below MPI_THREAD_MULTIPLE: no "
                   "progress thread; a PE busy outside MPI and rmb delays its peers");
     }
-    util_debug("btl/mpi: %s, dynamic window, pool window of %zu bytes, %d ranks, progress "
-               "thread %s", mif->shim->name, mif->pool_size, size,
+    util_debug("btl/mpi: %s, dynamic window, pool window of %zu bytes (%s), %d ranks, "
+               "progress thread %s", mif->shim->name, mif->pool_size,
+               mif->load_store ? "load/store" : "MPI RMA", size,
                mif->thread_running ? "on" : "off");
     *iface_p = &mif->super;
     return UTIL_OK;
