@@ -2,10 +2,12 @@
  * btl/mpi and the MPI bootstrap under each MPI this build has a plugin for:
  * Open MPI's mpirun and MPICH's mpiexec (hydra). Programs that are not MPI
  * programs run with RMB_BOOTSTRAP=mpi (rmb calls MPI_Init itself) and
- * RMB_BTL=mpi (every peer through MPI-3 RMA): mp_bootstrap (identity,
+ * RMB_BTL=mpi (every peer through btl/mpi): mp_bootstrap (identity,
  * exchange, lazy gets, barrier, allgather, abort), the btl conformance
  * suite, mp_rpipe and mp_shmem. mp_mpi_shmem_<mpi> is an MPI program that
- * calls MPI_Init before shmem_init. Every run is bounded by a timeout and
+ * calls MPI_Init before shmem_init. btl/mpi's two paths on one node both
+ * run: loads and stores on the pool window (the default) and MPI RMA on it
+ * (RMB_MPI_LOAD_STORE=no). Every run is bounded by a timeout and
  * followed by a check for survivors and /dev/shm leftovers; an MPI that is
  * not there gives a SKIP line.
  */
@@ -115,6 +117,20 @@ static int t_run(int mpi, int np, const char *backend, const char *prog,
     return t_run_with(mpi, np, "mpi", backend, prog, args, limit);
 }
 
+/* The same over btl/mpi's pure-RMA path: the pool window is reached
+ * through MPI (RMB_MPI_LOAD_STORE=no) instead of loads and stores. */
+static int t_run_rma(int mpi, int np, const char *bootstrap, const char *prog,
+                     const char *const args[], double limit)
+{
+    int status;
+
+    setenv("RMB_MPI_LOAD_STORE", "no", 1);
+    printf("(RMB_MPI_LOAD_STORE=no) ");
+    status = t_run_with(mpi, np, bootstrap, "mpi", prog, args, limit);
+    unsetenv("RMB_MPI_LOAD_STORE");
+    return status;
+}
+
 START_TEST(test_bootstrap)
 {
     const char *args[] = {"3", "check", NULL};
@@ -151,6 +167,8 @@ START_TEST(test_conformance)
      * scheduler slice (~4 ms; 3 ranks take 60-100 s), so MPICH runs 2. */
     setenv("BTL_CONF_ITERS", _i == T_OMPI ? "20000" : "2000", 1);
     ck_assert_int_eq(t_run(_i, 2, "mpi", "btl/mp_btl_conformance", NULL, 240), 0);
+    setenv("BTL_CONF_ITERS", "2000", 1);
+    ck_assert_int_eq(t_run_rma(_i, 2, "mpi", "btl/mp_btl_conformance", NULL, 240), 0);
     if (_i == T_OMPI) {
         setenv("BTL_CONF_ITERS", "2000", 1);
         ck_assert_int_eq(t_run(_i, 3, "mpi", "btl/mp_btl_conformance", NULL, 240), 0);
@@ -172,6 +190,7 @@ START_TEST(test_rpipe)
     /* channels meet through lazy gets of keys pushed at commit */
     ck_assert_int_eq(t_run(_i, 2, "mpi", "rpipe/mp_rpipe", stream, 120), 0);
     ck_assert_int_eq(t_run(_i, 2, "mpi", "rpipe/mp_rpipe", get, 120), 0);
+    ck_assert_int_eq(t_run_rma(_i, 2, "mpi", "rpipe/mp_rpipe", stream, 120), 0);
     ck_assert_int_eq(t_run(_i, 3, "mpi", "rpipe/mp_rpipe", alltoall, 120), 0);
     /* network_send/recv: one key per message */
     ck_assert_int_eq(t_run(_i, 3, "mpi", "rpipe/mp_rpipe", messages, 120), 0);
@@ -187,12 +206,14 @@ START_TEST(test_shmem)
     }
     for (int m = 0; m < 5; m++) {
         const char *args[] = {modes[m], NULL};
-        /* rma expects shmem_ptr to map peers unless RMB_BTL=ofi
-         * (tests/shmem/mp_shmem.c); over mpi it does not, so rma runs with
-         * the MPI bootstrap and shm (mp_mpi_shmem covers RMA over mpi) */
-        const char *backend = m == 0 ? "auto" : "mpi";
-        ck_assert_msg(t_run(_i, 2, backend, "shmem/mp_shmem", args, 120) == 0, "mp_shmem %s",
+        /* load/store on btl/mpi's pool (the default), then for rma, amo
+         * and sync the pure-RMA path (shmem_ptr gives NULL there) */
+        ck_assert_msg(t_run(_i, 2, "mpi", "shmem/mp_shmem", args, 120) == 0, "mp_shmem %s",
                       modes[m]);
+        if (m < 3) {
+            ck_assert_msg(t_run_rma(_i, 2, "mpi", "shmem/mp_shmem", args, 120) == 0,
+                          "mp_shmem %s (RMB_MPI_LOAD_STORE=no)", modes[m]);
+        }
     }
 }
 END_TEST
@@ -214,9 +235,12 @@ START_TEST(test_mpi_program)
      * while PE 0 runs its own on the same word (lost updates when PE 0's were
      * CPU atomics: MPICH failed about every other run) */
     ck_assert_int_eq(t_run_with(_i, 2, "auto", "mpi", prog, multiple, 120), 0);
+    /* the same through MPI RMA on the pool (static data remapped onto it) */
+    ck_assert_int_eq(t_run_rma(_i, 2, "auto", prog, NULL, 120), 0);
+    ck_assert_int_eq(t_run_rma(_i, 2, "auto", prog, multiple, 120), 0);
     /* a pool window smaller than the symmetric heap: mem_alloc falls back,
-     * the heap is plain memory on the dynamic window (by default the heap is
-     * in the pool and static data on the dynamic window: both at once) */
+     * the heap is plain memory on the dynamic window (MPI atomics) while
+     * static data is remapped onto the pool (CPU atomics): both at once */
     setenv("RMB_MPI_POOL_SIZE", "1M", 1);
     ck_assert_int_eq(t_run_with(_i, 2, "auto", "mpi", prog, NULL, 120), 0);
     unsetenv("RMB_MPI_POOL_SIZE");
