@@ -26,7 +26,19 @@
  * none is left, mem_alloc says UNSUPPORTED and btl.c registers plain memory
  * on the dynamic window. A key says which window; quiet and fence flush
  * both. Not MPI_Win_allocate: Open MPI 4.1 gives it osc/rdma, whose
- * vader-emulated atomics on it crash.
+ * vader-emulated atomics on it crash. mem_remap puts a program's static
+ * data into the pool too: a pool block gets a copy, then a second mapping
+ * of the block's pages replaces the range in place.
+ *
+ * Load/store. With the pool (RMB_MPI_LOAD_STORE=auto, the default),
+ * MPI_Win_shared_query gives every rank's pool as mapped here, and a pool
+ * key says "load/store": puts, gets, flags and atomics on that memory are
+ * memcpy, release stores and CPU atomics, as on btl/shm, and no MPI call.
+ * Atomicity: the owner's key decides, so every rank reaches a given word
+ * the same way, all CPU atomics (pool) or all MPI accumulates (dynamic
+ * window); BTL_CAP_AMO_CPU stays unset, so shmem sends a PE's atomics on
+ * its own memory through here too, where the same rule applies. With
+ * RMB_MPI_LOAD_STORE=no the pool is reached by MPI RMA only.
  *
  * Completion. put returns after local completion: up to BTL_MPI_SLOT
  * bytes are copied into a ring of source slots (MPI_Put from the slot, no
