@@ -25,7 +25,7 @@
  * blocks merge), so the symmetric heap and rpipe's buffers live there; when
  * none is left, mem_alloc says UNSUPPORTED and btl.c registers plain memory
  * on the dynamic window. A key says which window; quiet and fence flush
- * both. Not MPI_Win_allocate: Open MPI 4.1 gives it osc/rdma, whose
+ * the windows written to since the last quiet. Not MPI_Win_allocate: Open MPI 4.1 gives it osc/rdma, whose
  * vader-emulated atomics on it crash. mem_remap puts a program's static
  * data into the pool too: a pool block gets a copy, then a second mapping
  * of the block's pages replaces the range in place.
@@ -154,6 +154,7 @@ typedef struct {
     int                         comm_held;
     btl_mpi_region_t           *regions;
     int                         dirty;     /* peer written to since the last quiet, or NONE/MANY */
+    int                         dirty_dyn, dirty_pool; /* and through which windows */
     unsigned                    ring_next; /* next free slot */
     unsigned                    progress_calls;
     int                         oversubscribed; /* more ranks on this node than CPUs */
@@ -206,8 +207,16 @@ static util_status_t btl_mpi_check(const char *what, int rc)
 }
 
 /* ---- completion bookkeeping ---- */
-static void btl_mpi_mark(btl_mpi_iface_t *mif, int peer)
+/* A write to peer through win is outstanding: quiet, fence and the ring
+ * flush that window (a flush of a window with nothing outstanding still
+ * costs a call into the MPI, and more under MPICH's ch4:ucx). */
+static void btl_mpi_mark(btl_mpi_iface_t *mif, int peer, void *win)
 {
+    if (win == mif->pool_win) {
+        mif->dirty_pool = 1;
+    } else {
+        mif->dirty_dyn = 1;
+    }
     if (mif->dirty == BTL_MPI_DIRTY_NONE) {
         mif->dirty = peer;
     } else if (mif->dirty != peer) {
@@ -220,9 +229,12 @@ static util_status_t btl_mpi_slot(btl_mpi_iface_t *mif, const void *src, size_t 
                                   void **slot_p)
 {
     if (mif->ring_next == BTL_MPI_RING_SLOTS) {
-        util_status_t status = btl_mpi_check("MPI_Win_flush_local_all",
-                                             mif->shim->flush_local_all(mif->win));
-        if (status == UTIL_OK && mif->pool_win != NULL) {
+        util_status_t status = UTIL_OK;
+        if (mif->dirty_dyn) {
+            status = btl_mpi_check("MPI_Win_flush_local_all",
+                                   mif->shim->flush_local_all(mif->win));
+        }
+        if (status == UTIL_OK && mif->dirty_pool) {
             status = btl_mpi_check("MPI_Win_flush_local_all",
                                    mif->shim->flush_local_all(mif->pool_win));
         }
@@ -239,14 +251,18 @@ static util_status_t btl_mpi_slot(btl_mpi_iface_t *mif, const void *src, size_t 
 /* Remote completion of everything to peer. */
 static util_status_t btl_mpi_flush_peer(btl_mpi_iface_t *mif, int peer)
 {
-    util_status_t status = btl_mpi_check("MPI_Win_flush", mif->shim->flush(mif->win, peer));
+    util_status_t status = UTIL_OK;
 
-    if (status == UTIL_OK && mif->pool_win != NULL) {
+    if (mif->dirty_dyn) {
+        status = btl_mpi_check("MPI_Win_flush", mif->shim->flush(mif->win, peer));
+    }
+    if (status == UTIL_OK && mif->dirty_pool) {
         status = btl_mpi_check("MPI_Win_flush", mif->shim->flush(mif->pool_win, peer));
     }
     if (status == UTIL_OK && mif->dirty == peer) {
         /* every outstanding write went to peer: the ring is free again */
         mif->dirty = BTL_MPI_DIRTY_NONE;
+        mif->dirty_dyn = mif->dirty_pool = 0;
         mif->ring_next = 0;
     }
     return status;
@@ -279,7 +295,7 @@ static util_status_t btl_mpi_put(btl_ep_t *ep, const void *src, size_t len, btl_
     if (status != UTIL_OK) {
         return status;
     }
-    btl_mpi_mark(mif, ep->peer);
+    btl_mpi_mark(mif, ep->peer, btl_mpi_win(rkey));
     if (len > BTL_MPI_SLOT) {
         status = btl_mpi_check("MPI_Win_flush_local",
                                mif->shim->flush_local(btl_mpi_win(rkey), ep->peer));
@@ -335,7 +351,7 @@ static util_status_t btl_mpi_flag(btl_mpi_iface_t *mif, int peer, uint64_t flag_
                                                             btl_mpi_disp(flag_rkey, flag_raddr),
                                                             BOOTSTRAP_MPI_OP_REPLACE));
     if (status == UTIL_OK) {
-        btl_mpi_mark(mif, peer);
+        btl_mpi_mark(mif, peer, btl_mpi_win(flag_rkey));
     }
     return status;
 }
@@ -354,7 +370,7 @@ static util_status_t btl_mpi_put_flag(btl_ep_t *ep, const void *src, size_t len,
         status = btl_mpi_check("MPI_Put", mif->shim->put(btl_mpi_win(rkey), src, len, ep->peer,
                                                          btl_mpi_disp(rkey, raddr)));
         if (status == UTIL_OK) {
-            btl_mpi_mark(mif, ep->peer);
+            btl_mpi_mark(mif, ep->peer, btl_mpi_win(rkey));
             /* payload in the target's memory before the flag leaves */
             status = btl_mpi_flush_peer(mif, ep->peer);
         }
@@ -476,7 +492,7 @@ static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
                                                             btl_mpi_disp(rkey, raddr),
                                                             btl_mpi_amo_op[op]));
     if (status == UTIL_OK) {
-        btl_mpi_mark(mif, ep->peer);
+        btl_mpi_mark(mif, ep->peer, btl_mpi_win(rkey));
     }
     return status;
 }
@@ -538,12 +554,14 @@ static util_status_t btl_mpi_quiet(btl_iface_t *iface)
     if (mif->dirty >= 0) {
         return btl_mpi_flush_peer(mif, mif->dirty);
     }
-    status = btl_mpi_check("MPI_Win_flush_all", mif->shim->flush_all(mif->win));
-    if (status == UTIL_OK && mif->pool_win != NULL) {
+    status = mif->dirty_dyn ? btl_mpi_check("MPI_Win_flush_all", mif->shim->flush_all(mif->win))
+                            : UTIL_OK;
+    if (status == UTIL_OK && mif->dirty_pool) {
         status = btl_mpi_check("MPI_Win_flush_all", mif->shim->flush_all(mif->pool_win));
     }
     if (status == UTIL_OK) {
         mif->dirty = BTL_MPI_DIRTY_NONE;
+        mif->dirty_dyn = mif->dirty_pool = 0;
         mif->ring_next = 0;
     }
     return status;
