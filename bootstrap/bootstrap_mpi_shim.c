@@ -420,7 +420,7 @@ static uint64_t shim_address(const void *addr)
     return (uint64_t)a;
 }
 
-static int shim_put(void *win, const void *src, size_t len, int peer, uint64_t disp)
+static int shim_put(void *win, const void *src, size_t len, int peer, uint64_t disp, int wait)
 {
     int rc = MPI_SUCCESS;
 
@@ -431,6 +431,9 @@ static int shim_put(void *win, const void *src, size_t len, int peer, uint64_t d
         src = (const char *)src + n;
         disp += (uint64_t)n;
         len -= (size_t)n;
+    }
+    if (rc == MPI_SUCCESS && wait) {
+        rc = MPI_Win_flush_local(peer, ((shim_win_t *)win)->win);
     }
     return rc;
 }
@@ -447,7 +450,7 @@ static int shim_get(void *win, void *dst, size_t len, int peer, uint64_t disp)
         disp += (uint64_t)n;
         len -= (size_t)n;
     }
-    return rc;
+    return rc == MPI_SUCCESS ? MPI_Win_flush_local(peer, ((shim_win_t *)win)->win) : rc;
 }
 
 static int shim_acc(void *win, const void *src, unsigned size, int peer, uint64_t disp,
@@ -460,8 +463,10 @@ static int shim_acc(void *win, const void *src, unsigned size, int peer, uint64_
 static int shim_fetch_op(void *win, const void *src, void *result, unsigned size, int peer,
                          uint64_t disp, bootstrap_mpi_op_t op)
 {
-    return MPI_Fetch_and_op(src, result, shim_type(size), peer, (MPI_Aint)disp, shim_op(op),
-                            ((shim_win_t *)win)->win);
+    int rc = MPI_Fetch_and_op(src, result, shim_type(size), peer, (MPI_Aint)disp, shim_op(op),
+                              ((shim_win_t *)win)->win);
+
+    return rc == MPI_SUCCESS ? MPI_Win_flush_local(peer, ((shim_win_t *)win)->win) : rc;
 }
 
 static int shim_cas(void *win, const void *src, const void *compare, void *result,
@@ -489,8 +494,10 @@ static int shim_cas(void *win, const void *src, const void *compare, void *resul
         return rc;
     }
 #endif
-    return MPI_Compare_and_swap(src, compare, result, shim_type(size), peer, (MPI_Aint)disp,
-                                ((shim_win_t *)win)->win);
+    int rc = MPI_Compare_and_swap(src, compare, result, shim_type(size), peer, (MPI_Aint)disp,
+                                  ((shim_win_t *)win)->win);
+
+    return rc == MPI_SUCCESS ? MPI_Win_flush_local(peer, ((shim_win_t *)win)->win) : rc;
 }
 
 static int shim_flush(void *win, int peer)
@@ -542,8 +549,8 @@ SHIM_LOCKED(shim_win_shared_query, (void *win, int peer, void **base_p), (win, p
 SHIM_LOCKED(shim_win_free, (void *win), (win))
 SHIM_LOCKED(shim_win_attach, (void *win, void *addr, size_t size), (win, addr, size))
 SHIM_LOCKED(shim_win_detach, (void *win, void *addr), (win, addr))
-SHIM_LOCKED(shim_put, (void *win, const void *src, size_t len, int peer, uint64_t disp),
-            (win, src, len, peer, disp))
+SHIM_LOCKED(shim_put, (void *win, const void *src, size_t len, int peer, uint64_t disp, int wait),
+            (win, src, len, peer, disp, wait))
 SHIM_LOCKED(shim_get, (void *win, void *dst, size_t len, int peer, uint64_t disp),
             (win, dst, len, peer, disp))
 SHIM_LOCKED(shim_acc, (void *win, const void *src, unsigned size, int peer, uint64_t disp,
