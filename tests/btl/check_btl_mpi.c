@@ -7,8 +7,9 @@
  * suite, mp_rpipe and mp_shmem. mp_mpi_shmem_<mpi> is an MPI program that
  * calls MPI_Init before shmem_init. btl/mpi's two paths on one node both
  * run: loads and stores on the pool window (the default) and MPI RMA on it
- * (RMB_MPI_LOAD_STORE=no). As root, MPICH also runs one rank on each of
- * two emulated nodes (network namespaces, tests/btl/mpi_netns.sh). Every run is bounded by a timeout and
+ * (RMB_MPI_LOAD_STORE=no). With MP_MPI_NODES=1, as root, MPICH also runs
+ * one rank on each of two emulated nodes (network namespaces,
+ * tests/btl/mpi_netns.sh). Every run is bounded by a timeout and
  * followed by a check for survivors and /dev/shm leftovers; an MPI that is
  * not there gives a SKIP line.
  */
@@ -18,6 +19,7 @@
 #include "tests/common/mp_run.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -372,12 +374,15 @@ static int t_run_nodes(pid_t hub, const char *prog, const char *const args[], co
     setenv("BTL_CONF_ONLY", "mpi", 1);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pid = mp_start(t_nodes_argv(hub, prog, args), &fd);
+    /* wait first (bounded), then read: these programs print a few lines,
+     * which the pipe holds */
+    status = mp_wait(pid, limit, NULL);
+    fcntl(fd, F_SETFL, O_NONBLOCK); /* a survivor may still hold the pipe */
     while (got < sizeof(out) - 1 && (n = read(fd, out + got, sizeof(out) - 1 - got)) > 0) {
         got += (size_t)n;
     }
     out[got] = '\0';
     close(fd);
-    status = mp_wait(pid, limit, NULL);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     while (got > 0 && out[got - 1] == '\n') {
         out[--got] = '\0';
@@ -400,7 +405,11 @@ static int t_run_nodes(pid_t hub, const char *prog, const char *const args[], co
 /* One rank on each of two emulated nodes: network namespaces joined by a
  * bridge, hydra launching through tests/btl/mpi_netns.sh. MPI sees two
  * nodes (MPI_COMM_TYPE_SHARED), so btl/mpi has no pool: everything goes
- * through the dynamic window and MPICH's network path (UCX over TCP). */
+ * through the dynamic window and MPICH's network path (UCX over TCP).
+ * Opt-in (MP_MPI_NODES=1): MPICH 4.0's MPI_Finalize can hang over UCX/TCP,
+ * one rank waiting in ucp_disconnect for a peer already in its PMI barrier
+ * (seen once in about 60 runs; MPICH 4.2 dropped that barrier,
+ * pmodels/mpich#6596), and a test that fails now and then would not help. */
 START_TEST(test_two_nodes)
 {
     const char *check[] = {"2", "check", NULL};
@@ -411,6 +420,11 @@ START_TEST(test_two_nodes)
     int ok = 1;
 
     if (!t_have(T_MPICH)) {
+        return;
+    }
+    if (getenv("MP_MPI_NODES") == NULL) {
+        printf("SKIP mpich on 2 nodes: opt-in, MP_MPI_NODES=1 (MPICH 4.0 may hang in "
+               "MPI_Finalize over UCX/TCP)\n");
         return;
     }
     if (geteuid() != 0) {
