@@ -97,10 +97,7 @@ typedef struct bootstrap_mpi_shim {
     int (*win_detach)(void *win, void *addr);
     /* MPI_Get_address: the displacement of addr in a dynamic window. */
     uint64_t (*address)(const void *addr);
-    /* put: with wait, also MPI_Win_flush_local(peer) (src reusable). get,
-     * fetch_op and cas always end with MPI_Win_flush_local(peer): the data
-     * or the old value is here when they return (one lock, one call). */
-    int (*put)(void *win, const void *src, size_t len, int peer, uint64_t disp, int wait);
+    int (*put)(void *win, const void *src, size_t len, int peer, uint64_t disp);
     int (*get)(void *win, void *dst, size_t len, int peer, uint64_t disp);
     /* One 4- or 8-byte unsigned element. */
     int (*acc)(void *win, const void *src, unsigned size, int peer, uint64_t disp,

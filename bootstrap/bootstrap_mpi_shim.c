@@ -420,7 +420,7 @@ static uint64_t shim_address(const void *addr)
     return (uint64_t)a;
 }
 
-static int shim_put(void *win, const void *src, size_t len, int peer, uint64_t disp, int wait)
+static int shim_put(void *win, const void *src, size_t len, int peer, uint64_t disp)
 {
     int rc = MPI_SUCCESS;
 
@@ -431,9 +431,6 @@ static int shim_put(void *win, const void *src, size_t len, int peer, uint64_t d
         src = (const char *)src + n;
         disp += (uint64_t)n;
         len -= (size_t)n;
-    }
-    if (rc == MPI_SUCCESS && wait) {
-        rc = MPI_Win_flush_local(peer, ((shim_win_t *)win)->win);
     }
     return rc;
 }
@@ -450,7 +447,7 @@ static int shim_get(void *win, void *dst, size_t len, int peer, uint64_t disp)
         disp += (uint64_t)n;
         len -= (size_t)n;
     }
-    return rc == MPI_SUCCESS ? MPI_Win_flush_local(peer, ((shim_win_t *)win)->win) : rc;
+    return rc;
 }
 
 static int shim_acc(void *win, const void *src, unsigned size, int peer, uint64_t disp,
@@ -463,10 +460,8 @@ static int shim_acc(void *win, const void *src, unsigned size, int peer, uint64_
 static int shim_fetch_op(void *win, const void *src, void *result, unsigned size, int peer,
                          uint64_t disp, bootstrap_mpi_op_t op)
 {
-    int rc = MPI_Fetch_and_op(src, result, shim_type(size), peer, (MPI_Aint)disp, shim_op(op),
-                              ((shim_win_t *)win)->win);
-
-    return rc == MPI_SUCCESS ? MPI_Win_flush_local(peer, ((shim_win_t *)win)->win) : rc;
+    return MPI_Fetch_and_op(src, result, shim_type(size), peer, (MPI_Aint)disp, shim_op(op),
+                            ((shim_win_t *)win)->win);
 }
 
 static int shim_cas(void *win, const void *src, const void *compare, void *result,
@@ -494,10 +489,8 @@ static int shim_cas(void *win, const void *src, const void *compare, void *resul
         return rc;
     }
 #endif
-    int rc = MPI_Compare_and_swap(src, compare, result, shim_type(size), peer, (MPI_Aint)disp,
-                                  ((shim_win_t *)win)->win);
-
-    return rc == MPI_SUCCESS ? MPI_Win_flush_local(peer, ((shim_win_t *)win)->win) : rc;
+    return MPI_Compare_and_swap(src, compare, result, shim_type(size), peer, (MPI_Aint)disp,
+                                ((shim_win_t *)win)->win);
 }
 
 static int shim_flush(void *win, int peer)
@@ -549,8 +542,8 @@ SHIM_LOCKED(shim_win_shared_query, (void *win, int peer, void **base_p), (win, p
 SHIM_LOCKED(shim_win_free, (void *win), (win))
 SHIM_LOCKED(shim_win_attach, (void *win, void *addr, size_t size), (win, addr, size))
 SHIM_LOCKED(shim_win_detach, (void *win, void *addr), (win, addr))
-SHIM_LOCKED(shim_put, (void *win, const void *src, size_t len, int peer, uint64_t disp, int wait),
-            (win, src, len, peer, disp, wait))
+SHIM_LOCKED(shim_put, (void *win, const void *src, size_t len, int peer, uint64_t disp),
+            (win, src, len, peer, disp))
 SHIM_LOCKED(shim_get, (void *win, void *dst, size_t len, int peer, uint64_t disp),
             (win, dst, len, peer, disp))
 SHIM_LOCKED(shim_acc, (void *win, const void *src, unsigned size, int peer, uint64_t disp,

@@ -290,12 +290,15 @@ static util_status_t btl_mpi_put(btl_ep_t *ep, const void *src, size_t len, btl_
         }
         src = slot;
     }
-    /* larger than a slot: sent from src, so wait for local completion */
     status = btl_mpi_check("MPI_Put", mif->shim->put(btl_mpi_win(rkey), src, len, ep->peer,
-                                                     btl_mpi_disp(rkey, raddr),
-                                                     len > BTL_MPI_SLOT));
-    if (status == UTIL_OK) {
-        btl_mpi_mark(mif, ep->peer, btl_mpi_win(rkey));
+                                                     btl_mpi_disp(rkey, raddr)));
+    if (status != UTIL_OK) {
+        return status;
+    }
+    btl_mpi_mark(mif, ep->peer, btl_mpi_win(rkey));
+    if (len > BTL_MPI_SLOT) {
+        status = btl_mpi_check("MPI_Win_flush_local",
+                               mif->shim->flush_local(btl_mpi_win(rkey), ep->peer));
     }
     return status;
 }
@@ -304,6 +307,7 @@ static util_status_t btl_mpi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
                                  uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp)
 {
     btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
+    util_status_t status;
 
     if (rkey->ls_valid) {
         memcpy(dst, btl_mpi_ls_ptr(rkey, raddr), len);
@@ -312,9 +316,13 @@ static util_status_t btl_mpi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
     if (len == 0) {
         return UTIL_OK;
     }
-    /* MPI_Get + MPI_Win_flush_local, one call into the plugin */
-    return btl_mpi_check("MPI_Get", mif->shim->get(btl_mpi_win(rkey), dst, len, ep->peer,
-                                                   btl_mpi_disp(rkey, raddr)));
+    status = btl_mpi_check("MPI_Get", mif->shim->get(btl_mpi_win(rkey), dst, len, ep->peer,
+                                                     btl_mpi_disp(rkey, raddr)));
+    if (status != UTIL_OK) {
+        return status;
+    }
+    return btl_mpi_check("MPI_Win_flush_local",
+                         mif->shim->flush_local(btl_mpi_win(rkey), ep->peer));
 }
 
 /* The 8-byte flag: an atomic replace from a ring slot. */
@@ -360,7 +368,7 @@ static util_status_t btl_mpi_put_flag(btl_ep_t *ep, const void *src, size_t len,
         memcpy(btl_mpi_ls_ptr(rkey, raddr), src, len);
     } else if (len > 0) {
         status = btl_mpi_check("MPI_Put", mif->shim->put(btl_mpi_win(rkey), src, len, ep->peer,
-                                                         btl_mpi_disp(rkey, raddr), 0));
+                                                         btl_mpi_disp(rkey, raddr)));
         if (status == UTIL_OK) {
             btl_mpi_mark(mif, ep->peer, btl_mpi_win(rkey));
             /* payload in the target's memory before the flag leaves */
@@ -514,8 +522,12 @@ static util_status_t btl_mpi_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
         rc = mif->shim->fetch_op(btl_mpi_win(rkey), &src, &result, size, ep->peer,
                                  btl_mpi_disp(rkey, raddr), btl_mpi_amo_op[op]);
     }
-    /* the shim waited (flush_local): the old value is here */
     status = btl_mpi_check(op == BTL_AMO_CSWAP ? "MPI_Compare_and_swap" : "MPI_Fetch_and_op", rc);
+    if (status == UTIL_OK) {
+        /* the old value is here once the operation completed locally */
+        status = btl_mpi_check("MPI_Win_flush_local",
+                               mif->shim->flush_local(btl_mpi_win(rkey), ep->peer));
+    }
     if (status != UTIL_OK) {
         return status;
     }
