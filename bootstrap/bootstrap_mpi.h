@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BOOTSTRAP_MPI_SHIM_ABI   4
+#define BOOTSTRAP_MPI_SHIM_ABI   5
 #define BOOTSTRAP_MPI_SHIM_ENTRY "rmb_mpi_shim"
 
 /* Accumulate operations, mapped onto MPI_Op by the shim. */
@@ -89,6 +89,9 @@ typedef struct bootstrap_mpi_shim {
      * of size bytes here (*base_p; disp is the offset from a rank's own
      * base), then as win_create; else *win_p is NULL. */
     int (*win_allocate)(size_t size, void **base_p, void **win_p, int *unified_p);
+    /* MPI_Win_shared_query on a win_allocate window: where peer's segment
+     * is mapped in this process. */
+    int (*win_shared_query)(void *win, int peer, void **base_p);
     int (*win_free)(void *win);
     int (*win_attach)(void *win, void *addr, size_t size);
     int (*win_detach)(void *win, void *addr);

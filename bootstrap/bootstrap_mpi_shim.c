@@ -384,6 +384,14 @@ static int shim_win_allocate(size_t size, void **base_p, void **win_p, int *unif
     return shim_win_start(w, win_p, unified_p);
 }
 
+static int shim_win_shared_query(void *win, int peer, void **base_p)
+{
+    MPI_Aint size = 0;
+    int disp_unit = 0;
+
+    return MPI_Win_shared_query(((shim_win_t *)win)->win, peer, &size, &disp_unit, base_p);
+}
+
 static int shim_win_free(void *win)
 {
     shim_win_t *w = win;
@@ -530,6 +538,7 @@ SHIM_LOCKED(shim_progress, (void), ())
 SHIM_LOCKED(shim_win_create, (void **win_p, int *unified_p), (win_p, unified_p))
 SHIM_LOCKED(shim_win_allocate, (size_t size, void **base_p, void **win_p, int *unified_p),
             (size, base_p, win_p, unified_p))
+SHIM_LOCKED(shim_win_shared_query, (void *win, int peer, void **base_p), (win, peer, base_p))
 SHIM_LOCKED(shim_win_free, (void *win), (win))
 SHIM_LOCKED(shim_win_attach, (void *win, void *addr, size_t size), (win, addr, size))
 SHIM_LOCKED(shim_win_detach, (void *win, void *addr), (win, addr))
@@ -570,6 +579,7 @@ static const bootstrap_mpi_shim_t shim_table = {
     .progress        = shim_progress_locked,
     .win_create      = shim_win_create_locked,
     .win_allocate    = shim_win_allocate_locked,
+    .win_shared_query = shim_win_shared_query_locked,
     .win_free        = shim_win_free_locked,
     .win_attach      = shim_win_attach_locked,
     .win_detach      = shim_win_detach_locked,

@@ -8,9 +8,11 @@
 #   MPI            mpich (mpiexec.mpich, default) or openmpi (mpirun.openmpi)
 #   ITERS          operations per timed loop (default 2000; collectives ITERS/4)
 #   ROUNDS         interleaved repetitions (default 5); the table shows medians
-# Runs 2 PEs per program, one node. Three columns per round, in turn:
+# Runs 2 PEs per program, one node. Four columns per round, in turn:
 #   oshmpi    OSHMPI as configured (extra environment: OSHMPI_ENV="VAR=x ...")
-#   rmb_mpi   ours, MPI bootstrap, every peer through btl/mpi (RMB_BTL=mpi)
+#   rmb_mpi   ours, MPI bootstrap, every peer through btl/mpi (RMB_BTL=mpi):
+#             loads and stores on its shared pool window (the default)
+#   rmb_rma   the same through MPI RMA only (RMB_MPI_LOAD_STORE=no)
 #   rmb_shm   ours, MPI bootstrap, default btl choice (shm on the node)
 # The probe (below) uses only OpenSHMEM 1.4 calls, so one source builds with both.
 set -u
@@ -127,15 +129,19 @@ for r in $(seq "$rounds"); do
   # shellcheck disable=SC2086 # OSHMPI_ENV is a list of VAR=value words
   run oshmpi ${OSHMPI_ENV:-}
   run rmb_mpi RMB_BOOTSTRAP=mpi RMB_BTL=mpi
+  run rmb_rma RMB_BOOTSTRAP=mpi RMB_BTL=mpi RMB_MPI_LOAD_STORE=no
   run rmb_shm RMB_BOOTSTRAP=mpi
 done
 echo "# load after:$(uptime | sed 's/.*average://')"
 median() { awk -v m="$1" '$1 == m {print $2}' "$work/$2.txt" 2>/dev/null | sort -g |
            awk '{a[NR] = $1} END {print NR ? a[int((NR + 1) / 2)] : "nan"}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {print (a == "nan" || b == "nan" || b == 0) ? "-" : sprintf("%.2f", a / b)}'; }
-printf "%-12s %10s %10s %8s %10s %8s\n" metric oshmpi rmb_mpi ratio rmb_shm ratio
+printf "%-12s %10s %10s %8s %10s %8s %10s %8s\n" metric oshmpi rmb_mpi ratio rmb_rma ratio \
+  rmb_shm ratio
 for m in $(awk '!seen[$1]++ {print $1}' "$work"/*.txt); do
-  o=$(median "$m" oshmpi) a=$(median "$m" rmb_mpi) b=$(median "$m" rmb_shm)
-  printf "%-12s %10s %10s %8s %10s %8s\n" "$m" "$o" "$a" "$(ratio "$a" "$o")" "$b" "$(ratio "$b" "$o")"
+  o=$(median "$m" oshmpi) a=$(median "$m" rmb_mpi) c=$(median "$m" rmb_rma)
+  b=$(median "$m" rmb_shm)
+  printf "%-12s %10s %10s %8s %10s %8s %10s %8s\n" "$m" "$o" "$a" "$(ratio "$a" "$o")" \
+    "$c" "$(ratio "$c" "$o")" "$b" "$(ratio "$b" "$o")"
 done
 echo "(µs per operation, median of the rounds; ratio = ours / OSHMPI, lower is better)"

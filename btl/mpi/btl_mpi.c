@@ -25,8 +25,20 @@
  * blocks merge), so the symmetric heap and rpipe's buffers live there; when
  * none is left, mem_alloc says UNSUPPORTED and btl.c registers plain memory
  * on the dynamic window. A key says which window; quiet and fence flush
- * both. Not MPI_Win_allocate: Open MPI 4.1 gives it osc/rdma, whose
- * vader-emulated atomics on it crash.
+ * the windows written to since the last quiet. Not MPI_Win_allocate: Open MPI 4.1 gives it osc/rdma, whose
+ * vader-emulated atomics on it crash. mem_remap puts a program's static
+ * data into the pool too: a pool block gets a copy, then a second mapping
+ * of the block's pages replaces the range in place.
+ *
+ * Load/store. With the pool (RMB_MPI_LOAD_STORE=auto, the default),
+ * MPI_Win_shared_query gives every rank's pool as mapped here, and a pool
+ * key says "load/store": puts, gets, flags and atomics on that memory are
+ * memcpy, release stores and CPU atomics, as on btl/shm, and no MPI call.
+ * Atomicity: the owner's key decides, so every rank reaches a given word
+ * the same way, all CPU atomics (pool) or all MPI accumulates (dynamic
+ * window); BTL_CAP_AMO_CPU stays unset, so shmem sends a PE's atomics on
+ * its own memory through here too, where the same rule applies. With
+ * RMB_MPI_LOAD_STORE=no the pool is reached by MPI RMA only.
  *
  * Completion. put returns after local completion: up to BTL_MPI_SLOT
  * bytes are copied into a ring of source slots (MPI_Put from the slot, no
@@ -68,6 +80,9 @@
  * MPI program at a lower level gets no thread, and its peers wait until it
  * calls MPI or rmb again.
  */
+#ifndef _GNU_SOURCE
+#  define _GNU_SOURCE /* MREMAP_FIXED */
+#endif
 #include "btl/btl.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_mpi.h"
@@ -79,6 +94,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define BTL_MPI_SLOT       64  /* bytes of one ring slot: puts this small are copied */
@@ -88,11 +105,16 @@
 #define BTL_MPI_SPINS_BEFORE_YIELD 256
 
 /* Packed remote key. */
+enum {
+    BTL_MPI_KEY_POOL = 1, /* in the pool window (else the dynamic window) */
+    BTL_MPI_KEY_LS   = 2  /* and every access is a load, store or CPU atomic */
+};
+
 typedef struct {
-    uint64_t base; /* owner's virtual address */
+    uint64_t base;  /* owner's virtual address */
     uint64_t len;
-    uint64_t disp; /* MPI_Get_address(base), or the offset in the owner's pool */
-    uint64_t pool; /* 1: in the pool window, 0: in the dynamic window */
+    uint64_t disp;  /* MPI_Get_address(base), or the offset in the owner's pool */
+    uint64_t flags; /* BTL_MPI_KEY_* */
 } btl_mpi_packed_t;
 
 /* A free range of the pool, in a list sorted by offset. */
@@ -108,11 +130,14 @@ typedef struct btl_mpi_region {
     unsigned               refs;
 } btl_mpi_region_t;
 
-typedef struct {
-    btl_mr_t          super;
-    btl_mpi_region_t *region;   /* dynamic window: the attached range */
-    uint64_t          disp;
-    size_t            pool_off, pool_len; /* pool: the block (pool_len 0: not from the pool) */
+typedef struct btl_mpi_mr {
+    btl_mr_t           super;
+    btl_mpi_region_t  *region;   /* dynamic window: the attached range */
+    uint64_t           disp;
+    int                in_pool;  /* the key names the pool window */
+    int                remapped; /* caller memory remapped onto our block */
+    size_t             pool_off, pool_len; /* pool: our block (pool_len 0: none of ours) */
+    struct btl_mpi_mr *next_remap; /* mem_remap'd: caller memory aliasing the block */
 } btl_mpi_mr_t;
 
 typedef struct {
@@ -123,9 +148,13 @@ typedef struct {
     char                       *pool_base;
     size_t                      pool_size;
     btl_mpi_block_t            *pool_free;
+    int                         load_store; /* pool keys say BTL_MPI_KEY_LS */
+    char                      **peer_pool;  /* per rank: its pool mapped here */
+    btl_mpi_mr_t               *remaps;
     int                         comm_held;
     btl_mpi_region_t           *regions;
     int                         dirty;     /* peer written to since the last quiet, or NONE/MANY */
+    int                         dirty_dyn, dirty_pool; /* and through which windows */
     unsigned                    ring_next; /* next free slot */
     unsigned                    progress_calls;
     int                         oversubscribed; /* more ranks on this node than CPUs */
@@ -161,6 +190,12 @@ static inline void *btl_mpi_win(btl_rkey_t *rkey)
     return btl_container_of(rkey, btl_mpi_rkey_t, super)->win;
 }
 
+/* The peer's word through the shared pool (rkey->ls_valid). */
+static inline void *btl_mpi_ls_ptr(const btl_rkey_t *rkey, uint64_t raddr)
+{
+    return (void *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta);
+}
+
 int btl_mpi_usable(void)
 {
     return bootstrap_mpi_running();
@@ -172,8 +207,16 @@ static util_status_t btl_mpi_check(const char *what, int rc)
 }
 
 /* ---- completion bookkeeping ---- */
-static void btl_mpi_mark(btl_mpi_iface_t *mif, int peer)
+/* A write to peer through win is outstanding: quiet, fence and the ring
+ * flush that window (a flush of a window with nothing outstanding still
+ * costs a call into the MPI, and more under MPICH's ch4:ucx). */
+static void btl_mpi_mark(btl_mpi_iface_t *mif, int peer, void *win)
 {
+    if (win == mif->pool_win) {
+        mif->dirty_pool = 1;
+    } else {
+        mif->dirty_dyn = 1;
+    }
     if (mif->dirty == BTL_MPI_DIRTY_NONE) {
         mif->dirty = peer;
     } else if (mif->dirty != peer) {
@@ -186,9 +229,12 @@ static util_status_t btl_mpi_slot(btl_mpi_iface_t *mif, const void *src, size_t 
                                   void **slot_p)
 {
     if (mif->ring_next == BTL_MPI_RING_SLOTS) {
-        util_status_t status = btl_mpi_check("MPI_Win_flush_local_all",
-                                             mif->shim->flush_local_all(mif->win));
-        if (status == UTIL_OK && mif->pool_win != NULL) {
+        util_status_t status = UTIL_OK;
+        if (mif->dirty_dyn) {
+            status = btl_mpi_check("MPI_Win_flush_local_all",
+                                   mif->shim->flush_local_all(mif->win));
+        }
+        if (status == UTIL_OK && mif->dirty_pool) {
             status = btl_mpi_check("MPI_Win_flush_local_all",
                                    mif->shim->flush_local_all(mif->pool_win));
         }
@@ -205,14 +251,18 @@ static util_status_t btl_mpi_slot(btl_mpi_iface_t *mif, const void *src, size_t 
 /* Remote completion of everything to peer. */
 static util_status_t btl_mpi_flush_peer(btl_mpi_iface_t *mif, int peer)
 {
-    util_status_t status = btl_mpi_check("MPI_Win_flush", mif->shim->flush(mif->win, peer));
+    util_status_t status = UTIL_OK;
 
-    if (status == UTIL_OK && mif->pool_win != NULL) {
+    if (mif->dirty_dyn) {
+        status = btl_mpi_check("MPI_Win_flush", mif->shim->flush(mif->win, peer));
+    }
+    if (status == UTIL_OK && mif->dirty_pool) {
         status = btl_mpi_check("MPI_Win_flush", mif->shim->flush(mif->pool_win, peer));
     }
     if (status == UTIL_OK && mif->dirty == peer) {
         /* every outstanding write went to peer: the ring is free again */
         mif->dirty = BTL_MPI_DIRTY_NONE;
+        mif->dirty_dyn = mif->dirty_pool = 0;
         mif->ring_next = 0;
     }
     return status;
@@ -226,6 +276,10 @@ static util_status_t btl_mpi_put(btl_ep_t *ep, const void *src, size_t len, btl_
     util_status_t status;
     void *slot;
 
+    if (rkey->ls_valid) {
+        memcpy(btl_mpi_ls_ptr(rkey, raddr), src, len);
+        return UTIL_OK;
+    }
     if (len == 0) {
         return UTIL_OK;
     }
@@ -241,7 +295,7 @@ static util_status_t btl_mpi_put(btl_ep_t *ep, const void *src, size_t len, btl_
     if (status != UTIL_OK) {
         return status;
     }
-    btl_mpi_mark(mif, ep->peer);
+    btl_mpi_mark(mif, ep->peer, btl_mpi_win(rkey));
     if (len > BTL_MPI_SLOT) {
         status = btl_mpi_check("MPI_Win_flush_local",
                                mif->shim->flush_local(btl_mpi_win(rkey), ep->peer));
@@ -255,6 +309,10 @@ static util_status_t btl_mpi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
     btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
     util_status_t status;
 
+    if (rkey->ls_valid) {
+        memcpy(dst, btl_mpi_ls_ptr(rkey, raddr), len);
+        return UTIL_OK;
+    }
     if (len == 0) {
         return UTIL_OK;
     }
@@ -279,6 +337,12 @@ static util_status_t btl_mpi_flag(btl_mpi_iface_t *mif, int peer, uint64_t flag_
                    (unsigned long long)flag_raddr);
         return UTIL_ERR_INVALID;
     }
+    if (flag_rkey->ls_valid) {
+        /* release: the payload (stored, or flushed by MPI) is visible first */
+        __atomic_store_n((uint64_t *)btl_mpi_ls_ptr(flag_rkey, flag_raddr), value,
+                         __ATOMIC_RELEASE);
+        return UTIL_OK;
+    }
     status = btl_mpi_slot(mif, &value, sizeof(value), &slot);
     if (status != UTIL_OK) {
         return status;
@@ -287,7 +351,7 @@ static util_status_t btl_mpi_flag(btl_mpi_iface_t *mif, int peer, uint64_t flag_
                                                             btl_mpi_disp(flag_rkey, flag_raddr),
                                                             BOOTSTRAP_MPI_OP_REPLACE));
     if (status == UTIL_OK) {
-        btl_mpi_mark(mif, peer);
+        btl_mpi_mark(mif, peer, btl_mpi_win(flag_rkey));
     }
     return status;
 }
@@ -300,11 +364,13 @@ static util_status_t btl_mpi_put_flag(btl_ep_t *ep, const void *src, size_t len,
     btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
     util_status_t status;
 
-    if (len > 0) {
+    if (len > 0 && rkey->ls_valid) {
+        memcpy(btl_mpi_ls_ptr(rkey, raddr), src, len);
+    } else if (len > 0) {
         status = btl_mpi_check("MPI_Put", mif->shim->put(btl_mpi_win(rkey), src, len, ep->peer,
                                                          btl_mpi_disp(rkey, raddr)));
         if (status == UTIL_OK) {
-            btl_mpi_mark(mif, ep->peer);
+            btl_mpi_mark(mif, ep->peer, btl_mpi_win(rkey));
             /* payload in the target's memory before the flag leaves */
             status = btl_mpi_flush_peer(mif, ep->peer);
         }
@@ -361,6 +427,43 @@ static void btl_mpi_amo_value(uint64_t value, unsigned size, uint64_t *word)
     }
 }
 
+/* A CPU atomic on a word of the shared pool; returns the old value. Every
+ * access to pool memory is a CPU one when its key says so (BTL_MPI_KEY_LS),
+ * so these never meet an MPI accumulate on the same word. */
+static uint64_t btl_mpi_amo_cpu(btl_amo_op_t op, unsigned size, void *ptr, uint64_t operand,
+                                uint64_t compare)
+{
+    if (size == 8) {
+        uint64_t *w = ptr, old = compare;
+        switch (op) {
+        case BTL_AMO_FETCH: return __atomic_load_n(w, __ATOMIC_SEQ_CST);
+        case BTL_AMO_SET:
+        case BTL_AMO_SWAP:  return __atomic_exchange_n(w, operand, __ATOMIC_SEQ_CST);
+        case BTL_AMO_CSWAP:
+            __atomic_compare_exchange_n(w, &old, operand, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            return old;
+        case BTL_AMO_ADD:   return __atomic_fetch_add(w, operand, __ATOMIC_SEQ_CST);
+        case BTL_AMO_AND:   return __atomic_fetch_and(w, operand, __ATOMIC_SEQ_CST);
+        case BTL_AMO_OR:    return __atomic_fetch_or(w, operand, __ATOMIC_SEQ_CST);
+        default:            return __atomic_fetch_xor(w, operand, __ATOMIC_SEQ_CST);
+        }
+    } else {
+        uint32_t *w = ptr, v = (uint32_t)operand, old = (uint32_t)compare;
+        switch (op) {
+        case BTL_AMO_FETCH: return __atomic_load_n(w, __ATOMIC_SEQ_CST);
+        case BTL_AMO_SET:
+        case BTL_AMO_SWAP:  return __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST);
+        case BTL_AMO_CSWAP:
+            __atomic_compare_exchange_n(w, &old, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            return old;
+        case BTL_AMO_ADD:   return __atomic_fetch_add(w, v, __ATOMIC_SEQ_CST);
+        case BTL_AMO_AND:   return __atomic_fetch_and(w, v, __ATOMIC_SEQ_CST);
+        case BTL_AMO_OR:    return __atomic_fetch_or(w, v, __ATOMIC_SEQ_CST);
+        default:            return __atomic_fetch_xor(w, v, __ATOMIC_SEQ_CST);
+        }
+    }
+}
+
 static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
 {
@@ -376,6 +479,10 @@ static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
         util_error("btl/mpi: atomic op %d has no non-fetching form", (int)op);
         return UTIL_ERR_INVALID;
     }
+    if (rkey->ls_valid) {
+        (void)btl_mpi_amo_cpu(op, size, btl_mpi_ls_ptr(rkey, raddr), operand, 0);
+        return UTIL_OK;
+    }
     btl_mpi_amo_value(operand, size, &word);
     status = btl_mpi_slot(mif, &word, sizeof(word), &slot);
     if (status != UTIL_OK) {
@@ -385,7 +492,7 @@ static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
                                                             btl_mpi_disp(rkey, raddr),
                                                             btl_mpi_amo_op[op]));
     if (status == UTIL_OK) {
-        btl_mpi_mark(mif, ep->peer);
+        btl_mpi_mark(mif, ep->peer, btl_mpi_win(rkey));
     }
     return status;
 }
@@ -401,6 +508,10 @@ static util_status_t btl_mpi_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
 
     if (status != UTIL_OK) {
         return status;
+    }
+    if (rkey->ls_valid) {
+        *result_p = btl_mpi_amo_cpu(op, size, btl_mpi_ls_ptr(rkey, raddr), operand, compare);
+        return UTIL_OK;
     }
     btl_mpi_amo_value(operand, size, &src);
     if (op == BTL_AMO_CSWAP) {
@@ -436,18 +547,21 @@ static util_status_t btl_mpi_quiet(btl_iface_t *iface)
     btl_mpi_iface_t *mif = btl_mpi_iface(iface);
     util_status_t status;
 
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* stores into the shared pool */
     if (mif->dirty == BTL_MPI_DIRTY_NONE) {
         return UTIL_OK;
     }
     if (mif->dirty >= 0) {
         return btl_mpi_flush_peer(mif, mif->dirty);
     }
-    status = btl_mpi_check("MPI_Win_flush_all", mif->shim->flush_all(mif->win));
-    if (status == UTIL_OK && mif->pool_win != NULL) {
+    status = mif->dirty_dyn ? btl_mpi_check("MPI_Win_flush_all", mif->shim->flush_all(mif->win))
+                            : UTIL_OK;
+    if (status == UTIL_OK && mif->dirty_pool) {
         status = btl_mpi_check("MPI_Win_flush_all", mif->shim->flush_all(mif->pool_win));
     }
     if (status == UTIL_OK) {
         mif->dirty = BTL_MPI_DIRTY_NONE;
+        mif->dirty_dyn = mif->dirty_pool = 0;
         mif->ring_next = 0;
     }
     return status;
@@ -457,6 +571,7 @@ static util_status_t btl_mpi_fence(btl_ep_t *ep)
 {
     btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
 
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* stores into the shared pool */
     if (mif->dirty != ep->peer && mif->dirty != BTL_MPI_DIRTY_MANY) {
         return UTIL_OK; /* nothing outstanding to this peer */
     }
@@ -506,6 +621,54 @@ static long btl_mpi_progress_interval(void)
 }
 
 /* ---- memory ---- */
+/* Whether [start, end) is pool memory (through the pool's own mapping, or
+ * caller memory remapped onto it); *disp_p: its offset in my pool. */
+static int btl_mpi_pool_find(btl_mpi_iface_t *mif, uintptr_t start, uintptr_t end,
+                             uint64_t *disp_p)
+{
+    uintptr_t base = (uintptr_t)mif->pool_base;
+
+    if (mif->pool_win == NULL) {
+        return 0;
+    }
+    if (start >= base && end <= base + mif->pool_size) {
+        *disp_p = start - base;
+        return 1;
+    }
+    for (btl_mpi_mr_t *mr = mif->remaps; mr != NULL; mr = mr->next_remap) {
+        uintptr_t rbase = (uintptr_t)mr->super.addr;
+        if (start >= rbase && end <= rbase + mr->pool_len) {
+            *disp_p = mr->pool_off + (start - rbase);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A page-rounded block of len bytes from the pool's free list (first fit):
+ * its offset, or UNSUPPORTED when none is large enough. */
+static util_status_t btl_mpi_pool_get(btl_mpi_iface_t *mif, size_t len, size_t *off_p)
+{
+    btl_mpi_block_t **link, *block;
+
+    for (link = &mif->pool_free; *link != NULL && (*link)->len < len; link = &(*link)->next) {
+    }
+    if (*link == NULL) {
+        util_debug("btl/mpi: no %zu-byte block left in the pool: plain memory on the dynamic "
+                   "window (RMB_MPI_POOL_SIZE)", len);
+        return UTIL_ERR_UNSUPPORTED;
+    }
+    block = *link;
+    *off_p = block->off;
+    block->off += len;
+    block->len -= len;
+    if (block->len == 0) {
+        *link = block->next;
+        free(block);
+    }
+    return UTIL_OK;
+}
+
 static util_status_t btl_mpi_mem_reg(btl_iface_t *iface, void *addr, size_t size,
                                      btl_mr_t **mr_p)
 {
@@ -521,6 +684,15 @@ static util_status_t btl_mpi_mem_reg(btl_iface_t *iface, void *addr, size_t size
     mr = calloc(1, sizeof(*mr));
     if (mr == NULL) {
         return UTIL_ERR_NO_MEMORY;
+    }
+    mr->super.iface = iface;
+    mr->super.addr = addr;
+    mr->super.size = size;
+    if (btl_mpi_pool_find(mif, start, end, &mr->disp)) {
+        /* one way in for every word of the pool: the pool's key */
+        mr->in_pool = 1;
+        *mr_p = &mr->super;
+        return UTIL_OK;
     }
     for (region = mif->regions; region != NULL; region = region->next) {
         if (region->start <= start && end <= region->end) {
@@ -545,9 +717,6 @@ static util_status_t btl_mpi_mem_reg(btl_iface_t *iface, void *addr, size_t size
         mif->regions = region;
     }
     region->refs++;
-    mr->super.iface = iface;
-    mr->super.addr = addr;
-    mr->super.size = size;
     mr->region = region;
     mr->disp = mif->shim->address(addr);
     *mr_p = &mr->super;
@@ -561,33 +730,24 @@ static util_status_t btl_mpi_mem_alloc(btl_iface_t *iface, size_t size, void **a
 {
     btl_mpi_iface_t *mif = btl_mpi_iface(iface);
     size_t page = (size_t)sysconf(_SC_PAGESIZE), len;
-    btl_mpi_block_t **link, *block;
     btl_mpi_mr_t *mr;
+    util_status_t status;
 
     if (mif->pool_win == NULL || size == 0) {
         return UTIL_ERR_UNSUPPORTED;
     }
     len = (size + page - 1) / page * page;
-    for (link = &mif->pool_free; *link != NULL && (*link)->len < len; link = &(*link)->next) {
-    }
-    if (*link == NULL) {
-        util_debug("btl/mpi: no %zu-byte block left in the pool: plain memory on the dynamic "
-                   "window (RMB_MPI_POOL_SIZE)", len);
-        return UTIL_ERR_UNSUPPORTED;
-    }
     mr = calloc(1, sizeof(*mr));
     if (mr == NULL) {
         return UTIL_ERR_NO_MEMORY;
     }
-    block = *link;
-    mr->pool_off = block->off;
-    mr->pool_len = len;
-    block->off += len;
-    block->len -= len;
-    if (block->len == 0) {
-        *link = block->next;
-        free(block);
+    status = btl_mpi_pool_get(mif, len, &mr->pool_off);
+    if (status != UTIL_OK) {
+        free(mr);
+        return status;
     }
+    mr->pool_len = len;
+    mr->in_pool = 1;
     mr->super.iface = iface;
     mr->super.addr = mif->pool_base + mr->pool_off;
     mr->super.size = size;
@@ -649,6 +809,148 @@ static util_status_t btl_mpi_region_put(btl_mpi_iface_t *mif, btl_mpi_region_t *
     return status;
 }
 
+/* mremap as the raw system call: MPICH's UCX memory hooks intercept the
+ * libc one and return NULL for a duplicating remap (old size 0). */
+static int btl_mpi_mremap(void *from, size_t old_size, size_t size, void *to)
+{
+    return (void *)syscall(SYS_mremap, from, old_size, size, MREMAP_MAYMOVE | MREMAP_FIXED,
+                           to) == to ? 0 : -1;
+}
+
+/* Copies len bytes through the kernel (a pipe, raw system calls): a
+ * program's static data holds AddressSanitizer's redzones between globals,
+ * which a memcpy here would report, and process_vm_readv is not allowed in
+ * every container. */
+static util_status_t btl_mpi_kernel_copy(void *dst, const void *src, size_t len)
+{
+    util_status_t status = UTIL_OK;
+    int fds[2];
+
+    if (pipe(fds) != 0) {
+        util_error("btl/mpi: pipe: %m");
+        return UTIL_ERR_IO;
+    }
+    while (len > 0 && status == UTIL_OK) {
+        /* one page at a time: an empty pipe always takes it whole */
+        long n = syscall(SYS_write, fds[1], src, len < 4096 ? len : 4096);
+        if (n <= 0) {
+            status = UTIL_ERR_IO;
+            break;
+        }
+        src = (const char *)src + n;
+        len -= (size_t)n;
+        while (n > 0) {
+            long got = syscall(SYS_read, fds[0], dst, (size_t)n);
+            if (got <= 0) {
+                status = UTIL_ERR_IO;
+                break;
+            }
+            dst = (char *)dst + got;
+            n -= got;
+        }
+    }
+    if (status != UTIL_OK) {
+        util_error("btl/mpi: cannot copy memory through a pipe: %m");
+    }
+    close(fds[0]);
+    close(fds[1]);
+    return status;
+}
+
+/* Makes caller memory (page-aligned: a program's static data) pool memory,
+ * contents kept: a block of the pool gets a copy, then a second mapping of
+ * the block's pages replaces the range (mremap with old size 0 duplicates
+ * a shared mapping). Peers then reach it through the pool window, by loads
+ * and stores where the pool is load/store (as btl/shm remaps onto shm).
+ * UNSUPPORTED (the range stays where it is, on the dynamic window) without
+ * a pool or room in it. Nothing else may write the range meanwhile:
+ * callers remap at initialization. */
+static util_status_t btl_mpi_mem_remap(btl_iface_t *iface, void *addr, size_t size,
+                                       btl_mr_t **mr_p)
+{
+    btl_mpi_iface_t *mif = btl_mpi_iface(iface);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    btl_mpi_mr_t *mr;
+    util_status_t status;
+    void *block;
+
+    if (((uintptr_t)addr % page) != 0 || (size % page) != 0 || size == 0) {
+        return UTIL_ERR_INVALID;
+    }
+    if (mif->pool_win == NULL) {
+        return UTIL_ERR_UNSUPPORTED;
+    }
+    mr = calloc(1, sizeof(*mr));
+    if (mr == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    status = btl_mpi_pool_get(mif, size, &mr->pool_off);
+    if (status != UTIL_OK) {
+        free(mr);
+        return status;
+    }
+    block = mif->pool_base + mr->pool_off;
+    status = btl_mpi_kernel_copy(block, addr, size);
+    if (status == UTIL_OK &&
+        btl_mpi_mremap(block, 0, size, addr) != 0) {
+        util_debug("btl/mpi: cannot map pool memory over %p (+%zu): %m; it stays on the "
+                   "dynamic window", addr, size);
+        status = UTIL_ERR_UNSUPPORTED;
+    }
+    if (status != UTIL_OK) {
+        btl_mpi_pool_put(mif, mr->pool_off, size);
+        free(mr);
+        return status;
+    }
+    mr->super.iface = iface;
+    mr->super.addr = addr;
+    mr->super.size = size;
+    mr->disp = mr->pool_off;
+    mr->pool_len = size;
+    mr->in_pool = 1;
+    mr->remapped = 1;
+    mr->next_remap = mif->remaps;
+    mif->remaps = mr;
+    util_debug("btl/mpi: %p (+%zu) remapped onto the pool at offset %zu", addr, size,
+               mr->pool_off);
+    *mr_p = &mr->super;
+    return UTIL_OK;
+}
+
+/* Undoes a remap: private memory again with the current contents (the
+ * program goes on using its static data after the library is finalized). */
+static util_status_t btl_mpi_unremap(btl_mpi_iface_t *mif, btl_mpi_mr_t *mr)
+{
+    size_t size = mr->pool_len;
+    void *copy;
+    util_status_t status;
+
+    for (btl_mpi_mr_t **link = &mif->remaps; *link != NULL; link = &(*link)->next_remap) {
+        if (*link == mr) {
+            *link = mr->next_remap;
+            break;
+        }
+    }
+    copy = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy == MAP_FAILED) {
+        util_warn("btl/mpi: cannot restore %p as private memory (%m); it stays shared",
+                  mr->super.addr);
+        return UTIL_ERR_NO_MEMORY; /* the block stays out of the pool */
+    }
+    status = btl_mpi_kernel_copy(copy, mr->super.addr, size);
+    if (status == UTIL_OK &&
+        btl_mpi_mremap(copy, size, size, mr->super.addr) != 0) {
+        util_warn("btl/mpi: cannot restore %p as private memory (%m); it stays shared",
+                  mr->super.addr);
+        status = UTIL_ERR_IO;
+    }
+    if (status != UTIL_OK) {
+        munmap(copy, size);
+        return status;
+    }
+    return btl_mpi_pool_put(mif, mr->pool_off, size);
+}
+
 static util_status_t btl_mpi_mem_dereg(btl_mr_t *mr)
 {
     btl_mpi_mr_t *mmr = btl_container_of(mr, btl_mpi_mr_t, super);
@@ -659,8 +961,13 @@ static util_status_t btl_mpi_mem_dereg(btl_mr_t *mr)
      * but our own writes to it may still be in flight */
     status = btl_mpi_quiet(mr->iface);
     if (status == UTIL_OK) {
-        status = mmr->pool_len > 0 ? btl_mpi_pool_put(mif, mmr->pool_off, mmr->pool_len)
-                                   : btl_mpi_region_put(mif, mmr->region);
+        if (mmr->remapped) {
+            status = btl_mpi_unremap(mif, mmr);
+        } else if (mmr->pool_len > 0) {
+            status = btl_mpi_pool_put(mif, mmr->pool_off, mmr->pool_len);
+        } else if (mmr->region != NULL) {
+            status = btl_mpi_region_put(mif, mmr->region);
+        }
     }
     free(mmr);
     return status;
@@ -669,8 +976,12 @@ static util_status_t btl_mpi_mem_dereg(btl_mr_t *mr)
 static util_status_t btl_mpi_rkey_pack(btl_mr_t *mr, void *buf, size_t bufsize, size_t *size_p)
 {
     btl_mpi_mr_t *mmr = btl_container_of(mr, btl_mpi_mr_t, super);
-    btl_mpi_packed_t packed = {(uint64_t)(uintptr_t)mr->addr, mr->size, mmr->disp,
-                               mmr->pool_len > 0};
+    btl_mpi_iface_t *mif = btl_mpi_iface(mr->iface);
+    btl_mpi_packed_t packed = {(uint64_t)(uintptr_t)mr->addr, mr->size, mmr->disp, 0};
+
+    if (mmr->in_pool) {
+        packed.flags = BTL_MPI_KEY_POOL | (mif->load_store ? BTL_MPI_KEY_LS : 0);
+    }
 
     if (bufsize < sizeof(packed)) {
         return UTIL_ERR_TRUNCATED;
@@ -683,6 +994,7 @@ static util_status_t btl_mpi_rkey_pack(btl_mr_t *mr, void *buf, size_t bufsize, 
 static util_status_t btl_mpi_rkey_unpack(btl_ep_t *ep, const void *buf, size_t size,
                                          btl_rkey_t **rkey_p)
 {
+    btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
     btl_mpi_packed_t packed;
     btl_mpi_rkey_t *rk;
 
@@ -691,7 +1003,8 @@ static util_status_t btl_mpi_rkey_unpack(btl_ep_t *ep, const void *buf, size_t s
         return UTIL_ERR_INVALID;
     }
     memcpy(&packed, buf, sizeof(packed));
-    if (packed.pool > 1 || (packed.pool && btl_mpi_iface(ep->iface)->pool_win == NULL)) {
+    if (packed.flags > (BTL_MPI_KEY_POOL | BTL_MPI_KEY_LS) ||
+        (packed.flags != 0 && (mif->pool_win == NULL || packed.flags == BTL_MPI_KEY_LS))) {
         util_error("btl/mpi: packed key names a pool window this process does not have");
         return UTIL_ERR_INVALID;
     }
@@ -702,7 +1015,13 @@ static util_status_t btl_mpi_rkey_unpack(btl_ep_t *ep, const void *buf, size_t s
     rk->super.remote_base = packed.base;
     rk->super.length = packed.len;
     rk->delta = packed.disp - packed.base;
-    rk->win = packed.pool ? btl_mpi_iface(ep->iface)->pool_win : btl_mpi_iface(ep->iface)->win;
+    rk->win = (packed.flags & BTL_MPI_KEY_POOL) ? mif->pool_win : mif->win;
+    if (packed.flags & BTL_MPI_KEY_LS) {
+        /* the owner decides, so every rank reaches this memory the same way */
+        rk->super.ls_valid = 1;
+        rk->super.ls_delta = (intptr_t)((uint64_t)(uintptr_t)mif->peer_pool[ep->peer] +
+                                        packed.disp - packed.base);
+    }
     *rkey_p = &rk->super;
     return UTIL_OK;
 }
@@ -751,10 +1070,17 @@ static util_status_t btl_mpi_teardown(btl_mpi_iface_t *mif)
         }
         status = btl_mpi_check("MPI_Win_free", mif->shim->win_free(mif->win));
     }
+    while (mif->remaps != NULL) {
+        /* still registered: the caller's memory must not go with the pool */
+        btl_mpi_mr_t *mr = mif->remaps;
+        (void)btl_mpi_unremap(mif, mr); /* unlinks it, even when it fails */
+        free(mr);
+    }
     if (mif->pool_win != NULL) {
         s = btl_mpi_check("MPI_Win_free", mif->shim->win_free(mif->pool_win));
         status = status != UTIL_OK ? status : s;
     }
+    free(mif->peer_pool);
     while (mif->pool_free != NULL) {
         btl_mpi_block_t *block = mif->pool_free;
         mif->pool_free = block->next;
@@ -784,7 +1110,7 @@ static const btl_ops_t btl_mpi_ops = {
     .ep_connect    = btl_mpi_ep_connect,
     .ep_disconnect = btl_mpi_ep_disconnect,
     .mem_alloc     = btl_mpi_mem_alloc,
-    .mem_remap     = btl_stub_mem_remap,
+    .mem_remap     = btl_mpi_mem_remap,
     .mem_reg       = btl_mpi_mem_reg,
     .mem_dereg     = btl_mpi_mem_dereg,
     .rkey_pack     = btl_mpi_rkey_pack,
@@ -806,6 +1132,43 @@ const btl_component_t btl_mpi_component = {
     .on_node_only = 0,
     .iface_open   = btl_mpi_iface_open,
 };
+
+/* RMB_MPI_LOAD_STORE: with a pool, where every peer's pool is mapped here,
+ * and whether pool memory is reached by loads, stores and CPU atomics
+ * (auto) or through MPI RMA on the pool window (no). */
+static util_status_t btl_mpi_load_store(btl_mpi_iface_t *mif, int size)
+{
+    const char *how = "auto";
+    util_status_t status;
+
+    util_env_get_string("RMB_MPI_LOAD_STORE", &how);
+    if (strcmp(how, "auto") != 0 && strcmp(how, "no") != 0) {
+        util_error("RMB_MPI_LOAD_STORE is '%s'; use auto or no", how);
+        return UTIL_ERR_INVALID;
+    }
+    if (mif->pool_win == NULL) {
+        return UTIL_OK;
+    }
+    mif->peer_pool = calloc((size_t)size, sizeof(*mif->peer_pool));
+    if (mif->peer_pool == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    for (int peer = 0; peer < size; peer++) {
+        void *base = NULL;
+        status = btl_mpi_check("MPI_Win_shared_query",
+                               mif->shim->win_shared_query(mif->pool_win, peer, &base));
+        if (status != UTIL_OK) {
+            return status;
+        }
+        mif->peer_pool[peer] = base;
+    }
+    if (strcmp(how, "auto") == 0) {
+        /* each owner's key says so: readers follow it (rkey_unpack) */
+        mif->load_store = 1;
+        mif->super.caps |= BTL_CAP_LOAD_STORE;
+    }
+    return UTIL_OK;
+}
 
 static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
 {
@@ -887,6 +1250,10 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
             goto err;
         }
     }
+    status = btl_mpi_load_store(mif, size);
+    if (status != UTIL_OK) {
+        goto err;
+    }
     mif->oversubscribed = bootstrap_local_size() > sysconf(_SC_NPROCESSORS_ONLN);
     mif->progress_usec = btl_mpi_progress_interval();
     if (mif->progress_usec != 0 && bootstrap_mpi_thread_allowed()) {
@@ -901,8 +1268,9 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         util_info("btl/mpi: the program initialized MPI below MPI_THREAD_MULTIPLE: no "
                   "progress thread; a PE busy outside MPI and rmb delays its peers");
     }
-    util_debug("btl/mpi: %s, dynamic window, pool window of %zu bytes, %d ranks, progress "
-               "thread %s", mif->shim->name, mif->pool_size, size,
+    util_debug("btl/mpi: %s, dynamic window, pool window of %zu bytes (%s), %d ranks, "
+               "progress thread %s", mif->shim->name, mif->pool_size,
+               mif->load_store ? "load/store" : "MPI RMA", size,
                mif->thread_running ? "on" : "off");
     *iface_p = &mif->super;
     return UTIL_OK;

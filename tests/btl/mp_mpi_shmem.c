@@ -32,6 +32,8 @@
 static int me, npes, errors;
 static long static_words[1024];
 static long static_counter;
+static long static_hot; /* contended like the heap's hot words (static data: remapped) */
+static int static_hot32;
 
 #define CHECK(_cond, ...)                                                     \
     do {                                                                      \
@@ -171,8 +173,8 @@ static double now_s(void)
  * atomics overlap theirs the whole time (with a progress thread, MPI may
  * apply the peers' ones while PE 0 runs). Exact totals: a self atomic that is
  * not atomic with the MPI ones loses updates. */
-/* One round on PE 0's hot words: 4 added to each, through every kind of
- * atomic update. */
+/* One round on PE 0's hot words, on the heap and in static data: 4 added
+ * to each, through every kind of atomic update. */
 static void contend_round(long *hot, int *hot32)
 {
     shmem_long_atomic_add(hot, 1, 0);
@@ -180,6 +182,10 @@ static void contend_round(long *hot, int *hot32)
     shmem_long_atomic_inc(hot, 0);
     shmem_int_atomic_add(hot32, 3, 0);
     (void)shmem_int_atomic_fetch_inc(hot32, 0);
+    (void)shmem_long_atomic_fetch_add(&static_hot, 3, 0);
+    shmem_long_atomic_inc(&static_hot, 0);
+    shmem_int_atomic_add(&static_hot32, 2, 0);
+    (void)shmem_int_atomic_fetch_add(&static_hot32, 2, 0);
 }
 
 static void check_contended(void)
@@ -215,6 +221,9 @@ static void check_contended(void)
               added_all, added_all - *hot);
         CHECK(*hot32 == (int)added32_all, "contended 32-bit word %d, expected %ld (%ld lost)",
               *hot32, added32_all, added32_all - *hot32);
+        CHECK(static_hot == added_all && static_hot32 == (int)added32_all,
+              "contended static words %ld and %d, expected %ld (%ld and %ld lost)", static_hot,
+              static_hot32, added_all, added_all - static_hot, added32_all - static_hot32);
     }
     shmem_barrier_all();
     shmem_free(hot32);
@@ -264,6 +273,10 @@ int main(int argc, char **argv)
     check_contended();
     check_barrier();
     shmem_finalize();
+    /* static data keeps its contents, and stays writable, after finalize */
+    CHECK(static_counter == (long)npes * (npes + 1) / 2, "static counter after finalize %ld",
+          static_counter);
+    static_counter = 0;
     MPI_Allreduce(&errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
         printf("mp_mpi_shmem: %d PEs, thread level %d: %s\n", size, provided,

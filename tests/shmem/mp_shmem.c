@@ -82,9 +82,16 @@ static void mode_rma(void)
         CHECK(got[1] == ((left + npes - 1) % npes) * 100000L + 1, "getmem static");
     }
     /* shmem_ptr: every peer of my node, heap and static data (unless the
-     * network backend was forced for every peer) */
-    const char *forced = getenv("RMB_BTL");
+     * network backend was forced for every peer; btl/mpi maps its pool
+     * window when the whole job is on one node, unless told not to) */
+    const char *forced = getenv("RMB_BTL"), *mpi_ls = getenv("RMB_MPI_LOAD_STORE");
+    const char *mpi_pool = getenv("RMB_MPI_POOL_SIZE");
     int mapped = forced == NULL || (strcmp(forced, "ofi") != 0 && strcmp(forced, "mpi") != 0);
+    if (forced != NULL && strcmp(forced, "mpi") == 0) {
+        mapped = shmem_team_n_pes(SHMEM_TEAM_SHARED) == npes &&
+                 (mpi_ls == NULL || strcmp(mpi_ls, "no") != 0) &&
+                 (mpi_pool == NULL || strcmp(mpi_pool, "0") != 0);
+    }
     for (int p = 0; p < npes; p++) {
         long *ph = shmem_ptr(heap, p), *ps = shmem_ptr(static_array, p);
         int on_node = shmem_team_translate_pe(SHMEM_TEAM_WORLD, p, SHMEM_TEAM_SHARED) >= 0;
