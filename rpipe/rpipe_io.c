@@ -439,10 +439,13 @@ int rfree(rch_t ch, raddr_t user_desc)
         uint64_t peer_id;
         uint32_t peer_block;
         uint64_t *flag = (uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc));
-        uint64_t seen = __atomic_load_n(flag, __ATOMIC_RELAXED) ^ rpipe_flag_mask(ch, &desc);
+        uint64_t seen = 0;
 
+        /* the descriptor first: only then may its flag be read */
         if (rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc, &peer_id, &peer_block) != UTIL_OK ||
-            (seen & 0xffu) != RPIPE_FLAG_MARK || rpipe_flag_payload(ch, seen) != user_desc.payload) {
+            ((seen = __atomic_load_n(flag, __ATOMIC_RELAXED) ^ rpipe_flag_mask(ch, &desc)) & 0xffu) !=
+                RPIPE_FLAG_MARK ||
+            rpipe_flag_payload(ch, seen) != user_desc.payload) {
             util_error("rfree: descriptor is not a live message of the channel with rank %d "
                        "(freed twice, or from another channel)", ch->cfg.peer);
             return R_ERR_INVALID;
