@@ -271,6 +271,58 @@ START_TEST(test_in_progress)
 }
 END_TEST
 
+/* TAG (with a peer view) and CHANNEL, next-fit: a consumer takes the next
+ * allocation early, at its guessed place; the tag or record that follows
+ * must match it and gives the names its free needs. */
+START_TEST(test_take_early)
+{
+    rmalloc_sync_protocol_t protos[] = {RMALLOC_SYNC_TAG, RMALLOC_SYNC_CHANNEL};
+    pair_combo_t c = {protos[_i / 2], RMALLOC_NEXT_FIT,
+                      (_i % 2) ? RMALLOC_SYNC_GET : RMALLOC_SYNC_PUT};
+    pair_t       p;
+    raddr_t      pd, cd, ed;
+    uint64_t     start, units, payload;
+
+    setup_pair(&p, c, 256, 8, RMALLOC_WATERMARK_FULL, 4, 0);
+    rmalloc_sync_set_peer_view(C, p.sbuf[PAIR_PRODUCER]);
+    /* no guess before a first message */
+    ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_ERR_NO_RESOURCE);
+    ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
+    cd = take(&p, &pd);
+    for (int i = 0; i < 40; i++) { /* wraps the 256-unit region */
+        ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
+        ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_OK);
+        ck_assert_uint_eq(start, pd.start); /* same size: the guess is right */
+        ck_assert_uint_eq(units, pd.end - pd.start);
+        ck_assert_uint_eq(payload, pd.payload);
+        ck_assert_int_eq(rmalloc_sync_take_early(C, start, units, payload, &ed), UTIL_OK);
+        /* a second claim of the same place is refused */
+        ck_assert_int_eq(rmalloc_sync_take_early(C, start, units, payload, &cd), UTIL_ERR_INVALID);
+        ck_assert_int_eq(rmalloc_sync_free(C, &cd), UTIL_OK); /* the previous message */
+        /* no tag yet: the free asks to be retried, twice (prefetch, then look) */
+        ck_assert_int_eq(rmalloc_sync_free(C, &ed), UTIL_ERR_NO_RESOURCE);
+        ck_assert_int_eq(rmalloc_sync_free(C, &ed), UTIL_ERR_NO_RESOURCE);
+        ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
+        /* the tag is matched, not handed out again */
+        ck_assert_int_eq(rmalloc_sync_next(C, &cd), UTIL_ERR_NO_RESOURCE);
+        cd = ed;
+        pull_all();
+    }
+    ck_assert_int_eq(rmalloc_sync_free(C, &cd), UTIL_OK); /* rmalloc_sync_next applied its tag */
+    pull_all();
+    ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(C)), 0);
+    ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), 0);
+    /* a tag that disagrees with the message taken early is a protocol error */
+    ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_take_early(C, start + 1, units, payload, &ed), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_next(C, &cd), UTIL_ERR_STATE);
+    pair_fini(&p);
+}
+END_TEST
+
 START_TEST(test_invalid)
 {
     rmalloc_sync_config_t cfg;
@@ -333,6 +385,7 @@ int main(void)
     tcase_add_loop_test(tc, test_in_progress, 0, PAIR_COMBOS);
     tcase_add_loop_test(tc, test_block_out_of_order, PAIR_COMBOS - 2, PAIR_COMBOS);
     tcase_add_loop_test(tc, test_block_wrap, PAIR_COMBOS - 2, PAIR_COMBOS);
+    tcase_add_loop_test(tc, test_take_early, 0, 4);
     tcase_add_test(tc, test_invalid);
     tcase_add_test(tc, test_config_env);
     suite_add_tcase(s, tc);
