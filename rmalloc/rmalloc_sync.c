@@ -362,16 +362,6 @@ static uint64_t guess_next(const rmalloc_sync_ep_t *ep)
     return ((start + ep->last_units) * ep->cfg.unit > ep->cfg.size) ? 0 : start;
 }
 
-const void *rmalloc_sync_poll_ahead(const rmalloc_sync_ep_t *ep, uint64_t *flag_off_p)
-{
-    raddr_t d = {.payload = ep->last_payload};
-
-    *flag_off_p = guess_next(ep) * ep->cfg.unit + rmalloc_desc_flag_offset(&d);
-    if (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL)
-        return ep->buf + ep->ring_off + (ep->ch_tail & (ep->cfg.queue_len - 1)) * sizeof(rec_t);
-    return NULL;
-}
-
 rmalloc_vmem_t *rmalloc_sync_vmem(rmalloc_sync_ep_t *ep)
 {
     return ep->vm;
@@ -919,12 +909,8 @@ util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
             return UTIL_ERR_NO_RESOURCE;
         }
         ep->early_free_tried = 0;
-        status = (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL) ? channel_take(ep)
-                                                          : issue_read(ep, PEND_TAGS);
-        while (status == UTIL_OK && ep->cfg.protocol == RMALLOC_SYNC_CHANNEL &&
-               !dq_empty(&ep->early))
-            status = channel_take(ep);
-        if (status != UTIL_OK && status != UTIL_ERR_NO_RESOURCE && status != UTIL_IN_PROGRESS)
+        status = start_pull(ep); /* the same sync_in as the producer's */
+        if (status != UTIL_OK && status != UTIL_IN_PROGRESS)
             return status;
         if (rmalloc_vmem_peer(ep->vm, desc, &peer_id, &peer_block) != UTIL_OK)
             return UTIL_ERR_INVALID;

@@ -167,16 +167,6 @@ void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, const void *peer_buf);
  * a peer view). */
 const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep);
 
-/* Consumer waiting on the poll word: what else the next allocation will
- * touch, so that a caller polling with loads can load those lines in the
- * same round. The peer writes them before the poll word changes, so loads
- * issued together overlap their transfers instead of running one after
- * the other (tag: stamp, then message; channel: head, record, message).
- * *flag_off_p: byte offset in the region where the next poll header most
- * likely is (right after the last allocation, of the same size; only a
- * guess: use it for loads, never as a result). Returns the sync line the
- * peer writes next besides the poll word (channel record), or NULL. */
-const void *rmalloc_sync_poll_ahead(const rmalloc_sync_ep_t *ep, uint64_t *flag_off_p);
 
 /* Counters since creation. */
 void rmalloc_sync_get_stats(const rmalloc_sync_ep_t *ep, rmalloc_sync_stats_t *stats_p);

@@ -235,28 +235,37 @@ static util_status_t rpipe_next_desc(rch_t ch, size_t size, raddr_t *desc_p)
     return rmalloc_sync_next(ch->sync, desc_p);
 }
 
-/* Tag/channel, next-fit, message memory load/store reachable: takes the
- * next message where next-fit most likely put it (after the last one, same
- * size) if its flag is there with the next sequence number, without
- * waiting for its tag: one cache line moves instead of two in a row. */
-static int rpipe_take_guessed(rch_t ch)
+/* Tag/channel, next-fit, message memory load/store reachable: the flag of
+ * the message next-fit most likely put next (after the last one, same
+ * size), as *g would have it; NULL when there is no such guess. */
+static const uint64_t *rpipe_guessed_flag(rch_t ch, raddr_t *g)
 {
-    uint64_t start, units, payload, off;
-    raddr_t  g;
+    uint64_t start, units, payload;
 
     if (!rpipe_flag_has_seq(ch) || (!ch->owner && ch->peer_region == NULL) ||
         rmalloc_sync_guess(ch->sync, &start, &units, &payload) != UTIL_OK) {
-        return 0;
+        return NULL;
     }
-    g = (raddr_t){.start = start, .end = start + units, .payload = payload,
-                  .unit_shift = (uint16_t)__builtin_ctzll(ch->unit)};
-    off = rpipe_flag_offset(&g);
-    if (off + 8 > ch->region_bytes ||
-        __atomic_load_n((uint64_t *)(rpipe_view(ch) + off), __ATOMIC_ACQUIRE) !=
-            rpipe_flag_value(ch, &g, payload - RPIPE_UHDR_BYTES, ch->seq)) {
-        return 0;
+    *g = (raddr_t){.start = start, .end = start + units, .payload = payload,
+                   .unit_shift = (uint16_t)__builtin_ctzll(ch->unit)};
+    if (rpipe_flag_offset(g) + 8 > ch->region_bytes) {
+        return NULL;
     }
-    return rmalloc_sync_take_early(ch->sync, start, units, payload, &ch->pending_desc) == UTIL_OK;
+    return (const uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(g));
+}
+
+/* Takes that message if its flag is there with the next sequence number,
+ * without waiting for its tag: one cache line moves instead of two in a row. */
+static int rpipe_take_guessed(rch_t ch)
+{
+    raddr_t g;
+    const uint64_t *flag = rpipe_guessed_flag(ch, &g);
+
+    return flag != NULL &&
+           __atomic_load_n(flag, __ATOMIC_ACQUIRE) ==
+               rpipe_flag_value(ch, &g, g.payload - RPIPE_UHDR_BYTES, ch->seq) &&
+           rmalloc_sync_take_early(ch->sync, g.start, g.end - g.start, g.payload,
+                                   &ch->pending_desc) == UTIL_OK;
 }
 
 /* Reads the message's flag; for GET through the network it is fetched. */
@@ -360,21 +369,16 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
 static void rpipe_wait_flag(rch_t ch, rpipe_wait_t *wait)
 {
     const uint64_t *flag = NULL;
-    /* Tag/channel: the record line the message will also need, loaded in
-     * each round so that its transfer overlaps the flag's; and where the
-     * next message most likely lands, which rread_nb can take at once
-     * (rpipe_take_guessed), so a change there also ends the round. */
-    const uint64_t *record = NULL, *guess = NULL;
+    /* tag/channel: where rread_nb may take the next message at once
+     * (rpipe_take_guessed), so a change there also ends the round */
+    const uint64_t *guess = NULL;
+    raddr_t g;
 
     if (rpipe_state.deferred == 0 && wait->polls < rpipe_state.spin) {
         if (!ch->pending) { /* tag/channel: the next descriptor is not known yet */
             flag = rmalloc_sync_poll_word(ch->sync);
             if (flag != NULL) {
-                uint64_t off;
-                record = rmalloc_sync_poll_ahead(ch->sync, &off);
-                if ((ch->owner || ch->peer_region != NULL) && off + 8 <= ch->region_bytes) {
-                    guess = (const uint64_t *)(rpipe_view(ch) + off);
-                }
+                guess = rpipe_guessed_flag(ch, &g);
             }
         } else if (ch->owner || ch->peer_region != NULL) {
             flag = (const uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&ch->pending_desc));
@@ -383,23 +387,15 @@ static void rpipe_wait_flag(rch_t ch, rpipe_wait_t *wait)
     if (flag != NULL) { /* not once the wait yields the core */
         uint64_t seen = __atomic_load_n(flag, __ATOMIC_RELAXED);
         uint64_t seen_guess = (guess != NULL) ? __atomic_load_n(guess, __ATOMIC_RELAXED) : 0;
-        uint64_t sink = 0;
 
         /* No pause here: it would delay seeing the flag by its own length
          * (tens of ns on recent x86); rpipe_wait_step pauses between rounds. */
         for (unsigned n = 0; n < RPIPE_FLAG_SPIN; n++) {
-            uint64_t now = __atomic_load_n(flag, __ATOMIC_RELAXED);
-
-            if (record != NULL) {
-                sink += __atomic_load_n((const uint64_t *)record, __ATOMIC_RELAXED);
-            }
-            if (now != seen ||
+            if (__atomic_load_n(flag, __ATOMIC_RELAXED) != seen ||
                 (guess != NULL && __atomic_load_n(guess, __ATOMIC_RELAXED) != seen_guess)) {
-                __asm__ volatile("" : : "r"(sink));
                 return;
             }
         }
-        __asm__ volatile("" : : "r"(sink));
     }
     rpipe_wait_step(wait);
 }
