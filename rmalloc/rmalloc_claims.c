@@ -228,28 +228,20 @@ static claim_rec_t *sorted_live(const rmalloc_claims_t *c, uint64_t *n_p)
 void rmalloc_claims_walk(const rmalloc_claims_t *c,
                          void (*fn)(const rmalloc_block_info_t *block, void *arg), void *arg)
 {
-    uint64_t     n, pos = 0;
-    claim_rec_t *live = sorted_live(c, &n);
+    uint64_t              n = 0;
+    rmalloc_block_info_t *blocks = malloc((c->live + 1) * sizeof(*blocks));
 
-    if (live == NULL) {
+    if (blocks == NULL) {
         util_error("rmalloc: no memory to walk a claims instance");
         return;
     }
-    for (uint64_t i = 0; i < n; i++) {
-        if (live[i].start > pos) {
-            rmalloc_block_info_t gap = {pos, live[i].start, RMALLOC_BLOCK_FREE};
-            fn(&gap, arg);
-        }
-        rmalloc_block_info_t b = {live[i].start, live[i].start + live[i].units,
-                                  RMALLOC_BLOCK_ALLOC};
-        fn(&b, arg);
-        pos = live[i].start + live[i].units;
-    }
-    if (pos < c->total) {
-        rmalloc_block_info_t tail = {pos, c->total, RMALLOC_BLOCK_FREE};
-        fn(&tail, arg);
-    }
-    free(live);
+    for (uint32_t i = 0; i < c->cap && n < c->live + 1; i++)
+        if (c->rec[i].id != 0)
+            blocks[n++] = (rmalloc_block_info_t){c->rec[i].start,
+                                                 c->rec[i].start + c->rec[i].units,
+                                                 RMALLOC_BLOCK_ALLOC};
+    rmalloc_walk_sorted(blocks, n, c->total, fn, arg);
+    free(blocks);
 }
 
 #define CHECK_(_cond, ...)                                                    \

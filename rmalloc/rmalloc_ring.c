@@ -219,41 +219,23 @@ uint64_t rmalloc_ring_live_count(const rmalloc_ring_t *ring)
     return ring->live;
 }
 
-static int ent_by_start(const void *a, const void *b)
-{
-    const ring_ent_t *x = a, *y = b;
-    return (x->start > y->start) - (x->start < y->start);
-}
-
 void rmalloc_ring_walk(const rmalloc_ring_t *ring,
                        void (*fn)(const rmalloc_block_info_t *block, void *arg), void *arg)
 {
-    uint64_t    n = 0, pos = 0;
-    ring_ent_t *ents = malloc((ring->tail - ring->head + 1) * sizeof(*ents));
+    uint64_t              n = 0;
+    rmalloc_block_info_t *blocks = malloc((ring->tail - ring->head + 1) * sizeof(*blocks));
 
-    if (ents == NULL) {
+    if (blocks == NULL) {
         util_error("rmalloc: no memory to walk a ring");
         return;
     }
-    for (uint64_t s = ring->head; s != ring->tail; s++)
-        if (ring->fifo[s & ring->mask].state != ENT_RELEASED)
-            ents[n++] = ring->fifo[s & ring->mask];
-    qsort(ents, n, sizeof(*ents), ent_by_start);
-    for (uint64_t i = 0; i < n; i++) {
-        if (ents[i].start > pos) {
-            rmalloc_block_info_t gap = {pos, ents[i].start, RMALLOC_BLOCK_FREE};
-            fn(&gap, arg);
-        }
-        rmalloc_block_info_t b = {ents[i].start, ents[i].start + ents[i].units,
-                                  (int)ents[i].state};
-        fn(&b, arg);
-        pos = ents[i].start + ents[i].units;
+    for (uint64_t s = ring->head; s != ring->tail; s++) {
+        const ring_ent_t *e = &ring->fifo[s & ring->mask];
+        if (e->state != ENT_RELEASED)
+            blocks[n++] = (rmalloc_block_info_t){e->start, e->start + e->units, (int)e->state};
     }
-    if (pos < ring->total) {
-        rmalloc_block_info_t tail = {pos, ring->total, RMALLOC_BLOCK_FREE};
-        fn(&tail, arg);
-    }
-    free(ents);
+    rmalloc_walk_sorted(blocks, n, ring->total, fn, arg);
+    free(blocks);
 }
 
 #define CHECK_(_cond, ...)                                                    \

@@ -927,6 +927,32 @@ unsigned rmalloc_vmem_unit_shift(const rmalloc_vmem_t *vm)
     return vm->shift;
 }
 
+static int block_by_start(const void *a, const void *b)
+{
+    const rmalloc_block_info_t *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+void rmalloc_walk_sorted(rmalloc_block_info_t *blocks, uint64_t n, uint64_t total,
+                         void (*fn)(const rmalloc_block_info_t *block, void *arg), void *arg)
+{
+    uint64_t pos = 0;
+
+    qsort(blocks, n, sizeof(*blocks), block_by_start);
+    for (uint64_t i = 0; i < n; i++) {
+        if (blocks[i].start > pos) {
+            rmalloc_block_info_t gap = {pos, blocks[i].start, RMALLOC_BLOCK_FREE};
+            fn(&gap, arg);
+        }
+        fn(&blocks[i], arg);
+        pos = blocks[i].end;
+    }
+    if (pos < total) {
+        rmalloc_block_info_t tail = {pos, total, RMALLOC_BLOCK_FREE};
+        fn(&tail, arg);
+    }
+}
+
 void rmalloc_vmem_walk(const rmalloc_vmem_t *vm,
                        void (*fn)(const rmalloc_block_info_t *block, void *arg), void *arg)
 {

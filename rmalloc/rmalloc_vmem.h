@@ -162,6 +162,12 @@ void rmalloc_vmem_walk(const rmalloc_vmem_t *vmem,
                        void (*fn)(const rmalloc_block_info_t *block, void *arg),
                        void *arg);
 
+/* For instance modes that keep only their allocations (ring, claims): sorts
+ * blocks[0..n) by address and calls fn for each, with the free gaps between
+ * them and up to `total` units. */
+void rmalloc_walk_sorted(rmalloc_block_info_t *blocks, uint64_t n, uint64_t total,
+                         void (*fn)(const rmalloc_block_info_t *block, void *arg), void *arg);
+
 /* Checks every internal invariant (blocks tile the region, no two free
  * blocks adjacent, size classes, tree order and sizes, counters).
  * UTIL_OK or ERR_STATE with one error line naming the broken invariant. */
