@@ -242,7 +242,8 @@ static const uint64_t *rpipe_guessed_flag(rch_t ch, raddr_t *g)
 {
     uint64_t start, units, payload;
 
-    if (!rpipe_flag_has_seq(ch) || (!ch->owner && ch->peer_region == NULL) ||
+    if (ch->cfg.sync == NET_SYNC_BLKS || !rpipe_flag_has_seq(ch) ||
+        (!ch->owner && ch->peer_region == NULL) ||
         rmalloc_sync_guess(ch->sync, &start, &units, &payload) != UTIL_OK) {
         return NULL;
     }

@@ -238,10 +238,12 @@ static util_status_t btl_verbs_poll(btl_verbs_iface_t *vif)
     return UTIL_OK;
 }
 
-/* Polls once more; after many idle polls lets peers on the same cores run. */
-static util_status_t btl_verbs_poll_wait(btl_verbs_iface_t *vif, unsigned *spins)
+/* One step of a wait on q: its error if it has one, else polls once more;
+ * after many idle polls lets peers on the same cores run. */
+static util_status_t btl_verbs_poll_wait(btl_verbs_iface_t *vif, btl_verbs_qp_t *q,
+                                         unsigned *spins)
 {
-    util_status_t status = btl_verbs_poll(vif);
+    util_status_t status = (q->status != UTIL_OK) ? q->status : btl_verbs_poll(vif);
 
     if (++*spins >= BTL_VERBS_SPINS_BEFORE_YIELD) {
         sched_yield();
@@ -256,12 +258,7 @@ static util_status_t btl_verbs_wait(btl_verbs_iface_t *vif, btl_verbs_qp_t *q, u
     unsigned spins = 0;
 
     while (q->credits.completed < number) {
-        util_status_t status;
-
-        if (q->status != UTIL_OK) {
-            return q->status;
-        }
-        status = btl_verbs_poll_wait(vif, &spins);
+        util_status_t status = btl_verbs_poll_wait(vif, q, &spins);
         if (status != UTIL_OK) {
             return status;
         }
@@ -282,12 +279,7 @@ static util_status_t btl_verbs_post(btl_verbs_iface_t *vif, btl_verbs_qp_t *q,
     int ret;
 
     while (!btl_verbs_credits_available(&q->credits, &vif->cq_credits, n)) {
-        util_status_t status;
-
-        if (q->status != UTIL_OK) {
-            return q->status;
-        }
-        status = btl_verbs_poll_wait(vif, &spins);
+        util_status_t status = btl_verbs_poll_wait(vif, q, &spins);
         if (status != UTIL_OK) {
             return status;
         }
