@@ -338,19 +338,28 @@ void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, const void *peer_buf)
     ep->peer_view = peer_buf;
 }
 
+/* The slot of the peer's next tag or channel record, where it can be
+ * loaded (a tag only through the peer view), or NULL. */
+static const rec_t *next_incoming(const rmalloc_sync_ep_t *ep)
+{
+    uint64_t mask = ep->cfg.queue_len - 1;
+
+    if (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL)
+        return (const rec_t *)(const void *)(ep->buf + ep->ring_off +
+                                             (ep->ch_tail & mask) * sizeof(rec_t));
+    if (ep->cfg.protocol == RMALLOC_SYNC_TAG && ep->peer_view != NULL)
+        return (const rec_t *)(const void *)(ep->peer_view + OFF_TAGS +
+                                             (ep->consumed & mask) * sizeof(rec_t));
+    return NULL;
+}
+
 const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep)
 {
-    if (ep->cfg.role != RMALLOC_SYNC_CONSUMER || !dq_empty(&ep->ready))
+    const rec_t *slot = next_incoming(ep);
+
+    if (ep->cfg.role != RMALLOC_SYNC_CONSUMER || !dq_empty(&ep->ready) || slot == NULL)
         return NULL;
-    if (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL)
-        return (const uint64_t *)(ep->buf + ep->ring_off +
-                                  (ep->ch_tail & (ep->cfg.queue_len - 1)) * sizeof(rec_t) +
-                                  offsetof(rec_t, stamp));
-    if (ep->cfg.protocol == RMALLOC_SYNC_TAG && ep->peer_view != NULL)
-        return (const uint64_t *)(ep->peer_view + OFF_TAGS +
-                                  (ep->consumed & (ep->cfg.queue_len - 1)) * sizeof(rec_t) +
-                                  offsetof(rec_t, stamp));
-    return NULL;
+    return &slot->stamp;
 }
 
 /* Next-fit puts the next allocation right after the last one; guess that
@@ -628,11 +637,8 @@ static util_status_t channel_send(rmalloc_sync_ep_t *ep, rec_t *r)
 /* CHANNEL: takes one record from my inbound ring. NO_RESOURCE if none. */
 static util_status_t channel_take(rmalloc_sync_ep_t *ep)
 {
-    rec_t    r;
-    uint64_t cap = ep->cfg.queue_len;
-
-    const rec_t *slot = (const rec_t *)(const void *)(ep->buf + ep->ring_off +
-                                                      (ep->ch_tail & (cap - 1)) * sizeof(r));
+    rec_t        r;
+    const rec_t *slot = next_incoming(ep);
 
     if (__atomic_load_n(&slot->stamp, __ATOMIC_ACQUIRE) != ep->ch_tail + 1)
         return UTIL_ERR_NO_RESOURCE;
@@ -896,15 +902,7 @@ util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
          * only starts that transfer and asks to be retried (rpipe retries
          * deferred frees before it next waits); the retry applies it. */
         if (!ep->early_free_tried) {
-            __builtin_prefetch(ep->cfg.protocol == RMALLOC_SYNC_CHANNEL
-                                   ? (const void *)(ep->buf + ep->ring_off +
-                                                    (ep->ch_tail & (ep->cfg.queue_len - 1)) *
-                                                        sizeof(rec_t))
-                               : ep->peer_view != NULL
-                                   ? (const void *)(ep->peer_view + OFF_TAGS +
-                                                    (ep->consumed & (ep->cfg.queue_len - 1)) *
-                                                        sizeof(rec_t))
-                                   : (const void *)ep->buf);
+            __builtin_prefetch(next_incoming(ep)); /* a tag needs the view to be early */
             ep->early_free_tried = 1;
             return UTIL_ERR_NO_RESOURCE;
         }
