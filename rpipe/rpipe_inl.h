@@ -74,6 +74,29 @@ static inline uint64_t rpipe_flag_seq_bits(const struct rpipe_channel *ch, uint6
 {
     return rpipe_flag_has_seq(ch) ? (seq & 0xffffffu) << 40 : 0;
 }
+/* The sequence number a message's flag carries. Tag and channel modes: the
+ * write order, which is also the order the reader takes messages in (posts
+ * keep it). Block mode: the message's place in allocation order, the FIFO
+ * sequence both rings give it (rmalloc_ring.h); the reader takes messages
+ * in that order, and a producer may write them in another. */
+static inline uint64_t rpipe_msg_seq(const struct rpipe_channel *ch, const raddr_t *d)
+{
+    return ch->cfg.sync == NET_SYNC_BLKS ? d->block : ch->seq;
+}
+
+/* A flag read back and unmasked is the one expected: mark and sequence
+ * (the payload is checked against the slot by the caller). Stale bytes at
+ * the flag's place (an older message's payload) then pass 1 time in 2^32
+ * per place, not 1 in 256, and never in a row. */
+static inline int rpipe_flag_expected(const struct rpipe_channel *ch, uint64_t unmasked,
+                                      uint64_t seq)
+{
+    uint64_t seq_field = rpipe_flag_has_seq(ch) ? UINT64_C(0xffffff) << 40 : 0;
+
+    return (unmasked & 0xffu) == RPIPE_FLAG_MARK &&
+           (unmasked & seq_field) == rpipe_flag_seq_bits(ch, seq);
+}
+
 static inline uint64_t rpipe_flag_mask(const struct rpipe_channel *ch, const raddr_t *d)
 {
     uint64_t z = ch->flag_salt + d->start * 0x9E3779B97F4A7C15ull;

@@ -185,7 +185,7 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
     if (raddr_is_null(user_desc) || !ch->connected) {
         return R_ERR_INVALID;
     }
-    flag = rpipe_flag_value(ch, &desc, user_desc.payload, ch->seq);
+    flag = rpipe_flag_value(ch, &desc, user_desc.payload, rpipe_msg_seq(ch, &desc));
 #ifdef RMB_ARG_CHECKS
     if (__builtin_expect(!rpipe_desc_fits(ch, &user_desc), 0)) {
         return rpipe_desc_foreign(ch, "rwrite");
@@ -324,7 +324,8 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
     }
     flag ^= rpipe_flag_mask(ch, &desc);
     payload = rpipe_flag_payload(ch, flag);
-    if ((flag & 0xffu) != RPIPE_FLAG_MARK || payload > ch->cfg.alloc_size) {
+    if (!rpipe_flag_expected(ch, flag, rpipe_msg_seq(ch, &desc)) ||
+        payload > ch->cfg.alloc_size) {
         return R_PENDING; /* not written yet (0, or old bytes of freed messages) */
     }
     if (payload + RPIPE_UHDR_BYTES > desc.payload) {

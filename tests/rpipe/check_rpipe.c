@@ -62,6 +62,19 @@ START_TEST(test_reorder)
 }
 END_TEST
 
+/* a stale word at a block-mode message's flag place that looks like a flag
+ * of another sequence number is not taken: put and get, shm and ofi */
+START_TEST(test_stale)
+{
+    const char *args[] = {"stale", ops[_i], "block", "next", NULL};
+
+    run(2, "auto", NULL, PROG, args);
+    if (btl_component_find("ofi") != NULL) {
+        run(2, "ofi", "tcp;ofi_rxm", PROG, args);
+    }
+}
+END_TEST
+
 /* all PEs streaming to all, 2..8 PEs */
 START_TEST(test_pe_counts)
 {
@@ -155,6 +168,7 @@ int main(void)
     tcase_add_loop_test(tc, test_modes, 0, 24);
     tcase_add_loop_test(tc, test_heuristics, 0, 16);
     tcase_add_loop_test(tc, test_reorder, 0, 4);
+    tcase_add_loop_test(tc, test_stale, 0, 2);
     tcase_add_loop_test(tc, test_pe_counts, 2, 9);
     tcase_add_loop_test(tc, test_misuse, 0, 2);
     tcase_add_test(tc, test_messages);

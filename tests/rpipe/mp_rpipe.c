@@ -9,12 +9,16 @@
  *                 used round-robin;
  *       alltoall  every PE streams to every other PE at once, polling its
  *                 inbound channels with rread_nb;
+ *       stale     block mode: a message's flag word still holds an older
+ *                 message's payload, forged to look like a flag with the
+ *                 wrong sequence number; rread_nb must not take it (2 PEs);
  *       misuse    bad configurations and calls get error codes (2 PEs);
  *       messages  network_send/recv between every pair.
  * OP put|get, SYNC block|tag|channel, ALG next|first|best|worst|random.
  * Every payload byte is checked; exits 0 only if all arrived in order.
  */
 #include "rpipe/rmalloc.h"
+#include "rpipe/rpipe_inl.h" /* stale: the flag encoding, to forge one */
 
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +33,14 @@ static int me, npes, errors;
             fprintf(stderr, "PE %d: ", me);                                   \
             fprintf(stderr, __VA_ARGS__);                                     \
             fprintf(stderr, "\n");                                            \
+        }                                                                     \
+    } while (0)
+
+#define EXPECT_RC(_call, _want)                                               \
+    do {                                                                      \
+        int _rc = (_call);                                                    \
+        if (_rc != (_want)) {                                                 \
+            FAIL("%s returned %d (%s), expected %d", #_call, _rc, rstrerror(_rc), (_want)); \
         }                                                                     \
     } while (0)
 
@@ -248,6 +260,101 @@ static void mode_reorder(rmalloc_config_t cfg, long count)
     rpipe_close(ch);
 }
 
+/* Messages of 256 bytes (with header and flag) fill the channel's region;
+ * then a small one wraps onto the first one's bytes, so its flag word
+ * holds what the first message carried there until it is written. The
+ * first message carries a flag of the small one's place and size but
+ * another sequence number (what a stale flag left behind looks like). The
+ * reader must wait for the real one. */
+static void mode_stale(rmalloc_config_t cfg)
+{
+    enum { CAP = 256, BIG = CAP - 2 * 8, SMALL = 16 };
+    rch_t ch;
+    raddr_t d;
+    unsigned char *p;
+    long token = 0, fill;
+
+    if (npes != 2 || cfg.sync != NET_SYNC_BLKS) {
+        FAIL("stale runs on 2 PEs in block mode");
+        return;
+    }
+    ch = open_channel(cfg, 0, 1, 0, CAP);
+    if (ch == NULL) {
+        return;
+    }
+    fill = (long)(ch->region_bytes / CAP);
+    if (ch->region_bytes % CAP != 0) {
+        FAIL("region of %llu bytes is not a multiple of %d", (unsigned long long)ch->region_bytes,
+             CAP);
+        return;
+    }
+    if (me == 0) {
+        raddr_t next = {.start = 0, .end = 4, .payload = SMALL + RPIPE_UHDR_BYTES,
+                        .unit_shift = 3}; /* where the small message will be */
+
+        for (long i = 0; i < fill; i++) {
+            d = rmalloc(ch, BIG);
+            p = rmem(ch, d);
+            if (p == NULL || d.start != (uint64_t)i * CAP / 8) {
+                FAIL("message %ld is not at byte %ld of the channel", i, i * CAP);
+                return;
+            }
+            memset(p, 0x5a, BIG);
+            if (i == 0) { /* the small message is the ring's entry `fill`, not 7 */
+                uint64_t forged = rpipe_flag_value(ch, &next, SMALL, 7);
+                memcpy(p + rpipe_flag_offset(&next) - RPIPE_UHDR_BYTES, &forged, 8);
+            }
+            EXPECT_RC(rwrite(ch, d), R_SUCCESS);
+        }
+        EXPECT_RC(network_recv(1, &token, sizeof(token)), R_SUCCESS); /* all freed */
+        d = rmalloc(ch, SMALL);
+        if (raddr_is_null(d) || d.start != 0 || d.end != 4) {
+            FAIL("the small message did not wrap onto the first one ([%llu, %llu))",
+                 (unsigned long long)d.start, (unsigned long long)d.end);
+        }
+        EXPECT_RC(network_send(1, &token, sizeof(token)), R_SUCCESS);
+        EXPECT_RC(network_recv(1, &token, sizeof(token)), R_SUCCESS); /* polled */
+        p = rmem(ch, d);
+        if (p != NULL) {
+            for (size_t k = 0; k < SMALL; k++) p[k] = msg_byte(0, 2, k);
+            EXPECT_RC(rwrite(ch, d), R_SUCCESS);
+        }
+    } else {
+        void *m;
+
+        for (long i = 0; i < fill; i++) {
+            EXPECT_RC(rread(ch, &d, &m, BIG), R_SUCCESS);
+            if (d.payload != BIG) FAIL("message %ld has %llu bytes", i, (unsigned long long)d.payload);
+            EXPECT_RC(rfree(ch, d), R_SUCCESS);
+        }
+        EXPECT_RC(network_send(0, &token, sizeof(token)), R_SUCCESS);
+        EXPECT_RC(network_recv(0, &token, sizeof(token)), R_SUCCESS); /* allocated */
+        for (int k = 0; k < 100; k++) {
+            int rc = rread_nb(ch, &d, &m, SMALL);
+            if (rc != R_PENDING) {
+                FAIL("rread_nb took the stale flag: %s", rstrerror(rc));
+                break;
+            }
+        }
+        EXPECT_RC(network_send(0, &token, sizeof(token)), R_SUCCESS);
+        EXPECT_RC(rread(ch, &d, &m, SMALL), R_SUCCESS);
+        p = m;
+        if (d.payload != SMALL) {
+            FAIL("the small message has %llu bytes", (unsigned long long)d.payload);
+        } else {
+            for (size_t k = 0; k < SMALL; k++) {
+                if (p[k] != msg_byte(0, 2, k)) {
+                    FAIL("the small message's byte %zu is %u", k, p[k]);
+                    break;
+                }
+            }
+        }
+        EXPECT_RC(rfree(ch, d), R_SUCCESS);
+    }
+    network_barrier();
+    rpipe_close(ch);
+}
+
 static void mode_channels(rmalloc_config_t cfg, long count)
 {
     enum { NCH = 8 };
@@ -335,14 +442,6 @@ static void mode_alltoall(rmalloc_config_t cfg, long count)
     }
     free(out); free(in); free(sent); free(got);
 }
-
-#define EXPECT_RC(_call, _want)                                               \
-    do {                                                                      \
-        int _rc = (_call);                                                    \
-        if (_rc != (_want)) {                                                 \
-            FAIL("%s returned %d (%s), expected %d", #_call, _rc, rstrerror(_rc), (_want)); \
-        }                                                                     \
-    } while (0)
 
 /* Bad input gets an error code, never a crash or a hang (2 PEs). */
 static void mode_misuse(rmalloc_config_t base)
@@ -546,6 +645,7 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "channels")) mode_channels(cfg, count);
     else if (!strcmp(mode, "alltoall")) mode_alltoall(cfg, count);
     else if (!strcmp(mode, "misuse")) mode_misuse(cfg);
+    else if (!strcmp(mode, "stale")) mode_stale(cfg);
     else if (!strcmp(mode, "messages")) mode_messages();
     else if (!strcmp(mode, "atomic")) mode_atomic(cfg, count);
     else { fprintf(stderr, "mp_rpipe: unknown mode %s\n", mode); errors++; }
