@@ -52,6 +52,7 @@ struct rmalloc_vmem {
     uint32_t     cap, unused_head, unused_count;
     uint32_t     root, first;
     int          tree;       /* the address tree is maintained */
+    int          classes;    /* the size classes are maintained */
     uint32_t     bins[CLASS_COUNT];
     uint64_t     fl_map;
     uint8_t      sl_map[FL_COUNT];
@@ -127,6 +128,8 @@ static inline unsigned cls_ceil(uint64_t s)
 
 static inline void bin_insert(rmalloc_vmem_t *vm, uint32_t i)
 {
+    if (!vm->classes)
+        return;
     blk_t   *b = &vm->blk[i];
     unsigned c = cls_of(b->units);
     b->cls       = (uint16_t)c;
@@ -141,6 +144,8 @@ static inline void bin_insert(rmalloc_vmem_t *vm, uint32_t i)
 
 static inline void bin_remove(rmalloc_vmem_t *vm, uint32_t i)
 {
+    if (!vm->classes)
+        return;
     blk_t   *b = &vm->blk[i];
     unsigned c = b->cls;
     if (b->u.f.bprev != NIL)
@@ -159,7 +164,7 @@ static inline void bin_remove(rmalloc_vmem_t *vm, uint32_t i)
 /* After a free block's size changed: move it if its class changed. */
 HOT void bin_reclass(rmalloc_vmem_t *vm, uint32_t i)
 {
-    if (cls_of(vm->blk[i].units) != vm->blk[i].cls) {
+    if (vm->classes && cls_of(vm->blk[i].units) != vm->blk[i].cls) {
         bin_remove(vm, i);
         bin_insert(vm, i);
     }
@@ -586,6 +591,9 @@ util_status_t rmalloc_vmem_create(const rmalloc_vmem_config_t *config, rmalloc_v
     vm->stamp = __atomic_add_fetch(&vmem_stamp_counter, 1, __ATOMIC_RELAXED) % 0xffffff + 1;
     vm->tree         = (config->heuristic == RMALLOC_FIRST_FIT ||
                         config->heuristic == RMALLOC_NEXT_FIT);
+    /* First- and next-fit search only the address tree: the size classes
+     * would be bookkeeping on every allocation and free for nothing. */
+    vm->classes      = !vm->tree;
     for (unsigned c = 0; c < CLASS_COUNT; c++)
         vm->bins[c] = NIL;
 
@@ -1023,7 +1031,7 @@ util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
         CHECK_(b->state != BLK_UNUSED, "unused record %u in the address list", i);
         if (b->state == BLK_FREE) {
             CHECK_(!prev_free, "adjacent free blocks at unit %llu", (unsigned long long)pos);
-            CHECK_(b->cls == cls_of(b->units), "block %u in the wrong size class", i);
+            CHECK_(!vm->classes || b->cls == cls_of(b->units), "block %u in the wrong size class", i);
             nfree++;
         } else {
             used += b->units;
@@ -1057,8 +1065,8 @@ util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
     }
     for (unsigned fl = 0; fl < FL_COUNT; fl++)
         CHECK_(!!(vm->fl_map & (UINT64_C(1) << fl)) == !!vm->sl_map[fl], "first-level bitmap");
-    CHECK_(nbin == nfree, "%llu free blocks, %llu in size classes", (unsigned long long)nfree,
-           (unsigned long long)nbin);
+    CHECK_(nbin == (vm->classes ? nfree : 0), "%llu free blocks, %llu in size classes",
+           (unsigned long long)nfree, (unsigned long long)nbin);
     if (!vm->tree)
         ntree = nfree;
     else if (check_tree(vm, vm->root, NIL, &last_end, &ntree, 0) != UTIL_OK)
