@@ -76,7 +76,8 @@ static inline int rec_valid(const rec_t *r, uint64_t stamp)
     return r->stamp == stamp && r->check == rec_check(r);
 }
 
-#define TAG_WINDOW 16 /* tags fetched per read */
+#define TAG_WINDOW      16 /* tags fetched per read */
+#define TAG_VIEW_WINDOW 64 /* tags applied per look at a mapped queue */
 _Static_assert(sizeof(rec_t) <= RMALLOC_SYNC_MAX_WRITE, "a record fits one inject");
 
 /* A FIFO of descriptors (grows by doubling). */
@@ -129,6 +130,7 @@ struct rmalloc_sync_ep {
     uint64_t                 word;    /* landing spot of 8-byte reads */
     uint8_t                 *scratch; /* landing spot of tag queue reads */
     const uint8_t           *window_at; /* the window to apply: scratch, or in the peer view */
+    int                      window_mapped; /* window_at is the peer view */
     const uint8_t           *peer_view; /* peer's buffer mapped here, or NULL */
     uint64_t                 window;  /* tags asked for by the read in flight */
     uint64_t                 freed_seen, freed_total;
@@ -469,10 +471,22 @@ static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
 
     ep->pulled_new = 0;
     for (uint64_t k = 0; k < ep->window; k++) {
-        rec_t r;
-        memcpy(&r, ep->window_at + k * sizeof(rec_t), sizeof(r));
-        if (!rec_valid(&r, ep->consumed + 1))
-            break;
+        const rec_t *slot = (const rec_t *)(const void *)(ep->window_at + k * sizeof(rec_t));
+        rec_t        r;
+
+        if (ep->window_mapped) {
+            /* The writer stores the stamp last, with release: once it reads
+             * n + 1 (acquire), the fields are whole, and they stay so until
+             * this side reports the slot taken. No checksum to compute. */
+            if (__atomic_load_n(&slot->stamp, __ATOMIC_ACQUIRE) != ep->consumed + 1)
+                break;
+            memcpy(&r, slot, offsetof(rec_t, stamp));
+            r.stamp = ep->consumed + 1;
+        } else {
+            memcpy(&r, slot, sizeof(r));
+            if (!rec_valid(&r, ep->consumed + 1))
+                break; /* a one-sided read may have caught it half written */
+        }
         status = apply_rec(ep, &r);
         if (status != UTIL_OK)
             return status;
@@ -551,7 +565,7 @@ static util_status_t view_read(rmalloc_sync_ep_t *ep, int kind)
         uint64_t slot = ep->consumed & (cap - 1);
         const uint8_t *first = ep->peer_view + OFF_TAGS + slot * sizeof(rec_t);
 
-        ep->window = (cap - slot < TAG_WINDOW) ? cap - slot : TAG_WINDOW;
+        ep->window = (cap - slot < TAG_VIEW_WINDOW) ? cap - slot : TAG_VIEW_WINDOW;
         if (__atomic_load_n((const uint64_t *)(first + offsetof(rec_t, stamp)),
                             __ATOMIC_ACQUIRE) != ep->consumed + 1) {
             ep->pulled_new = 0;
@@ -559,7 +573,8 @@ static util_status_t view_read(rmalloc_sync_ep_t *ep, int kind)
                 return UTIL_OK; /* nothing new, nothing to report */
             ep->window = 1;     /* apply_tags finds it stale and reports */
         }
-        ep->window_at = first; /* applied in place: each record is checked as it is copied */
+        ep->window_at     = first; /* applied in place, each record as it is copied */
+        ep->window_mapped = 1;
     } else {
         ep->word = __atomic_load_n((const uint64_t *)(ep->peer_view +
                                                       (kind == PEND_FREED ? OFF_FREED
@@ -583,7 +598,8 @@ static util_status_t issue_read(rmalloc_sync_ep_t *ep, int kind)
         ep->window = (cap - slot < TAG_WINDOW) ? cap - slot : TAG_WINDOW;
         status     = ep->tr.ops->read(ep->tr.ctx, OFF_TAGS + slot * sizeof(rec_t),
                                       ep->scratch, ep->window * sizeof(rec_t));
-        ep->window_at = ep->scratch;
+        ep->window_at     = ep->scratch;
+        ep->window_mapped = 0;
     } else
         status = ep->tr.ops->read(ep->tr.ctx, kind == PEND_FREED ? OFF_FREED : OFF_CH_TAIL,
                                   &ep->word, sizeof(ep->word));
