@@ -281,6 +281,24 @@ static util_status_t rpipe_load_flag(rch_t ch, const raddr_t *desc, uint64_t *fl
     return btl_get(ch->ep, flag_p, 8, NULL, ch->peer_region_addr + off, ch->peer_region_rkey);
 }
 
+/* rread_nb's last step: the pending message of `payload` bytes is the
+ * caller's. */
+static inline int rpipe_read_done(rch_t ch, raddr_t desc, uint64_t payload, raddr_t *desc_p,
+                                  void **ptr_p)
+{
+    if (ch->cfg.op == RDMA_ATOMIC) {
+        /* the accumulator as of this update (later ones may be in too) */
+        uint64_t value = __atomic_load_n(ch->cell, __ATOMIC_ACQUIRE);
+        memcpy(rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES, &value, 8);
+    }
+    ch->pending  = 0;
+    ch->seq++;
+    desc.payload = payload + RPIPE_UHDR_BYTES;
+    *desc_p = rpipe_desc_to_user(desc);
+    *ptr_p  = rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES;
+    return R_SUCCESS;
+}
+
 int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
 {
     util_status_t status = rpipe_check_side(ch, 0, "rread");
@@ -304,7 +322,13 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         }
     }
     if (!ch->pending && rpipe_take_guessed(ch)) {
+        /* its flag was just read as expected: place, size and sequence */
         ch->pending = 1;
+        payload     = ch->pending_desc.payload - RPIPE_UHDR_BYTES;
+        if (payload > size) {
+            return R_ERR_TRUNCATED; /* stays pending: a larger read can take it */
+        }
+        return rpipe_read_done(ch, ch->pending_desc, payload, desc_p, ptr_p);
     }
     if (!ch->pending) {
         status = rpipe_next_desc(ch, size, &ch->pending_desc);
@@ -348,17 +372,7 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         /* The mirror's flag slot marks the message live until rfree. */
         *(uint64_t *)(ch->region + rpipe_flag_offset(&desc)) = flag ^ rpipe_flag_mask(ch, &desc);
     }
-    if (ch->cfg.op == RDMA_ATOMIC) {
-        /* the accumulator as of this update (later ones may be in too) */
-        uint64_t value = __atomic_load_n(ch->cell, __ATOMIC_ACQUIRE);
-        memcpy(rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES, &value, 8);
-    }
-    ch->pending   = 0;
-    ch->seq++;
-    desc.payload  = payload + RPIPE_UHDR_BYTES;
-    *desc_p = rpipe_desc_to_user(desc);
-    *ptr_p  = rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES;
-    return R_SUCCESS;
+    return rpipe_read_done(ch, desc, payload, desc_p, ptr_p);
 }
 
 /* Waits for the pending message's flag word (or, before its place is
