@@ -3,6 +3,8 @@
  * a test). Rank 0 produces, rank 1 consumes; rank 0 prints.
  *   oshrun -n 2 bench/rpipe_bench [-put|-get] [all|floor|lat|bw|table|irregular] [max_bytes]
  * The backend is the btl's choice (RMB_BTL=shm|ofi, FI_PROVIDER=...).
+ * RPIPE_BENCH_SYNC=block|tag|channel runs lat and bw for that sync mode only
+ * (for profilers; the other columns print 0).
  *   floor      two processes ping-pong on one shared cache-line flag, no
  *              library: the machine's one-way floor for rwrite->rread
  *   lat        one-way latency (ping-pong / 2: rmalloc, rwrite, rread,
@@ -228,8 +230,22 @@ static long stream_count(size_t size)
 
 static const char *const sync_names[] = {"block", "tag", "channel"};
 
+/* RPIPE_BENCH_SYNC: the one sync mode lat/bw run, or -1 for all. */
+static int only_sync(void)
+{
+    const char *v = getenv("RPIPE_BENCH_SYNC");
+
+    for (int s = 0; v != NULL && s < 3; s++) {
+        if (!strcmp(v, sync_names[s])) return s;
+    }
+    if (v != NULL && rank == 0) fprintf(stderr, "rpipe_bench: RPIPE_BENCH_SYNC=%s ignored\n", v);
+    return -1;
+}
+
 static void run_lat_bw(int do_lat, int do_bw, size_t max)
 {
+    int only = only_sync();
+
     pair_t p[3];
     /* Latency alone: a channel of 8 messages of the largest size (64 KiB at
      * least). A ring much larger than the L2 cache streams every message
@@ -253,9 +269,10 @@ static void run_lat_bw(int do_lat, int do_bw, size_t max)
         printf("\n");
     }
     for (size_t size = 8; size <= max; size *= 2) {
-        double lat[3], bw[3];
+        double lat[3] = {0}, bw[3] = {0};
 
         for (int s = 0; s < 3; s++) {
+            if (only >= 0 && s != only) continue;
             if (do_lat) lat[s] = bench_lat(&p[s], size, lat_iters(size));
             if (do_bw) bw[s] = size * 1e3 / bench_stream(&p[s], size, stream_count(size), 1);
         }
