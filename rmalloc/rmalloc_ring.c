@@ -25,6 +25,7 @@ struct rmalloc_ring {
     uint64_t    total, cursor;
     uint64_t    used, live, released;
     uint64_t    stamp, seq;
+    uint64_t    dummy_seq; /* FIFO sequence of the newest dummy (at most one is live) */
     unsigned    shift;
 };
 
@@ -42,6 +43,7 @@ util_status_t rmalloc_ring_create(uint64_t total_units, unsigned unit_shift, uin
     ring->total = total_units;
     ring->shift = unit_shift;
     ring->stamp = stamp;
+    ring->dummy_seq = UINT64_MAX;
     *ring_p     = ring;
     return UTIL_OK;
 }
@@ -117,8 +119,10 @@ util_status_t rmalloc_ring_alloc(rmalloc_ring_t *ring, uint64_t units, uint64_t 
         if (free0_end < units)
             return UTIL_ERR_NO_RESOURCE;
         wrap_from = cursor;
-        if (cursor < ring->total)
+        if (cursor < ring->total) {
+            ring->dummy_seq = ring->tail;
             ring_push(ring, cursor, cursor, ring->total - cursor, ENT_DUMMY);
+        }
         cursor = s = 0;
     }
     ring_ent_t *e = ring_push(ring, cursor, s, units, ENT_ALLOC);
@@ -157,14 +161,8 @@ util_status_t rmalloc_ring_lookup(const rmalloc_ring_t *ring, const raddr_t *des
     return ring_find(ring, desc) != NULL ? UTIL_OK : UTIL_ERR_INVALID;
 }
 
-util_status_t rmalloc_ring_free(rmalloc_ring_t *ring, const raddr_t *desc)
+static void ring_release(rmalloc_ring_t *ring, ring_ent_t *e)
 {
-    ring_ent_t *e = ring_find(ring, desc);
-
-    if (e == NULL) {
-        util_debug("rmalloc: free of a descriptor this ring did not issue or already freed");
-        return UTIL_ERR_INVALID;
-    }
     e->state = ENT_RELEASED;
     ring->live--;
     ring->used -= e->units;
@@ -178,7 +176,80 @@ util_status_t rmalloc_ring_free(rmalloc_ring_t *ring, const raddr_t *desc)
         ring->released += e->units;
         ring->head++;
     }
+}
+
+util_status_t rmalloc_ring_free(rmalloc_ring_t *ring, const raddr_t *desc)
+{
+    ring_ent_t *e = ring_find(ring, desc);
+
+    if (e == NULL) {
+        util_debug("rmalloc: free of a descriptor this ring did not issue or already freed");
+        return UTIL_ERR_INVALID;
+    }
+    ring_release(ring, e);
     return UTIL_OK;
+}
+
+util_status_t rmalloc_ring_free_oldest(rmalloc_ring_t *ring, const raddr_t *desc)
+{
+    uint64_t s = ring->head;
+
+    /* After a release the head is an allocation; only a wrap into an empty
+     * ring leaves a dummy in front of one. */
+    while (s != ring->tail && ring->fifo[s & ring->mask].state == ENT_DUMMY)
+        s++;
+    ring_ent_t *e = &ring->fifo[s & ring->mask];
+    if (s == ring->tail || (uint32_t)s != desc->block || e->id != desc->id ||
+        e->start != desc->start || e->start + e->units != desc->end)
+        return UTIL_ERR_NO_RESOURCE;
+    ring_release(ring, e);
+    return UTIL_OK;
+}
+
+/* The dummy behind the last wrap while it is in the FIFO, or NULL. One wrap
+ * at a time: the cursor cannot pass the oldest entry, which is older than
+ * the dummy, so a second dummy waits for the first to go. */
+static const ring_ent_t *live_dummy(const rmalloc_ring_t *ring)
+{
+    uint64_t d = ring->dummy_seq;
+
+    if (d == UINT64_MAX || d < ring->head || d >= ring->tail ||
+        ring->fifo[d & ring->mask].state != ENT_DUMMY)
+        return NULL;
+    return &ring->fifo[d & ring->mask];
+}
+
+uint64_t rmalloc_ring_spare_units(const rmalloc_ring_t *ring)
+{
+    const ring_ent_t *d = live_dummy(ring);
+
+    if (d == NULL)
+        return 0;
+    if (d == &ring->fifo[ring->head & ring->mask]) /* nothing older: one gap to the end */
+        return ring->total - ring->cursor;
+    return d->units;
+}
+
+uint64_t rmalloc_ring_dummy_units(const rmalloc_ring_t *ring)
+{
+    const ring_ent_t *d = live_dummy(ring);
+
+    return (d != NULL) ? d->units : 0;
+}
+
+void rmalloc_ring_export(const rmalloc_ring_t *ring,
+                         void (*fn)(const rmalloc_ring_entry_t *entry, void *arg), void *arg,
+                         uint64_t *cursor_p, uint64_t *seq_p)
+{
+    for (uint64_t s = ring->head; s != ring->tail; s++) {
+        const ring_ent_t *e = &ring->fifo[s & ring->mask];
+        if (e->state != ENT_RELEASED) {
+            rmalloc_ring_entry_t out = {s, e->start, e->units, e->id, (int)e->state};
+            fn(&out, arg);
+        }
+    }
+    *cursor_p = ring->cursor;
+    *seq_p    = ring->seq;
 }
 
 uint64_t rmalloc_ring_take_released(rmalloc_ring_t *ring)

@@ -36,6 +36,32 @@ util_status_t rmalloc_ring_lookup(const rmalloc_ring_t *ring, const raddr_t *des
 uint64_t rmalloc_ring_take_released(rmalloc_ring_t *ring);
 util_status_t rmalloc_ring_retire(rmalloc_ring_t *ring, uint64_t units);
 
+/* Ring-first instances (RMALLOC_VMEM_RING_FIRST): frees desc if it is the
+ * oldest live allocation (the ring stays a strict FIFO); NO_RESOURCE, with
+ * nothing changed, if it is not (or is no live allocation at all). */
+util_status_t rmalloc_ring_free_oldest(rmalloc_ring_t *ring, const raddr_t *desc);
+
+/* Units a general next-fit instance would have free in one block that the
+ * ring cannot place into: the dummy behind a wrap (or, with nothing older
+ * left, the gap from the cursor to the region's end). */
+uint64_t rmalloc_ring_spare_units(const rmalloc_ring_t *ring);
+/* Units of that dummy (0 without one): a ring-first instance counts them
+ * free, as its general instance would. */
+uint64_t rmalloc_ring_dummy_units(const rmalloc_ring_t *ring);
+
+/* One FIFO entry, for an instance that leaves its ring (rmalloc_vmem.c). */
+typedef struct {
+    uint64_t seq;   /* FIFO sequence: a descriptor's block is its low 32 bits */
+    uint64_t start, units, id;
+    int      state; /* RMALLOC_BLOCK_ALLOC or _DUMMY; released entries are skipped */
+} rmalloc_ring_entry_t;
+
+/* Calls fn for every entry still in the FIFO, oldest first, and returns
+ * the cursor and the id sequence counter. */
+void rmalloc_ring_export(const rmalloc_ring_t *ring,
+                         void (*fn)(const rmalloc_ring_entry_t *entry, void *arg), void *arg,
+                         uint64_t *cursor_p, uint64_t *seq_p);
+
 uint64_t rmalloc_ring_used_units(const rmalloc_ring_t *ring);
 uint64_t rmalloc_ring_live_count(const rmalloc_ring_t *ring);
 void rmalloc_ring_walk(const rmalloc_ring_t *ring,

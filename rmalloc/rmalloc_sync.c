@@ -306,10 +306,12 @@ util_status_t rmalloc_sync_create(const rmalloc_sync_config_t *config, void *syn
     vcfg.heuristic    = config->heuristic;
     vcfg.header_bytes = config->header_bytes;
     /* Block: both ends are rings. Tag and channel: the consumer only
-     * applies the producer's placements. */
+     * applies the producer's placements, and a next-fit producer runs a ring
+     * for as long as frees come in allocation order (the flag is ignored for
+     * the other heuristics). */
     vcfg.flags        = (config->protocol == RMALLOC_SYNC_BLOCK)     ? RMALLOC_VMEM_RING
                         : (config->role == RMALLOC_SYNC_CONSUMER) ? RMALLOC_VMEM_CLAIMS
-                                                                  : 0;
+                                                                  : RMALLOC_VMEM_RING_FIRST;
     vcfg.seed         = config->seed;
     status = rmalloc_vmem_create(&vcfg, &ep->vm);
     if (status != UTIL_OK)

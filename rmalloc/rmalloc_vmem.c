@@ -68,7 +68,13 @@ struct rmalloc_vmem {
     uint64_t     stamp, seq;
     rmalloc_ring_t *ring;    /* ring mode: everything is there */
     rmalloc_claims_t *claims; /* claims mode: likewise */
+    int          ring_first; /* ring-first mode (still a ring while ring != NULL) */
+    uint32_t    *legacy;     /* ring-first, after the ring: FIFO sequence -> record */
+    uint32_t     legacy_head, legacy_n; /* of descriptors the ring issued */
+    uint64_t     legacy_seq, legacy_live; /* their largest id sequence; how many live */
 };
+
+#define SEQ_MASK ((UINT64_C(1) << 40) - 1)
 
 static const char *heuristic_names[RMALLOC_HEURISTIC_COUNT] = {
     "first-fit", "next-fit", "best-fit", "worst-fit", "random-fit"
@@ -534,16 +540,107 @@ static inline void fill_desc(const rmalloc_vmem_t *vm, uint32_t i, raddr_t *d)
     d->flags      = 0;
 }
 
-/* Record of a live allocation described by d, or NIL. */
+/* Record of a live allocation described by d, or NIL. A descriptor that a
+ * ring-first instance's ring issued names its FIFO sequence, not a record. */
 HOT uint32_t lookup(const rmalloc_vmem_t *vm, const raddr_t *d)
 {
-    if (d->block >= vm->cap || d->id == 0)
+    uint32_t i = d->block;
+
+    if (__builtin_expect(vm->legacy != NULL, 0) && (d->id & SEQ_MASK) <= vm->legacy_seq) {
+        uint32_t off = d->block - vm->legacy_head;
+        i = (off < vm->legacy_n) ? vm->legacy[off] : NIL;
+    }
+    if (i >= vm->cap || d->id == 0)
         return NIL;
-    const blk_t *b = &vm->blk[d->block];
+    const blk_t *b = &vm->blk[i];
     if (b->state != BLK_ALLOC || b->u.a.id != d->id || b->start != d->start ||
         b->start + b->units != d->end)
         return NIL;
-    return d->block;
+    return i;
+}
+
+/* Record i (found by lookup(d)) leaves the ring's descriptors: it is being
+ * freed, or gets a new id. The table goes once none is left. */
+static void legacy_forget(rmalloc_vmem_t *vm, const raddr_t *d)
+{
+    if (vm->legacy == NULL || (d->id & SEQ_MASK) > vm->legacy_seq)
+        return;
+    vm->legacy[d->block - vm->legacy_head] = NIL;
+    if (--vm->legacy_live == 0) {
+        free(vm->legacy);
+        vm->legacy = NULL;
+    }
+}
+
+/* ---- ring-first: leaving the ring --------------------------------------- */
+
+typedef struct {
+    rmalloc_vmem_t *vm;
+    uint64_t        head, n; /* FIFO sequences [head, head + n) */
+} leave_t;
+
+static void leave_count(const rmalloc_ring_entry_t *e, void *arg)
+{
+    leave_t *l = arg;
+
+    if (l->n == 0)
+        l->head = e->seq;
+    l->n = e->seq - l->head + 1;
+}
+
+/* Every live allocation of the ring gets a block record at its place, with
+ * its id (the blocks were reserved); dummies become free space. */
+static void leave_one(const rmalloc_ring_entry_t *e, void *arg)
+{
+    leave_t        *l  = arg;
+    rmalloc_vmem_t *vm = l->vm;
+
+    if (e->state != RMALLOC_BLOCK_ALLOC)
+        return;
+    uint32_t a = carve(vm, t_containing(vm, e->start), e->start, e->units, BLK_ALLOC);
+    vm->blk[a].u.a.id = e->id;
+    vm->live++;
+    vm->legacy[e->seq - l->head] = a;
+    vm->legacy_live++;
+}
+
+/* Turns a ring-first instance still in its ring into the general instance
+ * (O(live), once). NO_MEMORY leaves it a ring. */
+static util_status_t leave_ring(rmalloc_vmem_t *vm)
+{
+    leave_t  l = {vm, 0, 0};
+    uint64_t cursor, seq;
+
+    rmalloc_ring_export(vm->ring, leave_count, &l, &cursor, &seq);
+    if (l.n > 0) {
+        vm->legacy = malloc(l.n * sizeof(*vm->legacy));
+        while (vm->legacy != NULL && vm->unused_count < 2 * l.n + 4)
+            if (blk_reserve(vm, (unsigned)(2 * l.n + 4)) != UTIL_OK)
+                break;
+        if (vm->legacy == NULL || vm->unused_count < 2 * l.n + 4) {
+            free(vm->legacy);
+            vm->legacy = NULL;
+            util_error("rmalloc: no memory to turn a ring of %llu entries into an instance",
+                       (unsigned long long)l.n);
+            return UTIL_ERR_NO_MEMORY;
+        }
+        for (uint64_t k = 0; k < l.n; k++)
+            vm->legacy[k] = NIL;
+        vm->legacy_head = (uint32_t)l.head;
+        vm->legacy_n    = (uint32_t)l.n;
+        rmalloc_ring_export(vm->ring, leave_one, &l, &cursor, &seq);
+    }
+    vm->seq        = seq; /* new ids follow the ring's */
+    vm->legacy_seq = seq & SEQ_MASK;
+    if (vm->legacy != NULL && vm->legacy_live == 0) {
+        free(vm->legacy);
+        vm->legacy = NULL;
+    }
+    vm->cursor     = (cursor >= vm->total) ? 0 : cursor;
+    vm->cursor_blk = NIL;
+    rmalloc_ring_destroy(vm->ring);
+    vm->ring = NULL;
+    return UTIL_OK;
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -600,7 +697,9 @@ util_status_t rmalloc_vmem_create(const rmalloc_vmem_config_t *config, rmalloc_v
     status = blk_reserve(vm, 64);
     if (status != UTIL_OK)
         goto err_free_vm;
-    if (vm->flags & RMALLOC_VMEM_RING) {
+    vm->ring_first = (vm->flags & RMALLOC_VMEM_RING_FIRST) && !(vm->flags & RMALLOC_VMEM_RING) &&
+                     !(vm->flags & RMALLOC_VMEM_CLAIMS) && config->heuristic == RMALLOC_NEXT_FIT;
+    if ((vm->flags & RMALLOC_VMEM_RING) || vm->ring_first) {
         status = rmalloc_ring_create(total, vm->shift, vm->stamp, &vm->ring);
         if (status != UTIL_OK)
             goto err_free_blk;
@@ -631,6 +730,7 @@ void rmalloc_vmem_destroy(rmalloc_vmem_t *vmem)
         return;
     rmalloc_ring_destroy(vmem->ring);
     rmalloc_claims_destroy(vmem->claims);
+    free(vmem->legacy);
     free(vmem->blk);
     free(vmem);
 }
@@ -716,8 +816,17 @@ util_status_t rmalloc_vmem_alloc(rmalloc_vmem_t *vm, uint64_t payload, uint64_t 
         return UTIL_ERR_INVALID;
     if (align > (UINT64_C(1) << vm->shift))
         au = align >> vm->shift;
-    if (vm->ring != NULL)
-        return rmalloc_ring_alloc(vm->ring, units, au, payload, desc_p);
+    if (vm->ring != NULL) {
+        if (!vm->ring_first)
+            return rmalloc_ring_alloc(vm->ring, units, au, payload, desc_p);
+        if (au == 1) {
+            status = rmalloc_ring_alloc(vm->ring, units, au, payload, desc_p);
+            if (status != UTIL_ERR_NO_RESOURCE || rmalloc_ring_spare_units(vm->ring) < units)
+                return status; /* placed, or the general instance would not place it either */
+        }
+        if ((status = leave_ring(vm)) != UTIL_OK)
+            return status;
+    }
     if (vm->claims != NULL)
         return UTIL_ERR_UNSUPPORTED;
     status = blk_reserve(vm, 4);
@@ -754,17 +863,41 @@ found:
     return UTIL_OK;
 }
 
+/* A ring-first instance still in its ring about to apply an operation on
+ * desc that only the general instance can (a free out of allocation order,
+ * a claim, a resize): leaves the ring first. ERR_INVALID when desc is no
+ * live allocation (the ring stays). */
+static util_status_t leave_ring_for(rmalloc_vmem_t *vm, const raddr_t *desc)
+{
+    if (desc != NULL && rmalloc_ring_lookup(vm->ring, desc) != UTIL_OK) {
+        util_debug("rmalloc: descriptor this instance did not issue or already freed");
+        return UTIL_ERR_INVALID;
+    }
+    return leave_ring(vm);
+}
+
 util_status_t rmalloc_vmem_free(rmalloc_vmem_t *vm, const raddr_t *desc)
 {
-    if (vm->ring != NULL)
-        return (desc != NULL) ? rmalloc_ring_free(vm->ring, desc) : UTIL_ERR_INVALID;
+    util_status_t status;
+
+    if (desc == NULL)
+        return UTIL_ERR_INVALID;
+    if (vm->ring != NULL) {
+        if (!vm->ring_first)
+            return rmalloc_ring_free(vm->ring, desc);
+        if (rmalloc_ring_free_oldest(vm->ring, desc) == UTIL_OK)
+            return UTIL_OK;
+        if ((status = leave_ring_for(vm, desc)) != UTIL_OK)
+            return status;
+    }
     if (vm->claims != NULL)
         return rmalloc_claims_free(vm->claims, desc);
-    uint32_t i = (desc != NULL) ? lookup(vm, desc) : NIL;
+    uint32_t i = lookup(vm, desc);
     if (i == NIL) {
         util_debug("rmalloc: free of a descriptor this instance did not issue or already freed");
         return UTIL_ERR_INVALID;
     }
+    legacy_forget(vm, desc);
     vm->live--;
     release_block(vm, i);
     return UTIL_OK;
@@ -775,10 +908,13 @@ util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vm, const raddr_t *desc, uint
 {
     uint32_t i;
     uint64_t units;
+    util_status_t status;
 
-    if (vm->ring != NULL)
+    if (vm->ring != NULL && !vm->ring_first)
         return rmalloc_ring_lookup(vm->ring, desc) == UTIL_OK ? UTIL_ERR_UNSUPPORTED
                                                                : UTIL_ERR_INVALID;
+    if (vm->ring != NULL && (status = leave_ring_for(vm, desc)) != UTIL_OK)
+        return status;
     if (vm->claims != NULL) {
         uint64_t peer_id;
         uint32_t peer_block;
@@ -829,6 +965,11 @@ util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vm, const raddr_t *desc, uint
         vm->used += diff;
     }
     vm->blk[i].u.a.payload = payload;
+    if (vm->legacy != NULL && (desc->id & SEQ_MASK) <= vm->legacy_seq) {
+        /* the new descriptor names the record: it needs an id of its own */
+        legacy_forget(vm, desc);
+        vm->blk[i].u.a.id = (vm->stamp << 40) | (++vm->seq & SEQ_MASK);
+    }
     fill_desc(vm, i, desc_p);
     return UTIL_OK;
 }
@@ -843,6 +984,8 @@ util_status_t rmalloc_vmem_claim(rmalloc_vmem_t *vm, uint64_t start, uint64_t un
     if ((vm->flags & RMALLOC_VMEM_RING) || units == 0 || units > RMALLOC_MAX_UNITS ||
         start >= vm->total || units > vm->total - start)
         return UTIL_ERR_INVALID;
+    if (vm->ring != NULL && leave_ring(vm) != UTIL_OK)
+        return UTIL_ERR_NO_MEMORY;
     if (blk_reserve(vm, 2) != UTIL_OK)
         return UTIL_ERR_NO_MEMORY;
     tree_enable(vm);
@@ -882,8 +1025,12 @@ util_status_t rmalloc_vmem_peer(const rmalloc_vmem_t *vm, const raddr_t *desc,
 util_status_t rmalloc_vmem_set_peer(rmalloc_vmem_t *vm, const raddr_t *desc, uint64_t peer_id,
                                     uint32_t peer_block)
 {
-    if (vm->ring != NULL)
+    util_status_t status;
+
+    if (vm->ring != NULL && !vm->ring_first)
         return UTIL_ERR_UNSUPPORTED;
+    if (vm->ring != NULL && (status = leave_ring_for(vm, desc)) != UTIL_OK)
+        return status;
     if (vm->claims != NULL)
         return rmalloc_claims_set_peer(vm->claims, desc, peer_id, peer_block);
     uint32_t i = lookup(vm, desc);
@@ -896,12 +1043,13 @@ util_status_t rmalloc_vmem_set_peer(rmalloc_vmem_t *vm, const raddr_t *desc, uin
 
 uint64_t rmalloc_vmem_ring_take_released(rmalloc_vmem_t *vm)
 {
-    return (vm->ring != NULL) ? rmalloc_ring_take_released(vm->ring) : 0;
+    return (vm->flags & RMALLOC_VMEM_RING) ? rmalloc_ring_take_released(vm->ring) : 0;
 }
 
 util_status_t rmalloc_vmem_ring_retire(rmalloc_vmem_t *vm, uint64_t units)
 {
-    return (vm->ring != NULL) ? rmalloc_ring_retire(vm->ring, units) : UTIL_ERR_INVALID;
+    return (vm->flags & RMALLOC_VMEM_RING) ? rmalloc_ring_retire(vm->ring, units)
+                                           : UTIL_ERR_INVALID;
 }
 
 void *rmalloc_vmem_ptr(const rmalloc_vmem_t *vm, const raddr_t *desc)
@@ -920,7 +1068,10 @@ uint64_t rmalloc_vmem_used_units(const rmalloc_vmem_t *vm)
 {
     if (vm->claims != NULL)
         return rmalloc_claims_used_units(vm->claims);
-    return (vm->ring != NULL) ? rmalloc_ring_used_units(vm->ring) : vm->used;
+    if (vm->ring != NULL) /* a ring-first instance counts as its general instance would */
+        return rmalloc_ring_used_units(vm->ring) -
+               (vm->ring_first ? rmalloc_ring_dummy_units(vm->ring) : 0);
+    return vm->used;
 }
 
 uint64_t rmalloc_vmem_live_count(const rmalloc_vmem_t *vm)
@@ -1073,5 +1224,18 @@ util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
         return UTIL_ERR_STATE;
     CHECK_(ntree == nfree, "%llu free blocks, %llu in the tree", (unsigned long long)nfree,
            (unsigned long long)ntree);
+    uint64_t nlegacy = 0;
+    for (uint32_t k = 0; vm->legacy != NULL && k < vm->legacy_n; k++) {
+        uint32_t i = vm->legacy[k];
+        if (i == NIL)
+            continue;
+        CHECK_(i < vm->cap && vm->blk[i].state == BLK_ALLOC &&
+                   (vm->blk[i].u.a.id & SEQ_MASK) <= vm->legacy_seq,
+               "ring descriptor %u maps to record %u, not one of its allocations", k, i);
+        nlegacy++;
+    }
+    CHECK_(nlegacy == (vm->legacy != NULL ? vm->legacy_live : 0),
+           "%llu ring descriptors mapped, %llu counted", (unsigned long long)nlegacy,
+           (unsigned long long)vm->legacy_live);
     return UTIL_OK;
 }

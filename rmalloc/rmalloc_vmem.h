@@ -27,6 +27,15 @@
  * A ring keeps only a FIFO of its allocations (rmalloc_ring.h): O(1) per
  * call, since rpipe's block mode runs it on every message.
  *
+ * Ring-first mode (RMALLOC_VMEM_RING_FIRST, next-fit) is for a producer whose
+ * frees usually come in allocation order (tag and channel sync): it starts as
+ * a ring and turns into the general instance, once and for good, at the
+ * first free that is not of the oldest allocation, at a request with an
+ * alignment above the unit, or at an allocation the ring refuses but the
+ * general instance would place (the gap behind a wrap). Until then both make
+ * the same placements; descriptors issued by the ring stay valid after the
+ * change (a table maps their FIFO sequence to the new block records).
+ *
  * Claims mode (RMALLOC_VMEM_CLAIMS) serves an instance that only applies a
  * peer's placements (the consumer of the tag and channel protocols): a
  * record table and a bitmap of busy units (rmalloc_claims.h), O(1) per
@@ -61,9 +70,12 @@ typedef enum {
 /* Instance flags. */
 enum {
     RMALLOC_VMEM_RING   = 1u << 0, /* strict circular buffer (next-fit only) */
-    RMALLOC_VMEM_CLAIMS = 1u << 1  /* only claims and frees, never allocates
+    RMALLOC_VMEM_CLAIMS = 1u << 1, /* only claims and frees, never allocates
                                       (rmalloc_claims.h); ignored for regions
                                       of more than 2^27 units */
+    RMALLOC_VMEM_RING_FIRST = 1u << 2 /* next-fit: runs as a ring while frees come
+                                      in allocation order, then as the general
+                                      instance (see below); ignored otherwise */
 };
 
 /* Largest allocation, in units (thesis: 2^31 units). */
@@ -147,7 +159,8 @@ util_status_t rmalloc_vmem_ring_retire(rmalloc_vmem_t *vmem, uint64_t units);
 /* Local pointer of an allocation, NULL for a shadow or a null descriptor. */
 void *rmalloc_vmem_ptr(const rmalloc_vmem_t *vmem, const raddr_t *desc);
 
-/* Units in the region and units allocated (dummies included). */
+/* Units in the region and units allocated (a ring's dummies included, except
+ * in ring-first mode, which counts as its general instance would). */
 uint64_t rmalloc_vmem_total_units(const rmalloc_vmem_t *vmem);
 uint64_t rmalloc_vmem_used_units(const rmalloc_vmem_t *vmem);
 /* Live allocations (dummies excluded). */

@@ -1,9 +1,10 @@
 /*
  * libFuzzer target: rmalloc operation sequences. The input picks an
- * instance configuration (heuristic, ring mode, unit, region size, header)
- * and then a sequence of operations: alloc with an alignment, free of a live
- * allocation, free of a descriptor that is stale, forged or already freed,
- * realloc in place, claim of a unit range, and the ring's retire/take.
+ * instance configuration (heuristic, ring, ring-first or claims mode, unit,
+ * region size, header) and then a sequence of operations: alloc with an
+ * alignment, free of a live allocation, free of a descriptor that is stale,
+ * forged or already freed, realloc in place, claim of a unit range, and the
+ * ring's retire/take.
  * A model (unit -> owner) runs alongside. After every operation:
  *   - rmalloc_vmem_check() accepts the instance;
  *   - a successful allocation covers only units the model holds free, is
@@ -131,7 +132,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.heuristic    = (rmalloc_heuristic_t)(mode % RMALLOC_HEURISTIC_COUNT);
     m.ring           = cfg.heuristic == RMALLOC_NEXT_FIT && (take(&in, 1) & 1);
     m.claims         = !m.ring && (mode / RMALLOC_HEURISTIC_COUNT) % 4 == 3;
-    cfg.flags        = m.ring ? RMALLOC_VMEM_RING : m.claims ? RMALLOC_VMEM_CLAIMS : 0;
+    /* next-fit, neither: ring-first in half of the cases (ignored by the others) */
+    cfg.flags        = m.ring ? RMALLOC_VMEM_RING : m.claims ? RMALLOC_VMEM_CLAIMS
+                     : (mode / RMALLOC_HEURISTIC_COUNT) % 2 ? RMALLOC_VMEM_RING_FIRST : 0;
     cfg.unit         = UINT64_C(8) << (take(&in, 1) % 4);
     m.units          = 1 + take(&in, 1) % MAX_UNITS;
     cfg.size         = m.units * cfg.unit;

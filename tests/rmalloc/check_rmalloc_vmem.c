@@ -286,6 +286,110 @@ START_TEST(test_ring_wrap_and_release_order)
 }
 END_TEST
 
+/* Ring-first mode (a tag or channel producer): the gap behind a wrap makes
+ * it leave its ring, where the ring would refuse and the general instance
+ * places; descriptors issued before stay valid. */
+START_TEST(test_ring_first_gap)
+{
+    rmalloc_vmem_t *vm = make(RMALLOC_NEXT_FIT, NULL, 100, RMALLOC_VMEM_RING_FIRST);
+    raddr_t         a, b, c, d, e;
+
+    ck_assert_int_eq(rmalloc_vmem_alloc(vm, 40 * UNIT, 0, &a), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_alloc(vm, 40 * UNIT, 0, &b), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &a), UTIL_OK); /* the oldest: still a ring */
+    ck_assert_int_eq(rmalloc_vmem_alloc(vm, 30 * UNIT, 0, &c), UTIL_OK);
+    ck_assert_uint_eq(c.start, 0); /* wrapped: [80, 100) is the ring's dummy */
+    ck_assert_uint_eq(rmalloc_vmem_used_units(vm), 70); /* counted free, as it will be */
+    ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
+    /* [30, 40) is too small; a general instance has [80, 100) free */
+    ck_assert_int_eq(rmalloc_vmem_alloc(vm, 15 * UNIT, 0, &d), UTIL_OK);
+    ck_assert_uint_eq(d.start, 80);
+    ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
+    ck_assert_uint_eq(rmalloc_vmem_live_count(vm), 3);
+    ck_assert_uint_eq(rmalloc_vmem_used_units(vm), 85);
+    /* what neither could place */
+    ck_assert_int_eq(rmalloc_vmem_alloc(vm, 11 * UNIT, 0, &e), UTIL_ERR_NO_RESOURCE);
+    /* the ring's descriptors: freed once, then refused */
+    e = b;
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &b), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &e), UTIL_ERR_INVALID);
+    ck_assert_int_eq(rmalloc_vmem_realloc(vm, &c, 20 * UNIT, &e), UTIL_OK); /* shrinks */
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &c), UTIL_ERR_INVALID); /* replaced by e */
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &e), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &d), UTIL_OK);
+    ck_assert_uint_eq(rmalloc_vmem_live_count(vm), 0);
+    ck_assert_uint_eq(count_blocks(vm, RMALLOC_BLOCK_FREE), 1);
+    ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
+    rmalloc_vmem_destroy(vm);
+
+    /* a resize leaves the ring too; one that cannot stay in place changes
+     * nothing, and the ring's descriptor stays good (a fuzzer case) */
+    vm = make(RMALLOC_NEXT_FIT, NULL, 100, RMALLOC_VMEM_RING_FIRST);
+    ck_assert_int_eq(rmalloc_vmem_alloc(vm, 14 * UNIT, 0, &a), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_alloc(vm, 13 * UNIT, 0, &b), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_realloc(vm, &a, 24 * UNIT, &e), UTIL_ERR_NO_RESOURCE);
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &b), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &a), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
+    rmalloc_vmem_destroy(vm);
+}
+END_TEST
+
+/* Ring-first mode places exactly as a general next-fit instance, before and
+ * after it leaves the ring (frees in allocation order first, then out of
+ * order), and refuses the same bad descriptors. */
+START_TEST(test_ring_first_same_placements)
+{
+    enum { N = 160, OPS = 6000 };
+    rmalloc_vmem_t *vm[2] = {make(RMALLOC_NEXT_FIT, NULL, N, 0),
+                             make(RMALLOC_NEXT_FIT, NULL, N, RMALLOC_VMEM_RING_FIRST)};
+    static raddr_t  live[2][N];
+    uint64_t        n = 0, rng = 0x9e3779b97f4a7c15ull + (uint64_t)_i;
+
+    for (int op = 0; op < OPS; op++) {
+        int in_order = op < OPS / 2 || _i == 0; /* loop 0 never leaves the ring by a free */
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        if (n == 0 || (rng % 100 < 55 && n < N)) {
+            uint64_t units = 1 + (rng >> 8) % 24;
+            raddr_t  d[2];
+            util_status_t st[2];
+            for (int k = 0; k < 2; k++)
+                st[k] = rmalloc_vmem_alloc(vm[k], units * UNIT, 0, &d[k]);
+            ck_assert_int_eq(st[0], st[1]);
+            if (st[0] == UTIL_OK) {
+                ck_assert_uint_eq(d[0].start, d[1].start);
+                ck_assert_uint_eq(d[0].end, d[1].end);
+                live[0][n] = d[0];
+                live[1][n] = d[1];
+                n++;
+            }
+        } else {
+            uint64_t j = in_order ? 0 : (rng >> 8) % n;
+            for (int k = 0; k < 2; k++) {
+                raddr_t gone = live[k][j];
+                ck_assert_int_eq(rmalloc_vmem_free(vm[k], &live[k][j]), UTIL_OK);
+                ck_assert_int_eq(rmalloc_vmem_free(vm[k], &gone), UTIL_ERR_INVALID);
+                memmove(&live[k][j], &live[k][j + 1], (n - j - 1) * sizeof(raddr_t));
+            }
+            n--;
+        }
+        if (op % 500 == 0) {
+            for (int k = 0; k < 2; k++)
+                ck_assert_int_eq(rmalloc_vmem_check(vm[k]), UTIL_OK);
+            ck_assert_uint_eq(rmalloc_vmem_live_count(vm[0]), rmalloc_vmem_live_count(vm[1]));
+            ck_assert_uint_eq(rmalloc_vmem_used_units(vm[0]), rmalloc_vmem_used_units(vm[1]));
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        for (uint64_t j = 0; j < n; j++)
+            ck_assert_int_eq(rmalloc_vmem_free(vm[k], &live[k][j]), UTIL_OK);
+        ck_assert_uint_eq(rmalloc_vmem_used_units(vm[k]), 0);
+        ck_assert_int_eq(rmalloc_vmem_check(vm[k]), UTIL_OK);
+        rmalloc_vmem_destroy(vm[k]);
+    }
+}
+END_TEST
+
 /* Claims mode: the consumer's instance of the tag and channel protocols. */
 START_TEST(test_claims_mode)
 {
@@ -503,6 +607,8 @@ int main(void)
     tcase_add_test(tc, test_ring_wrap_and_release_order);
     tcase_add_test(tc, test_ring_retire);
     tcase_add_test(tc, test_claims_mode);
+    tcase_add_test(tc, test_ring_first_gap);
+    tcase_add_loop_test(tc, test_ring_first_same_placements, 0, 4);
     tcase_add_test(tc, test_limits_and_header);
     tcase_add_test(tc, test_heuristic_names);
     suite_add_tcase(s, tc);
