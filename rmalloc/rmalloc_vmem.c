@@ -559,8 +559,8 @@ HOT uint32_t lookup(const rmalloc_vmem_t *vm, const raddr_t *d)
     return i;
 }
 
-/* Record i (found by lookup(d)) leaves the ring's descriptors: it is being
- * freed, or gets a new id. The table goes once none is left. */
+/* The allocation d names (lookup(d) found it) is freed or gets a new id: its
+ * ring descriptor is no longer mapped. The table goes once none is left. */
 static void legacy_forget(rmalloc_vmem_t *vm, const raddr_t *d)
 {
     if (vm->legacy == NULL || (d->id & SEQ_MASK) > vm->legacy_seq)
