@@ -559,17 +559,19 @@ HOT uint32_t lookup(const rmalloc_vmem_t *vm, const raddr_t *d)
     return i;
 }
 
-/* The allocation d names (lookup(d) found it) is freed or gets a new id: its
- * ring descriptor is no longer mapped. The table goes once none is left. */
-static void legacy_forget(rmalloc_vmem_t *vm, const raddr_t *d)
+/* The allocation d names (lookup(d) found it) is freed or gets a new id: if
+ * d is a ring descriptor, it is no longer mapped (returns 1). The table goes
+ * once none is left. */
+static int legacy_forget(rmalloc_vmem_t *vm, const raddr_t *d)
 {
     if (vm->legacy == NULL || (d->id & SEQ_MASK) > vm->legacy_seq)
-        return;
+        return 0;
     vm->legacy[d->block - vm->legacy_head] = NIL;
     if (--vm->legacy_live == 0) {
         free(vm->legacy);
         vm->legacy = NULL;
     }
+    return 1;
 }
 
 /* ---- ring-first: leaving the ring --------------------------------------- */
@@ -910,7 +912,7 @@ util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vm, const raddr_t *desc, uint
     uint64_t units;
     util_status_t status;
 
-    if (vm->ring != NULL && !vm->ring_first)
+    if (vm->flags & RMALLOC_VMEM_RING)
         return rmalloc_ring_lookup(vm->ring, desc) == UTIL_OK ? UTIL_ERR_UNSUPPORTED
                                                                : UTIL_ERR_INVALID;
     if (vm->ring != NULL && (status = leave_ring_for(vm, desc)) != UTIL_OK)
@@ -965,11 +967,8 @@ util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vm, const raddr_t *desc, uint
         vm->used += diff;
     }
     vm->blk[i].u.a.payload = payload;
-    if (vm->legacy != NULL && (desc->id & SEQ_MASK) <= vm->legacy_seq) {
-        /* the new descriptor names the record: it needs an id of its own */
-        legacy_forget(vm, desc);
+    if (legacy_forget(vm, desc)) /* the new descriptor names the record: a new id */
         vm->blk[i].u.a.id = (vm->stamp << 40) | (++vm->seq & SEQ_MASK);
-    }
     fill_desc(vm, i, desc_p);
     return UTIL_OK;
 }
@@ -1027,7 +1026,7 @@ util_status_t rmalloc_vmem_set_peer(rmalloc_vmem_t *vm, const raddr_t *desc, uin
 {
     util_status_t status;
 
-    if (vm->ring != NULL && !vm->ring_first)
+    if (vm->flags & RMALLOC_VMEM_RING)
         return UTIL_ERR_UNSUPPORTED;
     if (vm->ring != NULL && (status = leave_ring_for(vm, desc)) != UTIL_OK)
         return status;

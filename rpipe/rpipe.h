@@ -85,7 +85,8 @@ struct rpipe_channel {
     /* consumer: the message rread_nb is waiting for */
     int              pending;
     raddr_t          pending_desc;
-    /* messages written (producer) / taken (consumer), for the flag's sequence */
+    /* messages written (producer) / taken (consumer): the flag's sequence in
+     * tag and channel modes (rpipe_msg_seq) */
     uint64_t         seq;
 
     char             key_mine[BOOTSTRAP_KEY_MAX];

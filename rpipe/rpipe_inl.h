@@ -55,11 +55,12 @@ static inline raddr_t rpipe_desc_from_user(raddr_t d)
 /* A set flag is tied to its slot: H(channel salt, start) ^ (seq << 40 |
  * payload << 8 | mark). Freed memory keeps old payload bytes, and a new
  * message's flag can land on them; a constant marker would match such bytes
- * 1 time in 256, this encoding practically never, while rread still learns
- * the size. seq is the message's number in write order (24 bits); it lets a
- * reader take a message found at its guessed place without the tag, since
- * the flag then proves which message it is. Channels whose messages may
- * reach 4 GiB keep the payload in bits 8..63 and carry no sequence. */
+ * 1 time in 256, mark and seq together 1 time in 2^32, while rread still
+ * learns the size. seq is the message's number (24 bits, rpipe_msg_seq); it
+ * also lets a reader take a message found at its guessed place without the
+ * tag, since the flag then proves which message it is. Channels whose
+ * messages may reach 4 GiB keep the payload in bits 8..63 and carry no
+ * sequence. */
 static inline int rpipe_flag_has_seq(const struct rpipe_channel *ch)
 {
     return ch->cfg.alloc_size < (UINT64_C(1) << 32) - RPIPE_UHDR_BYTES;
@@ -91,10 +92,9 @@ static inline uint64_t rpipe_msg_seq(const struct rpipe_channel *ch, const raddr
 static inline int rpipe_flag_expected(const struct rpipe_channel *ch, uint64_t unmasked,
                                       uint64_t seq)
 {
-    uint64_t seq_field = rpipe_flag_has_seq(ch) ? UINT64_C(0xffffff) << 40 : 0;
+    uint64_t checked = rpipe_flag_seq_bits(ch, UINT64_MAX) | 0xffu;
 
-    return (unmasked & 0xffu) == RPIPE_FLAG_MARK &&
-           (unmasked & seq_field) == rpipe_flag_seq_bits(ch, seq);
+    return (unmasked & checked) == (rpipe_flag_seq_bits(ch, seq) | RPIPE_FLAG_MARK);
 }
 
 static inline uint64_t rpipe_flag_mask(const struct rpipe_channel *ch, const raddr_t *d)

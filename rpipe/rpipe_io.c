@@ -264,7 +264,7 @@ static int rpipe_take_guessed(rch_t ch)
 
     return flag != NULL &&
            __atomic_load_n(flag, __ATOMIC_ACQUIRE) ==
-               rpipe_flag_value(ch, &g, g.payload - RPIPE_UHDR_BYTES, ch->seq) &&
+               rpipe_flag_value(ch, &g, g.payload - RPIPE_UHDR_BYTES, rpipe_msg_seq(ch, &g)) &&
            rmalloc_sync_take_early(ch->sync, g.start, g.end - g.start, g.payload,
                                    &ch->pending_desc) == UTIL_OK;
 }
