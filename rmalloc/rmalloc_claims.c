@@ -63,6 +63,14 @@ static inline int bits_range(uint64_t *busy, uint64_t s, uint64_t n, int op)
 {
     uint64_t end = s + n;
 
+    if ((s & 63) + n <= 64) { /* one word: most messages are a few units */
+        uint64_t *w    = &busy[s >> 6];
+        uint64_t  mask = ((n == 64) ? ~UINT64_C(0) : ((UINT64_C(1) << n) - 1)) << (s & 63);
+        if (op == BITS_TEST)
+            return (*w & mask) != 0;
+        *w = (op == BITS_SET) ? (*w | mask) : (*w & ~mask);
+        return 0;
+    }
     while (s < end) {
         uint64_t w    = s >> 6;
         uint64_t lo   = s & 63;

@@ -161,7 +161,7 @@ util_status_t rmalloc_ring_lookup(const rmalloc_ring_t *ring, const raddr_t *des
     return ring_find(ring, desc) != NULL ? UTIL_OK : UTIL_ERR_INVALID;
 }
 
-static void ring_release(rmalloc_ring_t *ring, ring_ent_t *e)
+static inline void ring_release(rmalloc_ring_t *ring, ring_ent_t *e)
 {
     e->state = ENT_RELEASED;
     ring->live--;
@@ -192,18 +192,28 @@ util_status_t rmalloc_ring_free(rmalloc_ring_t *ring, const raddr_t *desc)
 
 util_status_t rmalloc_ring_free_oldest(rmalloc_ring_t *ring, const raddr_t *desc)
 {
-    uint64_t s = ring->head;
+    return rmalloc_ring_free_oldest_n(ring, desc, 1) == 1 ? UTIL_OK : UTIL_ERR_NO_RESOURCE;
+}
 
-    /* After a release the head is an allocation; only a wrap into an empty
-     * ring leaves a dummy in front of one. */
-    while (s != ring->tail && ring->fifo[s & ring->mask].state == ENT_DUMMY)
-        s++;
-    ring_ent_t *e = &ring->fifo[s & ring->mask];
-    if (s == ring->tail || (uint32_t)s != desc->block || e->id != desc->id ||
-        e->start != desc->start || e->start + e->units != desc->end)
-        return UTIL_ERR_NO_RESOURCE;
-    ring_release(ring, e);
-    return UTIL_OK;
+size_t rmalloc_ring_free_oldest_n(rmalloc_ring_t *ring, const raddr_t *descs, size_t n)
+{
+    size_t k;
+
+    for (k = 0; k < n; k++) {
+        const raddr_t *desc = &descs[k];
+        uint64_t       s    = ring->head;
+
+        /* After a release the head is an allocation; only a wrap into an
+         * empty ring leaves a dummy in front of one. */
+        while (s != ring->tail && ring->fifo[s & ring->mask].state == ENT_DUMMY)
+            s++;
+        ring_ent_t *e = &ring->fifo[s & ring->mask];
+        if (s == ring->tail || (uint32_t)s != desc->block || e->id != desc->id ||
+            e->start != desc->start || e->start + e->units != desc->end)
+            break;
+        ring_release(ring, e);
+    }
+    return k;
 }
 
 /* The dummy behind the last wrap while it is in the FIFO, or NULL. One wrap

@@ -41,6 +41,10 @@ util_status_t rmalloc_ring_retire(rmalloc_ring_t *ring, uint64_t units);
  * nothing changed, if it is not (or is no live allocation at all). */
 util_status_t rmalloc_ring_free_oldest(rmalloc_ring_t *ring, const raddr_t *desc);
 
+/* rmalloc_ring_free_oldest() over descs[0..n) in turn, up to the first that
+ * is not the oldest: how many it freed. */
+size_t rmalloc_ring_free_oldest_n(rmalloc_ring_t *ring, const raddr_t *descs, size_t n);
+
 /* Units a general next-fit instance would have free in one block that the
  * ring cannot place into: the dummy behind a wrap (or, with nothing older
  * left, the gap from the cursor to the region's end). */

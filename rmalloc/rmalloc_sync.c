@@ -387,6 +387,15 @@ void rmalloc_sync_get_stats(const rmalloc_sync_ep_t *ep, rmalloc_sync_stats_t *s
 
 /* ---- applying what the peer sent ---------------------------------------- */
 
+static __attribute__((cold)) util_status_t peer_mismatch(const rmalloc_sync_ep_t *ep,
+                                                         const rec_t *r)
+{
+    util_error("rmalloc: peer sent %s of [%llu, %llu) that does not match this instance",
+               ep->cfg.role == RMALLOC_SYNC_CONSUMER ? "an allocation" : "a free",
+               (unsigned long long)r->start, (unsigned long long)(r->start + r->units));
+    return UTIL_ERR_STATE;
+}
+
 /* A record from the peer: an allocation (consumer) or a free (producer). */
 static util_status_t apply_rec(rmalloc_sync_ep_t *ep, const rec_t *r)
 {
@@ -426,20 +435,13 @@ static util_status_t apply_rec(rmalloc_sync_ep_t *ep, const rec_t *r)
         ep->last_units   = r->units;
         ep->last_payload = r->payload;
     } else {
-        memset(&d, 0, sizeof(d));
-        d.start = r->start;
-        d.end   = r->start + r->units;
-        d.id    = r->peer_id;
-        d.block = r->peer_block;
-        status  = rmalloc_vmem_free(ep->vm, &d);
+        /* the consumer freed the block the record names (by the producer's
+         * own names: its id and block record) */
+        d = (raddr_t){.start = r->start, .end = r->start + r->units, .id = r->peer_id,
+                      .block = r->peer_block};
+        status = rmalloc_vmem_free(ep->vm, &d);
     }
-    if (status == UTIL_ERR_INVALID) {
-        util_error("rmalloc: peer sent %s of [%llu, %llu) that does not match this instance",
-                   ep->cfg.role == RMALLOC_SYNC_CONSUMER ? "an allocation" : "a free",
-                   (unsigned long long)r->start, (unsigned long long)(r->start + r->units));
-        return UTIL_ERR_STATE;
-    }
-    return status;
+    return (status == UTIL_ERR_INVALID) ? peer_mismatch(ep, r) : status;
 }
 
 /* BLOCK, producer: the consumer's freed counter arrived (Alg. 8). */
@@ -462,18 +464,41 @@ static inline int tags_to_report(const rmalloc_sync_ep_t *ep)
     return ep->consumed - ep->consumed_told >= (ep->cfg.queue_len + 3) / 4;
 }
 
-/* TAG, reader side: a window of the peer's queue arrived (Alg. 11). Tag
- * number n sits in slot n % Q with stamp n + 1 and a good checksum;
- * the first slot that is not so (not written yet, or half written) ends the
- * batch, to be read again later. */
-static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
+/* TAG, producer, the consumer's queue mapped here: the bulk of the pulls,
+ * frees, applied from the slots themselves (stable once the stamp is seen,
+ * as in apply_window) in one batch, without the general copy and dispatch. */
+static util_status_t apply_mapped_frees(rmalloc_sync_ep_t *ep, uint64_t *n_p)
 {
-    uint64_t      n = 0;
+    raddr_t       d[TAG_VIEW_WINDOW];
+    const rec_t  *slot = (const rec_t *)(const void *)ep->window_at;
+    size_t        n, done;
     util_status_t status;
 
-    ep->pulled_new = 0;
-    for (uint64_t k = 0; k < ep->window; k++) {
-        const rec_t *slot = (const rec_t *)(const void *)(ep->window_at + k * sizeof(rec_t));
+    for (n = 0; n < ep->window; n++) {
+        if (__atomic_load_n(&slot[n].stamp, __ATOMIC_ACQUIRE) != ep->consumed + n + 1)
+            break;
+        d[n] = (raddr_t){.start = slot[n].start, .end = slot[n].start + slot[n].units,
+                         .id = slot[n].peer_id, .block = slot[n].peer_block};
+    }
+    status = rmalloc_vmem_free_n(ep->vm, d, n, &done);
+    ep->consumed += done;
+    ep->stats.applied += done;
+    *n_p = done;
+    if (status != UTIL_OK)
+        return (status == UTIL_ERR_INVALID) ? peer_mismatch(ep, &slot[done]) : status;
+    return UTIL_OK;
+}
+
+/* TAG, reader side: applies the window of the peer's queue at
+ * ep->window_at. Tag number n sits in slot n % Q with stamp n + 1 and a
+ * good checksum; the first slot that is not so (not written yet, or half
+ * written) ends the batch, to be read again later. */
+static util_status_t apply_window(rmalloc_sync_ep_t *ep, uint64_t *n_p)
+{
+    util_status_t status;
+
+    for (*n_p = 0; *n_p < ep->window; ++*n_p) {
+        const rec_t *slot = (const rec_t *)(const void *)(ep->window_at + *n_p * sizeof(rec_t));
         rec_t        r;
 
         if (ep->window_mapped) {
@@ -493,8 +518,22 @@ static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
         if (status != UTIL_OK)
             return status;
         ep->consumed++;
-        n++;
     }
+    return UTIL_OK;
+}
+
+/* TAG, reader side: a window of the peer's queue arrived (Alg. 11). */
+static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
+{
+    uint64_t      n;
+    util_status_t status;
+
+    ep->pulled_new = 0;
+    status = (ep->window_mapped && ep->cfg.role == RMALLOC_SYNC_PRODUCER)
+                 ? apply_mapped_frees(ep, &n)
+                 : apply_window(ep, &n);
+    if (status != UTIL_OK)
+        return status;
     ep->pulled_new = (n != 0);
     /* Report what was taken (Alg. 11 l. 17-20, per quarter ring rather than
      * per full queue): the writer may then reuse those slots. Not per tag:

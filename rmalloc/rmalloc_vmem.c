@@ -905,6 +905,20 @@ util_status_t rmalloc_vmem_free(rmalloc_vmem_t *vm, const raddr_t *desc)
     return UTIL_OK;
 }
 
+util_status_t rmalloc_vmem_free_n(rmalloc_vmem_t *vm, const raddr_t *descs, size_t n,
+                                  size_t *done_p)
+{
+    util_status_t status = UTIL_OK;
+    size_t        k      = 0;
+
+    if (vm->ring != NULL && vm->ring_first)
+        k = rmalloc_ring_free_oldest_n(vm->ring, descs, n);
+    for (; k < n && (status = rmalloc_vmem_free(vm, &descs[k])) == UTIL_OK; k++)
+        ;
+    *done_p = k;
+    return status;
+}
+
 util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vm, const raddr_t *desc, uint64_t payload,
                                    raddr_t *desc_p)
 {

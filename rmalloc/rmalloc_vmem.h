@@ -127,6 +127,12 @@ util_status_t rmalloc_vmem_alloc(rmalloc_vmem_t *vmem, uint64_t payload,
  * units are counted for rmalloc_vmem_ring_take_released(). */
 util_status_t rmalloc_vmem_free(rmalloc_vmem_t *vmem, const raddr_t *desc);
 
+/* rmalloc_vmem_free() of descs[0..n) in turn, stopping at the first error;
+ * *done_p: how many were freed. A ring-first instance frees a run of oldest
+ * allocations in one call (a producer applying its consumer's frees). */
+util_status_t rmalloc_vmem_free_n(rmalloc_vmem_t *vmem, const raddr_t *descs, size_t n,
+                                  size_t *done_p);
+
 /* Resizes an allocation in place: shrinks, or grows into a free successor.
  * ERR_NO_RESOURCE when it cannot stay in place (the caller moves it);
  * ERR_UNSUPPORTED in ring mode. *desc_p gets the updated descriptor. */

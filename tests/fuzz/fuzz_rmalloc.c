@@ -171,7 +171,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         }
-        case 3: case 4: /* free a live allocation (ring: any order) */
+        case 4: /* a batch of frees, in allocation order or not, maybe ending in a bad one */
+            if (m.nlive > 0) {
+                raddr_t batch[5];
+                unsigned idx[4], k = 1 + (unsigned)take(&in, 1) % (m.nlive < 4 ? m.nlive : 4);
+                unsigned first = (unsigned)take(&in, 1) % m.nlive, sorted = take(&in, 1) & 1;
+                int bad = m.ndead > 0 && (take(&in, 1) % 4 == 0);
+                size_t done;
+                for (unsigned j = 0; j < k; j++) {
+                    idx[j] = (first + j) % m.nlive;
+                }
+                for (unsigned a = 0; sorted && a < k; a++) { /* by id: allocation order */
+                    for (unsigned b = a + 1; b < k; b++) {
+                        if (m.live[idx[b]].id < m.live[idx[a]].id) {
+                            unsigned t = idx[a]; idx[a] = idx[b]; idx[b] = t;
+                        }
+                    }
+                }
+                for (unsigned j = 0; j < k; j++) {
+                    batch[j] = m.live[idx[j]];
+                }
+                if (bad) {
+                    batch[k] = m.dead[take(&in, 1) % m.ndead];
+                }
+                status = rmalloc_vmem_free_n(m.vmem, batch, k + (unsigned)bad, &done);
+                EXPECT(status == (bad ? UTIL_ERR_INVALID : UTIL_OK) && done == k,
+                       "batch free of %u (+%d bad): status %d, %zu freed", k, bad, status, done);
+                for (unsigned a = 0; a < k; a++) { /* remove from the highest index down */
+                    unsigned top = a;
+                    for (unsigned b = a + 1; b < k; b++) {
+                        if (idx[b] > idx[top]) top = b;
+                    }
+                    unsigned t = idx[a]; idx[a] = idx[top]; idx[top] = t;
+                    model_remove(&m, idx[a], 1);
+                }
+            }
+            break;
+        case 3: /* free a live allocation (ring: any order) */
             if (m.nlive > 0) {
                 unsigned i = (unsigned)take(&in, 1) % m.nlive;
                 EXPECT(rmalloc_vmem_free(m.vmem, &m.live[i]) == UTIL_OK, "free of a live allocation failed");

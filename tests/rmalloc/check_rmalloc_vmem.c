@@ -335,6 +335,42 @@ START_TEST(test_ring_first_gap)
 }
 END_TEST
 
+/* A batch of frees: the run of oldest allocations goes through the ring,
+ * the first one out of order moves the instance to the general path for the
+ * rest, and the batch stops at a bad descriptor with the count freed. */
+START_TEST(test_free_n)
+{
+    rmalloc_vmem_t *vm = make(RMALLOC_NEXT_FIT, NULL, 100, RMALLOC_VMEM_RING_FIRST);
+    raddr_t         d[8], batch[8];
+    size_t          done;
+
+    for (int i = 0; i < 8; i++)
+        ck_assert_int_eq(rmalloc_vmem_alloc(vm, 10 * UNIT, 0, &d[i]), UTIL_OK);
+    /* in order: all through the ring */
+    ck_assert_int_eq(rmalloc_vmem_free_n(vm, d, 3, &done), UTIL_OK);
+    ck_assert_uint_eq(done, 3);
+    ck_assert_uint_eq(rmalloc_vmem_live_count(vm), 5);
+    /* a repeat is refused: nothing changes */
+    ck_assert_int_eq(rmalloc_vmem_free_n(vm, d, 1, &done), UTIL_ERR_INVALID);
+    ck_assert_uint_eq(done, 0);
+    ck_assert_uint_eq(rmalloc_vmem_live_count(vm), 5);
+    /* d[3] in order, then d[5] ahead of d[4], then d[4]; then a double free */
+    batch[0] = d[3], batch[1] = d[5], batch[2] = d[4], batch[3] = d[4], batch[4] = d[6];
+    ck_assert_int_eq(rmalloc_vmem_free_n(vm, batch, 5, &done), UTIL_ERR_INVALID);
+    ck_assert_uint_eq(done, 3);
+    ck_assert_uint_eq(rmalloc_vmem_live_count(vm), 2);
+    ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_free_n(vm, &d[6], 2, &done), UTIL_OK);
+    ck_assert_uint_eq(done, 2);
+    ck_assert_uint_eq(rmalloc_vmem_live_count(vm), 0);
+    ck_assert_uint_eq(count_blocks(vm, RMALLOC_BLOCK_FREE), 1);
+    ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
+    ck_assert_int_eq(rmalloc_vmem_free_n(vm, d, 0, &done), UTIL_OK);
+    ck_assert_uint_eq(done, 0);
+    rmalloc_vmem_destroy(vm);
+}
+END_TEST
+
 /* Ring-first mode places exactly as a general next-fit instance, before and
  * after it leaves the ring (frees in allocation order first, then out of
  * order), and refuses the same bad descriptors. */
@@ -608,6 +644,7 @@ int main(void)
     tcase_add_test(tc, test_ring_retire);
     tcase_add_test(tc, test_claims_mode);
     tcase_add_test(tc, test_ring_first_gap);
+    tcase_add_test(tc, test_free_n);
     tcase_add_loop_test(tc, test_ring_first_same_placements, 0, 4);
     tcase_add_test(tc, test_limits_and_header);
     tcase_add_test(tc, test_heuristic_names);
