@@ -5,7 +5,7 @@
  *   0   freed     BLOCK: units the consumer released, in allocation order
  *   8   (unused: Alg. 10/11's tag state; readers go by the stamps)
  *   16  consumed  my outbound tags the reader has taken (the reader writes it)
- *   24  (unused: the produced count stays with the writer)
+ *   24  loads     non-zero: my tag reader maps this buffer (it loads my tags)
  *   32  (unused)
  *   40  (unused: a channel reader polls the next record's stamp, no head)
  *   48  ch_tail   my inbound channel ring: records I consumed (the peer reads it)
@@ -34,6 +34,7 @@
 
 #define OFF_FREED     0
 #define OFF_CONSUMED  16
+#define OFF_LOADS     24
 #define OFF_CH_TAIL   48
 #define OFF_TAGS      64
 
@@ -132,6 +133,7 @@ struct rmalloc_sync_ep {
     const uint8_t           *window_at; /* the window to apply: scratch, or in the peer view */
     int                      window_mapped; /* window_at is the peer view */
     const uint8_t           *peer_view; /* peer's buffer mapped here, or NULL */
+    int                      reader_loads; /* tag writer: the reader said it loads tags */
     uint64_t                 window;  /* tags asked for by the read in flight */
     uint64_t                 freed_seen, freed_total;
     uint64_t                 consumed, consumed_told; /* tag reader: taken, reported */
@@ -337,9 +339,16 @@ void rmalloc_sync_destroy(rmalloc_sync_ep_t *ep)
     free(ep);
 }
 
-void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, const void *peer_buf)
+void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, void *peer_buf)
 {
     ep->peer_view = peer_buf;
+    /* Tell the tag writer that its tags are loaded here, past the stamp
+     * that is stored last: it may leave out their checksum. Set once, never
+     * cleared, so a reader that copies tags with one-sided reads (the only
+     * one that needs the checksum) never sees tags without it. */
+    if (peer_buf != NULL && ep->cfg.protocol == RMALLOC_SYNC_TAG)
+        __atomic_store_n((uint64_t *)(void *)((uint8_t *)peer_buf + OFF_LOADS), 1,
+                         __ATOMIC_RELEASE);
 }
 
 /* The slot of the peer's next tag or channel record, where it can be
@@ -725,7 +734,12 @@ static util_status_t tag_produce(rmalloc_sync_ep_t *ep, rec_t *r)
         ep->stats.backpressure++;
         return UTIL_ERR_NO_RESOURCE;
     }
-    rec_seal(r, produced + 1);
+    /* A reader that loads tags has said so (OFF_LOADS): it goes by the
+     * stamp alone. */
+    if (ep->reader_loads || (ep->reader_loads = (load_word(ep, OFF_LOADS) != 0)))
+        r->stamp = produced + 1;
+    else
+        rec_seal(r, produced + 1);
     /* The fields first, the stamp last: a reader with loads checks the stamp
      * before the rest, so it sees a whole record (x86-TSO keeps store
      * order; the release keeps the compiler's). One-sided readers also

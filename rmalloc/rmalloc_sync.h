@@ -157,8 +157,9 @@ rmalloc_vmem_t *rmalloc_sync_vmem(rmalloc_sync_ep_t *ep);
  * NULL. Reads of it then are loads: a poll that finds nothing new costs one
  * load instead of a transfer of the whole tag window. Writes and atomics
  * still go through the transport (they must be ordered with its other
- * operations). */
-void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, const void *peer_buf);
+ * operations), except one: in tag mode a store there tells the peer that its
+ * tags are loaded here, so it may write them without their checksum. */
+void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, void *peer_buf);
 
 /* Consumer waiting for the next allocation (rmalloc_sync_next() said
  * NO_RESOURCE): a word in local or mapped memory that changes when one may

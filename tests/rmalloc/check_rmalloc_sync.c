@@ -91,6 +91,39 @@ START_TEST(test_flow)
 }
 END_TEST
 
+/* TAG, one side maps the other's buffer: the tags it loads come without
+ * their checksum (the writer was told), the tags the other side copies with
+ * one-sided reads keep it, and the flow works both ways. */
+START_TEST(test_one_view)
+{
+    pair_combo_t c = {RMALLOC_SYNC_TAG, RMALLOC_NEXT_FIT, RMALLOC_SYNC_PUT};
+    pair_t       p;
+    raddr_t      pd, cd[8];
+    int          loader = _i ? PAIR_PRODUCER : PAIR_CONSUMER; /* who maps the other */
+    uint32_t     check;
+
+    setup_pair(&p, c, 256, 8, RMALLOC_WATERMARK_FULL, 4, 0);
+    rmalloc_sync_set_peer_view(p.ep[loader], p.sbuf[1 - loader]);
+    for (int round = 0; round < 12; round++) {
+        for (int i = 0; i < 8; i++) {
+            ck_assert_int_eq(alloc_wait(&pd, 40 + (uint64_t)i), UTIL_OK);
+            ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
+            cd[i] = take(&p, &pd);
+        }
+        for (int i = 0; i < 8; i++)
+            ck_assert_int_eq(rmalloc_sync_free(C, &cd[i]), UTIL_OK);
+        pull_all();
+        ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), 0);
+    }
+    /* tag 0 of each queue: its checksum word (after peer_block) */
+    memcpy(&check, (uint8_t *)p.sbuf[1 - loader] + 64 + 36, sizeof(check));
+    ck_assert_uint_eq(check, 0);
+    memcpy(&check, (uint8_t *)p.sbuf[loader] + 64 + 36, sizeof(check));
+    ck_assert_uint_ne(check, 0);
+    pair_fini(&p);
+}
+END_TEST
+
 /* TAG and CHANNEL: a full outbound queue pushes back until drained. */
 START_TEST(test_queue_full)
 {
@@ -386,6 +419,7 @@ int main(void)
     tcase_add_loop_test(tc, test_block_out_of_order, PAIR_COMBOS - 2, PAIR_COMBOS);
     tcase_add_loop_test(tc, test_block_wrap, PAIR_COMBOS - 2, PAIR_COMBOS);
     tcase_add_loop_test(tc, test_take_early, 0, 4);
+    tcase_add_loop_test(tc, test_one_view, 0, 2);
     tcase_add_test(tc, test_invalid);
     tcase_add_test(tc, test_config_env);
     suite_add_tcase(s, tc);
