@@ -81,7 +81,8 @@ static inline int rec_valid(const rec_t *r, uint64_t stamp)
 #define TAG_VIEW_WINDOW 64 /* tags applied per look at a mapped queue */
 _Static_assert(sizeof(rec_t) <= RMALLOC_SYNC_MAX_WRITE, "a record fits one inject");
 
-/* A FIFO of descriptors (grows by doubling). */
+/* A FIFO of descriptors (grows by doubling from 64: a slot is a mask, not
+ * a division, on the take path). */
 typedef struct {
     raddr_t *q;
     size_t   cap, head, tail;
@@ -102,20 +103,20 @@ static util_status_t dq_push(desc_queue_t *dq, const raddr_t *d)
             return UTIL_ERR_NO_MEMORY;
         }
         for (size_t s = dq->head; s != dq->tail; s++)
-            q[s - dq->head] = dq->q[s % dq->cap];
+            q[s - dq->head] = dq->q[s & (dq->cap - 1)];
         dq->tail -= dq->head;
         dq->head  = 0;
         free(dq->q);
         dq->q   = q;
         dq->cap = cap;
     }
-    dq->q[dq->tail++ % dq->cap] = *d;
+    dq->q[dq->tail++ & (dq->cap - 1)] = *d;
     return UTIL_OK;
 }
 
 static inline raddr_t *dq_front(desc_queue_t *dq)
 {
-    return &dq->q[dq->head % dq->cap];
+    return &dq->q[dq->head & (dq->cap - 1)];
 }
 
 struct rmalloc_sync_ep {
