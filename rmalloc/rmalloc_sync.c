@@ -484,7 +484,7 @@ static util_status_t apply_mapped_frees(rmalloc_sync_ep_t *ep, uint64_t *n_p)
     size_t        n, done;
     util_status_t status;
 
-    for (n = 0; n < ep->window; n++) {
+    for (n = 0; n < ep->window && n < TAG_VIEW_WINDOW; n++) { /* view_read's window */
         if (__atomic_load_n(&slot[n].stamp, __ATOMIC_ACQUIRE) != ep->consumed + n + 1)
             break;
         d[n] = (raddr_t){.start = slot[n].start, .end = slot[n].start + slot[n].units,
