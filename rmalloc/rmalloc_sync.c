@@ -506,9 +506,10 @@ static util_status_t apply_mapped_frees(rmalloc_sync_ep_t *ep, uint64_t *n_p)
 static util_status_t apply_window(rmalloc_sync_ep_t *ep, uint64_t *n_p)
 {
     util_status_t status;
+    uint64_t      n;
 
-    for (*n_p = 0; *n_p < ep->window; ++*n_p) {
-        const rec_t *slot = (const rec_t *)(const void *)(ep->window_at + *n_p * sizeof(rec_t));
+    for (n = 0; n < ep->window; n++) {
+        const rec_t *slot = (const rec_t *)(const void *)(ep->window_at + n * sizeof(rec_t));
         rec_t        r;
 
         if (ep->window_mapped) {
@@ -529,6 +530,7 @@ static util_status_t apply_window(rmalloc_sync_ep_t *ep, uint64_t *n_p)
             return status;
         ep->consumed++;
     }
+    *n_p = n;
     return UTIL_OK;
 }
 

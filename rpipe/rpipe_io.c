@@ -428,6 +428,17 @@ int rread(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
     return status;
 }
 
+/* The flag of a message rread handed out and rfree has not cleared: set,
+ * for a message of `payload` bytes. */
+static inline int rpipe_flag_live(rch_t ch, const raddr_t *desc, uint64_t payload)
+{
+    uint64_t seen = __atomic_load_n((const uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(desc)),
+                                    __ATOMIC_RELAXED) ^
+                    rpipe_flag_mask(ch, desc);
+
+    return (seen & 0xffu) == RPIPE_FLAG_MARK && rpipe_flag_payload(ch, seen) == payload;
+}
+
 int rfree(rch_t ch, raddr_t user_desc)
 {
     util_status_t status = rpipe_check_side(ch, 0, "rfree");
@@ -450,14 +461,10 @@ int rfree(rch_t ch, raddr_t user_desc)
     {
         uint64_t peer_id;
         uint32_t peer_block;
-        uint64_t *flag = (uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc));
-        uint64_t seen = 0;
 
         /* the descriptor first: only then may its flag be read */
         if (rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc, &peer_id, &peer_block) != UTIL_OK ||
-            ((seen = __atomic_load_n(flag, __ATOMIC_RELAXED) ^ rpipe_flag_mask(ch, &desc)) & 0xffu) !=
-                RPIPE_FLAG_MARK ||
-            rpipe_flag_payload(ch, seen) != user_desc.payload) {
+            !rpipe_flag_live(ch, &desc, user_desc.payload)) {
             util_error("rfree: descriptor is not a live message of the channel with rank %d "
                        "(freed twice, or from another channel)", ch->cfg.peer);
             return R_ERR_INVALID;
