@@ -197,22 +197,43 @@ util_status_t rmalloc_ring_free_oldest(rmalloc_ring_t *ring, const raddr_t *desc
 
 size_t rmalloc_ring_free_oldest_n(rmalloc_ring_t *ring, const raddr_t *descs, size_t n)
 {
-    size_t k;
+    /* ring_release() unrolled over the run with the ring's fields in
+     * locals: stores to entries may alias them, so the compiler would
+     * reload each one per entry (this runs once per message). */
+    ring_ent_t *fifo = ring->fifo;
+    uint64_t    mask = ring->mask, head = ring->head, tail = ring->tail;
+    uint64_t    used = ring->used, released = ring->released;
+    size_t      k;
 
     for (k = 0; k < n; k++) {
         const raddr_t *desc = &descs[k];
-        uint64_t       s    = ring->head;
 
         /* After a release the head is an allocation; only a wrap into an
          * empty ring leaves a dummy in front of one. */
-        while (s != ring->tail && ring->fifo[s & ring->mask].state == ENT_DUMMY)
+        uint64_t s = head;
+        while (s != tail && fifo[s & mask].state == ENT_DUMMY)
             s++;
-        ring_ent_t *e = &ring->fifo[s & ring->mask];
-        if (s == ring->tail || (uint32_t)s != desc->block || e->id != desc->id ||
+        ring_ent_t *e = &fifo[s & mask];
+        if (s == tail || (uint32_t)s != desc->block || e->id != desc->id ||
             e->start != desc->start || e->start + e->units != desc->end)
             break;
-        ring_release(ring, e);
+        e->state = ENT_RELEASED;
+        used -= e->units;
+        /* Units count as released in allocation order only (Alg. 6/7). */
+        while (head != tail) {
+            e = &fifo[head & mask];
+            if (e->state == ENT_ALLOC)
+                break;
+            if (e->state == ENT_DUMMY)
+                used -= e->units;
+            released += e->units;
+            head++;
+        }
     }
+    ring->head     = head;
+    ring->used     = used;
+    ring->released = released;
+    ring->live    -= k;
     return k;
 }
 

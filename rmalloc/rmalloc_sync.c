@@ -2,7 +2,8 @@
  * Shadow synchronization protocols over the rmalloc_sync transport.
  *
  * Sync buffer layout (same on both sides; words are 64-bit):
- *   0   freed     BLOCK: units the consumer released, in allocation order
+ *   0   freed     BLOCK: units the consumer released, in allocation order;
+ *                 TAG: messages the consumer freed as its oldest live one
  *   8   (unused: Alg. 10/11's tag state; readers go by the stamps)
  *   16  consumed  my outbound tags the reader has taken (the reader writes it)
  *   24  loads     non-zero: my tag reader maps this buffer (it loads my tags)
@@ -22,8 +23,21 @@
  * which can deadlock two peers that each wait on the other. Readers rely on
  * the stamps rather than the tag state, so they fetch only the window of
  * tags they have not seen.
+ *
+ * TAG frees are named by order, not by the producer's names. Both ends
+ * keep their live messages in post order (rmalloc_order.h). The consumer
+ * counts a free of its oldest live message (one store to word 0) and sends
+ * a free tag only for any other: the tag names the message by its post
+ * sequence and carries the count as it was then. The producer reads the
+ * count first, then the tags: each tag's count says how many counted frees
+ * came before it, and after the last tag the rest of the count applies, so
+ * it replays the consumer's order exactly; a counted free releases its own
+ * oldest live message, which is the same one. So in-order frees cost no tag,
+ * and a message taken by its flag (rmalloc_sync_take_early) needs no tag
+ * at all: the consumer skips it unread.
  */
 #include "rmalloc/rmalloc_sync.h"
+#include "rmalloc/rmalloc_order.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -38,7 +52,7 @@
 #define OFF_CH_TAIL   48
 #define OFF_TAGS      64
 
-enum { PEND_NONE = 0, PEND_FREED, PEND_TAGS, PEND_TAIL };
+enum { PEND_NONE = 0, PEND_FREED, PEND_COUNT, PEND_TAGS, PEND_TAIL };
 
 typedef struct {
     uint64_t start, units, payload;
@@ -78,7 +92,7 @@ static inline int rec_valid(const rec_t *r, uint64_t stamp)
 }
 
 #define TAG_WINDOW      16 /* tags fetched per read */
-#define TAG_VIEW_WINDOW 64 /* tags applied per look at a mapped queue */
+#define TAG_PULL_READS  8  /* windows one pull reads, one-sided, to find the queue's end */
 _Static_assert(sizeof(rec_t) <= RMALLOC_SYNC_MAX_WRITE, "a record fits one inject");
 
 /* A FIFO of descriptors (grows by doubling from 64: a slot is a mask, not
@@ -131,12 +145,17 @@ struct rmalloc_sync_ep {
     int                      pulled_new;
     uint64_t                 word;    /* landing spot of 8-byte reads */
     uint8_t                 *scratch; /* landing spot of tag queue reads */
-    const uint8_t           *window_at; /* the window to apply: scratch, or in the peer view */
-    int                      window_mapped; /* window_at is the peer view */
+    const uint8_t           *window_at; /* the window to apply: scratch, or NULL for the
+                                           peer view's queue itself */
+    unsigned                 pull_reads; /* TAG producer: windows read this pull */
     const uint8_t           *peer_view; /* peer's buffer mapped here, or NULL */
     int                      reader_loads; /* tag writer: the reader said it loads tags */
     uint64_t                 window;  /* tags asked for by the read in flight */
-    uint64_t                 freed_seen, freed_total;
+    uint64_t                 freed_seen, freed_total; /* BLOCK: units; TAG: messages
+                                                        freed as the oldest live one */
+    uint64_t                 count_read; /* TAG producer: the consumer's count, read
+                                            before its tags */
+    rmalloc_order_t          order;   /* TAG: live messages in post order */
     uint64_t                 consumed, consumed_told; /* tag reader: taken, reported */
     uint64_t                 produced, peer_consumed; /* tag writer: appended, last seen taken */
     uint64_t                 ch_sent, peer_tail, ch_tail;
@@ -336,6 +355,7 @@ void rmalloc_sync_destroy(rmalloc_sync_ep_t *ep)
     rmalloc_vmem_destroy(ep->vm);
     free(ep->ready.q);
     free(ep->early.q);
+    rmalloc_order_fini(&ep->order);
     free(ep->scratch);
     free(ep);
 }
@@ -406,16 +426,75 @@ static __attribute__((cold)) util_status_t peer_mismatch(const rmalloc_sync_ep_t
     return UTIL_ERR_STATE;
 }
 
-/* A record from the peer: an allocation (consumer) or a free (producer). */
+static util_status_t issue_read(rmalloc_sync_ep_t *ep, int kind);
+
+/* TAG, producer: releases its oldest live messages until `count` of them
+ * went by count (each freed by the consumer as its oldest live message;
+ * the two lists agree, see rmalloc_order.h). NO_RESOURCE when the list
+ * ran out first: the rest are messages whose post is still deferred here
+ * (the consumer took them by their flag), released once posted. */
+static util_status_t release_counted(rmalloc_sync_ep_t *ep, uint64_t count)
+{
+    const raddr_t *run;
+    size_t         n, done;
+    util_status_t  status;
+
+    while ((int64_t)(count - ep->freed_seen) > 0) {
+        n = rmalloc_order_run(&ep->order, count - ep->freed_seen, &run);
+        if (n == 0)
+            return UTIL_ERR_NO_RESOURCE;
+        /* a run in allocation order is one call on a ring-first instance */
+        status = rmalloc_vmem_free_n(ep->vm, run, n, &done);
+        if (status != UTIL_OK) {
+            util_error("rmalloc: the peer freed [%llu, %llu) in order, which is not live here",
+                       (unsigned long long)run[done].start, (unsigned long long)run[done].end);
+            return UTIL_ERR_STATE;
+        }
+        rmalloc_order_pop_n(&ep->order, done);
+        ep->freed_seen    += done;
+        ep->stats.applied += done;
+        ep->pulled_new     = 1;
+    }
+    return UTIL_OK;
+}
+
+/* TAG, producer: a free tag (a message the consumer freed out of order),
+ * which names the message by its post sequence and carries the count as it
+ * was then: the counted frees before it are applied first. NO_RESOURCE when
+ * the message is not posted here yet (deferred): stop, apply it later. */
+static util_status_t apply_free_tag(rmalloc_sync_ep_t *ep, const rec_t *r)
+{
+    size_t        i;
+    util_status_t status = release_counted(ep, r->payload);
+
+    if (status != UTIL_OK)
+        return status;
+    i = rmalloc_order_find(&ep->order, r->peer_id);
+    if (i == SIZE_MAX && r->peer_id >= ep->produced)
+        return UTIL_ERR_NO_RESOURCE;
+    if (i == SIZE_MAX || ep->order.desc[i].start != r->start ||
+        ep->order.desc[i].end != r->start + r->units ||
+        rmalloc_vmem_free(ep->vm, &ep->order.desc[i]) != UTIL_OK)
+        return peer_mismatch(ep, r);
+    rmalloc_order_remove(&ep->order, i);
+    ep->stats.applied++;
+    return UTIL_OK;
+}
+
+/* A record from the peer: an allocation (consumer) or a free (producer).
+ * NO_RESOURCE: it cannot be applied yet (apply_free_tag). */
 static util_status_t apply_rec(rmalloc_sync_ep_t *ep, const rec_t *r)
 {
     util_status_t status;
     raddr_t       d;
 
+    if (ep->cfg.role == RMALLOC_SYNC_PRODUCER && ep->cfg.protocol == RMALLOC_SYNC_TAG)
+        return apply_free_tag(ep, r);
     ep->stats.applied++;
     if (ep->cfg.role == RMALLOC_SYNC_CONSUMER && !dq_empty(&ep->early)) {
-        /* Tags come in the order messages are taken, so this is the tag of
-         * the oldest message taken at its guessed place: it must agree. */
+        /* CHANNEL: records come in the order messages are taken, so this is
+         * the record of the oldest message taken at its guessed place: it
+         * must agree. */
         raddr_t *e = dq_front(&ep->early);
         if (e->start != r->start || e->end != r->start + r->units || e->payload != r->payload) {
             util_error("rmalloc: the peer's allocation [%llu, +%llu) is not the message taken "
@@ -437,16 +516,27 @@ static util_status_t apply_rec(rmalloc_sync_ep_t *ep, const rec_t *r)
         const char *mem = rmalloc_vmem_ptr(ep->vm, &hint);
         if (mem != NULL)
             __builtin_prefetch(mem + rmalloc_desc_flag_offset(&hint));
-        status = rmalloc_vmem_claim(ep->vm, r->start, r->units, r->payload, r->peer_id,
-                                    r->peer_block, &d);
+        if (ep->cfg.protocol == RMALLOC_SYNC_TAG) {
+            /* TAG: the claim keeps the post sequence (r->stamp - 1), all
+             * that a free needs to name the message */
+            status = rmalloc_order_reserve(&ep->order);
+            if (status != UTIL_OK)
+                return status;
+            status = rmalloc_vmem_claim(ep->vm, r->start, r->units, r->payload, r->stamp - 1, 0,
+                                        &d);
+            if (status == UTIL_OK)
+                rmalloc_order_push(&ep->order, r->stamp - 1, &d);
+        } else
+            status = rmalloc_vmem_claim(ep->vm, r->start, r->units, r->payload, r->peer_id,
+                                        r->peer_block, &d);
         if (status == UTIL_OK)
             status = dq_push(&ep->ready, &d);
         ep->last_start   = r->start;
         ep->last_units   = r->units;
         ep->last_payload = r->payload;
     } else {
-        /* the consumer freed the block the record names (by the producer's
-         * own names: its id and block record) */
+        /* CHANNEL: the consumer freed the block the record names (by the
+         * producer's own names: its id and block record) */
         d = (raddr_t){.start = r->start, .end = r->start + r->units, .id = r->peer_id,
                       .block = r->peer_block};
         status = rmalloc_vmem_free(ep->vm, &d);
@@ -468,64 +558,68 @@ static util_status_t apply_freed(rmalloc_sync_ep_t *ep, uint64_t freed)
 }
 
 /* TAG, reader side: enough tags taken and not yet reported to tell the
- * writer (see apply_tags). */
+ * writer (see report_consumed). */
 static inline int tags_to_report(const rmalloc_sync_ep_t *ep)
 {
     return ep->consumed - ep->consumed_told >= (ep->cfg.queue_len + 3) / 4;
 }
 
-/* TAG, producer, the consumer's queue mapped here: the bulk of the pulls,
- * frees, applied from the slots themselves (stable once the stamp is seen,
- * as in apply_window) in one batch, without the general copy and dispatch. */
-static util_status_t apply_mapped_frees(rmalloc_sync_ep_t *ep, uint64_t *n_p)
+/* TAG, reader side: reports the tags taken (Alg. 11 l. 17-20, per quarter
+ * ring rather than per full queue): the writer may then reuse those slots.
+ * Not per tag: the count lands in the writer's busiest cache line, and the
+ * writer can only be short of slots while some are unread (caught up,
+ * fewer than a quarter ring are unreported). */
+static util_status_t report_consumed(rmalloc_sync_ep_t *ep)
 {
-    raddr_t       d[TAG_VIEW_WINDOW];
-    const rec_t  *slot = (const rec_t *)(const void *)ep->window_at;
-    size_t        n, done;
-    util_status_t status;
+    uint64_t      told   = ep->consumed;
+    util_status_t status = ep->tr.ops->write(ep->tr.ctx, OFF_CONSUMED, &told, sizeof(told));
 
-    for (n = 0; n < ep->window && n < TAG_VIEW_WINDOW; n++) { /* view_read's window */
-        if (__atomic_load_n(&slot[n].stamp, __ATOMIC_ACQUIRE) != ep->consumed + n + 1)
-            break;
-        d[n] = (raddr_t){.start = slot[n].start, .end = slot[n].start + slot[n].units,
-                         .id = slot[n].peer_id, .block = slot[n].peer_block};
-    }
-    status = rmalloc_vmem_free_n(ep->vm, d, n, &done);
-    ep->consumed += done;
-    ep->stats.applied += done;
-    *n_p = done;
-    if (status != UTIL_OK)
-        return (status == UTIL_ERR_INVALID) ? peer_mismatch(ep, &slot[done]) : status;
+    if (status == UTIL_ERR_NO_RESOURCE)
+        return UTIL_OK; /* reported with the next batch */
+    if (status == UTIL_IN_PROGRESS)
+        ep->unflushed = 1;
+    else if (status != UTIL_OK)
+        return status;
+    ep->stats.writes++;
+    ep->consumed_told = told;
     return UTIL_OK;
 }
 
 /* TAG, reader side: applies the window of the peer's queue at
- * ep->window_at. Tag number n sits in slot n % Q with stamp n + 1 and a
- * good checksum; the first slot that is not so (not written yet, or half
- * written) ends the batch, to be read again later. */
-static util_status_t apply_window(rmalloc_sync_ep_t *ep, uint64_t *n_p)
+ * ep->window_at (or in the peer view, around the ring). Tag number n sits in
+ * slot n % Q with stamp n + 1 and a good checksum; the first slot that is
+ * not so (not written yet, or half written) ends the batch, to be read
+ * again later (*at_end_p = 1). */
+static util_status_t apply_window(rmalloc_sync_ep_t *ep, uint64_t *n_p, int *at_end_p)
 {
-    util_status_t status;
+    util_status_t status = UTIL_OK;
     uint64_t      n;
 
+    *at_end_p = 0;
     for (n = 0; n < ep->window; n++) {
-        const rec_t *slot = (const rec_t *)(const void *)(ep->window_at + n * sizeof(rec_t));
-        rec_t        r;
+        rec_t r;
 
-        if (ep->window_mapped) {
+        if (ep->window_at == NULL) {
+            const rec_t *slot = next_incoming(ep);
             /* The writer stores the stamp last, with release: once it reads
              * n + 1 (acquire), the fields are whole, and they stay so until
              * this side reports the slot taken. No checksum to compute. */
-            if (__atomic_load_n(&slot->stamp, __ATOMIC_ACQUIRE) != ep->consumed + 1)
+            if (__atomic_load_n(&slot->stamp, __ATOMIC_ACQUIRE) != ep->consumed + 1) {
+                *at_end_p = 1;
                 break;
+            }
             memcpy(&r, slot, offsetof(rec_t, stamp));
             r.stamp = ep->consumed + 1;
         } else {
-            memcpy(&r, slot, sizeof(r));
-            if (!rec_valid(&r, ep->consumed + 1))
-                break; /* a one-sided read may have caught it half written */
+            memcpy(&r, ep->window_at + n * sizeof(rec_t), sizeof(r));
+            if (!rec_valid(&r, ep->consumed + 1)) {
+                *at_end_p = 1; /* a one-sided read may have caught it half written */
+                break;
+            }
         }
         status = apply_rec(ep, &r);
+        if (status == UTIL_ERR_NO_RESOURCE)
+            break;
         if (status != UTIL_OK)
             return status;
         ep->consumed++;
@@ -538,39 +632,39 @@ static util_status_t apply_window(rmalloc_sync_ep_t *ep, uint64_t *n_p)
 static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
 {
     uint64_t      n;
+    int           at_end;
     util_status_t status;
 
     ep->pulled_new = 0;
-    status = (ep->window_mapped && ep->cfg.role == RMALLOC_SYNC_PRODUCER)
-                 ? apply_mapped_frees(ep, &n)
-                 : apply_window(ep, &n);
+    status = apply_window(ep, &n, &at_end);
     if (status != UTIL_OK)
         return status;
-    ep->pulled_new = (n != 0);
-    /* Report what was taken (Alg. 11 l. 17-20, per quarter ring rather than
-     * per full queue): the writer may then reuse those slots. Not per tag:
-     * the count lands in the writer's busiest cache line, and the writer
-     * can only be short of slots while some are unread (caught up, fewer
-     * than a quarter ring are unreported). */
-    if (tags_to_report(ep)) {
-        uint64_t told = ep->consumed;
-        status = ep->tr.ops->write(ep->tr.ctx, OFF_CONSUMED, &told, sizeof(told));
-        if (status == UTIL_ERR_NO_RESOURCE)
-            return UTIL_OK; /* reported with the next batch */
-        if (status == UTIL_IN_PROGRESS)
-            ep->unflushed = 1;
-        else if (status != UTIL_OK)
+    if (n != 0)
+        ep->pulled_new = 1;
+    /* Producer: the counted frees. Every tag written before the count was
+     * read is in the window when it ended at a missing tag; otherwise
+     * (window exhausted, or a tag to apply later) a counted free could
+     * overtake a tag before it. */
+    if (ep->cfg.role == RMALLOC_SYNC_PRODUCER && at_end) {
+        status = release_counted(ep, ep->count_read);
+        if (status != UTIL_OK && status != UTIL_ERR_NO_RESOURCE)
             return status;
-        ep->stats.writes++;
-        ep->consumed_told = told;
+    } else if (ep->cfg.role == RMALLOC_SYNC_PRODUCER && n == ep->window &&
+               ++ep->pull_reads < TAG_PULL_READS) {
+        /* one-sided window used up (at the ring's end, or full): read on */
+        if (tags_to_report(ep) && (status = report_consumed(ep)) != UTIL_OK)
+            return status;
+        return issue_read(ep, PEND_TAGS);
     }
-    return UTIL_OK;
+    return tags_to_report(ep) ? report_consumed(ep) : UTIL_OK;
 }
-
 static util_status_t apply_read(rmalloc_sync_ep_t *ep, int kind)
 {
     switch (kind) {
     case PEND_FREED: return apply_freed(ep, ep->word);
+    case PEND_COUNT: /* TAG producer: the count first, then the tags */
+        ep->count_read = ep->word;
+        return issue_read(ep, PEND_TAGS);
     case PEND_TAGS:  return apply_tags(ep);
     default:         ep->peer_tail = ep->word; return UTIL_OK;
     }
@@ -614,24 +708,18 @@ static util_status_t view_read(rmalloc_sync_ep_t *ep, int kind)
         return status;
     ep->stats.reads++;
     if (kind == PEND_TAGS) {
-        uint64_t cap  = ep->cfg.queue_len;
-        uint64_t slot = ep->consumed & (cap - 1);
-        const uint8_t *first = ep->peer_view + OFF_TAGS + slot * sizeof(rec_t);
-
-        ep->window = (cap - slot < TAG_VIEW_WINDOW) ? cap - slot : TAG_VIEW_WINDOW;
-        if (__atomic_load_n((const uint64_t *)(first + offsetof(rec_t, stamp)),
-                            __ATOMIC_ACQUIRE) != ep->consumed + 1) {
+        ep->window = ep->cfg.queue_len; /* no more can be there: slots come back on reports */
+        if (__atomic_load_n(&next_incoming(ep)->stamp, __ATOMIC_ACQUIRE) != ep->consumed + 1) {
             ep->pulled_new = 0;
-            if (!tags_to_report(ep))
+            if (ep->cfg.role == RMALLOC_SYNC_CONSUMER && !tags_to_report(ep))
                 return UTIL_OK; /* nothing new, nothing to report */
-            ep->window = 1;     /* apply_tags finds it stale and reports */
+            ep->window = 1;     /* apply_tags finds it stale: counted frees, report */
         }
-        ep->window_at     = first; /* applied in place, each record as it is copied */
-        ep->window_mapped = 1;
+        ep->window_at = NULL; /* applied in place, each record as it is copied */
     } else {
         ep->word = __atomic_load_n((const uint64_t *)(ep->peer_view +
-                                                      (kind == PEND_FREED ? OFF_FREED
-                                                                          : OFF_CH_TAIL)),
+                                                      (kind == PEND_TAIL ? OFF_CH_TAIL
+                                                                         : OFF_FREED)),
                                    __ATOMIC_ACQUIRE);
     }
     return apply_read(ep, kind);
@@ -651,10 +739,9 @@ static util_status_t issue_read(rmalloc_sync_ep_t *ep, int kind)
         ep->window = (cap - slot < TAG_WINDOW) ? cap - slot : TAG_WINDOW;
         status     = ep->tr.ops->read(ep->tr.ctx, OFF_TAGS + slot * sizeof(rec_t),
                                       ep->scratch, ep->window * sizeof(rec_t));
-        ep->window_at     = ep->scratch;
-        ep->window_mapped = 0;
+        ep->window_at = ep->scratch;
     } else
-        status = ep->tr.ops->read(ep->tr.ctx, kind == PEND_FREED ? OFF_FREED : OFF_CH_TAIL,
+        status = ep->tr.ops->read(ep->tr.ctx, kind == PEND_TAIL ? OFF_CH_TAIL : OFF_FREED,
                                   &ep->word, sizeof(ep->word));
     if (status == UTIL_OK || status == UTIL_IN_PROGRESS)
         ep->stats.reads++;
@@ -731,9 +818,10 @@ static util_status_t tag_produce(rmalloc_sync_ep_t *ep, rec_t *r)
     rec_t   *slot     = (rec_t *)(void *)(ep->buf + OFF_TAGS + (produced & (cap - 1)) * sizeof(*r));
 
     /* The reader's count lives in a line it writes: load it only when the
-     * last value seen says the queue is full. */
-    if (produced - ep->peer_consumed >= cap &&
-        produced - (ep->peer_consumed = load_word(ep, OFF_CONSUMED)) >= cap) {
+     * last value seen says the queue is full. Signed: an alloc tag's reader
+     * counts messages it took by their flag, perhaps before their tags. */
+    if ((int64_t)(produced - ep->peer_consumed) >= (int64_t)cap &&
+        (int64_t)(produced - (ep->peer_consumed = load_word(ep, OFF_CONSUMED))) >= (int64_t)cap) {
         ep->stats.backpressure++;
         return UTIL_ERR_NO_RESOURCE;
     }
@@ -754,11 +842,6 @@ static util_status_t tag_produce(rmalloc_sync_ep_t *ep, rec_t *r)
     return UTIL_OK;
 }
 
-static util_status_t send_rec(rmalloc_sync_ep_t *ep, rec_t *r)
-{
-    return (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL) ? channel_send(ep, r) : tag_produce(ep, r);
-}
-
 /* ---- producer ------------------------------------------------------------ */
 
 /* One sync_in round (Alg. 3 l. 9-17): OK when applied, IN_PROGRESS. */
@@ -768,11 +851,12 @@ static util_status_t start_pull(rmalloc_sync_ep_t *ep)
 
     ep->stats.pulls++;
     ep->pulled_new = 0;
+    ep->pull_reads = 0;
     switch (ep->cfg.protocol) {
     case RMALLOC_SYNC_BLOCK:
         return issue_read(ep, PEND_FREED);
-    case RMALLOC_SYNC_TAG:
-        return issue_read(ep, PEND_TAGS);
+    case RMALLOC_SYNC_TAG: /* frees: the count, then the tags (apply_tags) */
+        return issue_read(ep, PEND_COUNT);
     default:
         while ((status = channel_take(ep)) == UTIL_OK)
             ep->pulled_new = 1;
@@ -860,7 +944,16 @@ util_status_t rmalloc_sync_post(rmalloc_sync_ep_t *ep, const raddr_t *desc)
     if (status != UTIL_OK)
         return status;
     rec_from_desc(&r, desc);
-    return send_rec(ep, &r);
+    if (ep->cfg.protocol == RMALLOC_SYNC_CHANNEL)
+        return channel_send(ep, &r);
+    /* TAG: the message joins the live list under its tag's number, which
+     * the consumer's frees name it by */
+    uint64_t seq = ep->produced;
+    if ((status = rmalloc_order_reserve(&ep->order)) != UTIL_OK ||
+        (status = tag_produce(ep, &r)) != UTIL_OK)
+        return status;
+    rmalloc_order_push(&ep->order, seq, desc);
+    return UTIL_OK;
 }
 
 /* ---- consumer ------------------------------------------------------------ */
@@ -912,7 +1005,24 @@ util_status_t rmalloc_sync_take_early(rmalloc_sync_ep_t *ep, uint64_t start, uin
     if (ep->cfg.role != RMALLOC_SYNC_CONSUMER || ep->cfg.protocol == RMALLOC_SYNC_BLOCK ||
         !dq_empty(&ep->ready))
         return UTIL_ERR_INVALID;
-    /* The producer's names come with the tag (peer id 0 until then). */
+    if (ep->cfg.protocol == RMALLOC_SYNC_TAG) {
+        /* It is the message of tag number `consumed`; its frees name it by
+         * that number, so its tag is not needed: skip it, unread. */
+        status = rmalloc_order_reserve(&ep->order);
+        if (status != UTIL_OK)
+            return status;
+        status = rmalloc_vmem_claim(ep->vm, start, units, payload, ep->consumed, 0, desc_p);
+        if (status != UTIL_OK)
+            return status;
+        rmalloc_order_push(&ep->order, ep->consumed, desc_p);
+        ep->consumed++;
+        ep->last_start   = start;
+        ep->last_units   = units;
+        ep->last_payload = payload;
+        return tags_to_report(ep) ? report_consumed(ep) : UTIL_OK;
+    }
+    /* CHANNEL: the producer's names come with the record (peer id 0 until
+     * then). */
     status = rmalloc_vmem_claim(ep->vm, start, units, payload, 0, UINT32_MAX, desc_p);
     if (status != UTIL_OK)
         return status;
@@ -943,6 +1053,41 @@ util_status_t rmalloc_sync_accept(rmalloc_sync_ep_t *ep, uint64_t payload, uint6
     return status;
 }
 
+/* TAG, consumer: the oldest live message is counted (one store into my
+ * own buffer, which the producer reads when it pulls); any other is a free
+ * tag naming it by its post sequence, with the count as of now. */
+static util_status_t tag_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
+{
+    uint64_t      seq;
+    uint32_t      unused;
+    util_status_t status;
+    size_t        i;
+
+    if (rmalloc_vmem_peer(ep->vm, desc, &seq, &unused) != UTIL_OK)
+        return UTIL_ERR_INVALID;
+    if (rmalloc_order_live(&ep->order) && rmalloc_order_front_seq(&ep->order) == seq) {
+        status = rmalloc_vmem_free(ep->vm, desc);
+        if (status != UTIL_OK)
+            return status;
+        rmalloc_order_pop_n(&ep->order, 1);
+        store_word(ep, OFF_FREED, ++ep->freed_total);
+        return UTIL_OK;
+    }
+    i = rmalloc_order_find(&ep->order, seq);
+    if (i == SIZE_MAX) {
+        util_error("rmalloc: live message %llu is missing from the post order",
+                   (unsigned long long)seq);
+        return UTIL_ERR_STATE;
+    }
+    rec_t r = {.start = desc->start, .units = desc->end - desc->start,
+               .payload = ep->freed_total, .peer_id = seq};
+    status = tag_produce(ep, &r);
+    if (status != UTIL_OK)
+        return status;
+    rmalloc_order_remove(&ep->order, i);
+    return rmalloc_vmem_free(ep->vm, desc);
+}
+
 util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
 {
     uint64_t      peer_id;
@@ -964,19 +1109,23 @@ util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
         }
         return UTIL_OK;
     }
-    status = complete_pending(ep); /* it may bring the names of a message taken early */
+    if (ep->cfg.protocol == RMALLOC_SYNC_TAG)
+        return tag_free(ep, desc);
+    /* CHANNEL */
+    status = complete_pending(ep);
     if (status != UTIL_OK)
         return status;
     if (rmalloc_vmem_peer(ep->vm, desc, &peer_id, &peer_block) != UTIL_OK)
         return UTIL_ERR_INVALID;
     if (peer_id == 0) {
-        /* Taken early: its tag (with the producer's names) was posted right
-         * after the message. Its line has not moved here yet: a load now
-         * would wait for it on the reader's critical path. So the first try
-         * only starts that transfer and asks to be retried (rpipe retries
-         * deferred frees before it next waits); the retry applies it. */
+        /* Taken early: its record (with the producer's names) was pushed
+         * right after the message. Its line has not moved here yet: a load
+         * now would wait for it on the reader's critical path. So the first
+         * try only starts that transfer and asks to be retried (rpipe
+         * retries deferred frees before it next waits); the retry applies
+         * it. */
         if (!ep->early_free_tried) {
-            __builtin_prefetch(next_incoming(ep)); /* a tag needs the view to be early */
+            __builtin_prefetch(next_incoming(ep));
             ep->early_free_tried = 1;
             return UTIL_ERR_NO_RESOURCE;
         }
@@ -992,7 +1141,7 @@ util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
     rec_from_desc(&r, desc);
     r.peer_id    = peer_id; /* the producer's names for the block */
     r.peer_block = peer_block;
-    status = send_rec(ep, &r);
+    status = channel_send(ep, &r);
     if (status != UTIL_OK)
         return status;
     return rmalloc_vmem_free(ep->vm, desc);

@@ -35,6 +35,9 @@
  *     tags in the consumer's), with tag state VALID/INV and sync state
  *     READY/SYNC (Algorithms 10 and 11). A full queue pushes back
  *     (UTIL_ERR_NO_RESOURCE) until the reader has drained it and set SYNC.
+ *     Frees of the consumer's oldest live message (post order) are counted
+ *     instead of tagged, like BLOCK's counter; only frees out of that order
+ *     are tags (see rmalloc_sync.c).
  *
  * Non-blocking. No call waits. Results:
  *   UTIL_OK              done;
@@ -199,9 +202,12 @@ util_status_t rmalloc_sync_guess(const rmalloc_sync_ep_t *ep, uint64_t *start_p,
 
 /* Consumer: takes the next allocation before its tag or record arrived,
  * because the caller verified that it is there (rpipe: the message's flag,
- * which names place, size and sequence number). The tag, when it comes, must
- * match (else ERR_STATE); until then rmalloc_sync_free() of it answers
- * NO_RESOURCE. ERR_INVALID when [start, +units) is claimed already. */
+ * which names place, size and sequence number). TAG: its tag is skipped,
+ * and it may be freed at once (frees name it by its post sequence).
+ * CHANNEL: the record, when it comes, must match (else ERR_STATE) and
+ * brings the names a free needs; until then rmalloc_sync_free() of it
+ * answers NO_RESOURCE. ERR_INVALID when [start, +units) is claimed
+ * already. */
 util_status_t rmalloc_sync_take_early(rmalloc_sync_ep_t *ep, uint64_t start, uint64_t units,
                                       uint64_t payload, raddr_t *desc_p);
 

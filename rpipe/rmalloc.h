@@ -168,7 +168,10 @@ RMALLOC_API int rread(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size);
 RMALLOC_API int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size);
 /* rread into buf (size bytes) and rfree; *len_p (may be NULL) gets the length. */
 RMALLOC_API int rread_mem(rch_t ch, void *buf, size_t size, size_t *len_p);
-/* Gives a message's memory back to the producer. */
+/* Gives a message's memory back to the producer. With NET_SYNC_TAGS the
+ * producer learns of it at this side's next rread/rread_nb on the channel,
+ * any blocking rpipe call or rclose (at most 16 frees wait), not at once:
+ * that bookkeeping stays off the path to what the caller sends next. */
 RMALLOC_API int rfree(rch_t ch, raddr_t desc);
 
 /* ---- immediate data and the network --------------------------------------------------- */

@@ -146,6 +146,11 @@ util_status_t rpipe_post_or_defer(rch_t ch, const raddr_t *desc)
             return status;
         }
     }
+    return rpipe_defer(ch, desc);
+}
+
+util_status_t rpipe_defer(rch_t ch, const raddr_t *desc)
+{
     if (ch->deferred_n == ch->deferred_cap) {
         uint32_t cap = ch->deferred_cap ? 2 * ch->deferred_cap : 16;
         raddr_t *grown = realloc(ch->deferred, cap * sizeof(raddr_t));

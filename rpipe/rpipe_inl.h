@@ -30,6 +30,9 @@ util_status_t rpipe_connect(rch_t ch);
 util_status_t rpipe_flush_deferred(rch_t ch);
 /* Posts (producer) or frees (consumer) desc now, or defers it. */
 util_status_t rpipe_post_or_defer(rch_t ch, const raddr_t *desc);
+/* Defers it: sent by the next rpipe_flush_deferred (rread_nb, rmalloc_nb,
+ * any blocking wait, rclose). */
+util_status_t rpipe_defer(rch_t ch, const raddr_t *desc);
 
 static inline util_status_t rpipe_ready(rch_t ch)
 {

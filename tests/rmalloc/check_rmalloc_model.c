@@ -1,7 +1,9 @@
 /*
  * Randomized model-based test of the sync protocols. For every heuristic x
  * protocol x direction (22 combinations) a producer and a consumer run a
- * random interleaving of alloc, post, take, out-of-order free, pull and
+ * random interleaving of alloc, post, take, take early (next-fit with a peer
+ * view: the next message at its guessed place, perhaps before its post, as
+ * rpipe does when the flag is there), out-of-order free, pull and
  * progress through the in-memory transport, which itself defers and
  * refuses operations at random. After every step:
  *   - both instances pass rmalloc_vmem_check() (blocks tile the region, so
@@ -40,6 +42,9 @@ typedef struct {
     raddr_t  unposted[MAXLIVE], inflight[MAXLIVE], held[MAXLIVE];
     uint64_t unposted_align[MAXLIVE], inflight_align[MAXLIVE];
     unsigned nun, nin, nheld;
+    unsigned nun_taken; /* unposted[0..nun_taken) were taken early */
+    uint64_t last_payload;
+    uint64_t early, early_unposted; /* messages taken early; of them, before their post */
 } model_t;
 
 static uint64_t rnd(model_t *m)
@@ -125,6 +130,11 @@ static void op_alloc(model_t *m)
     /* mostly small messages, some large ones (up to 1/8 of the region) */
     uint64_t payload = (r % 4) ? 1 + (r >> 8) % (3 * UNIT) : 1 + (r >> 8) % (UNITS * UNIT / 8);
     uint64_t align   = ((r >> 40) % 16 == 0) ? 256 : 0;
+    if ((r >> 44) % 2 && m->last_payload) { /* a stream of equal messages */
+        payload = m->last_payload;
+        align   = 0;
+    }
+    m->last_payload = payload;
     if (m->nun + m->nin + m->nheld >= MAXLIVE)
         return;
     util_status_t st = rmalloc_sync_alloc(m->p.ep[PAIR_PRODUCER], payload, align, &d);
@@ -150,8 +160,12 @@ static void op_post(model_t *m)
     st_ok(m, st, "post");
     if (st != UTIL_OK)
         return;
-    m->inflight_align[m->nin] = m->unposted_align[0];
-    m->inflight[m->nin++]     = m->unposted[0];
+    if (m->nun_taken > 0) {
+        m->nun_taken--; /* the consumer has it already */
+    } else {
+        m->inflight_align[m->nin] = m->unposted_align[0];
+        m->inflight[m->nin++]     = m->unposted[0];
+    }
     m->nun--;
     memmove(&m->unposted[0], &m->unposted[1], m->nun * sizeof(raddr_t));
     memmove(&m->unposted_align[0], &m->unposted_align[1], m->nun * sizeof(uint64_t));
@@ -185,6 +199,33 @@ static void op_take(model_t *m)
     m->nin--;
     memmove(&m->inflight[0], &m->inflight[1], m->nin * sizeof(raddr_t));
     memmove(&m->inflight_align[0], &m->inflight_align[1], m->nin * sizeof(uint64_t));
+}
+
+/* The consumer takes the next message in post order where next-fit most
+ * likely put it, if it is there (rpipe: its flag says so). */
+static void op_take_early(model_t *m)
+{
+    uint64_t start, units, payload;
+    raddr_t  d, *next;
+
+    if (rmalloc_sync_guess(m->p.ep[PAIR_CONSUMER], &start, &units, &payload) != UTIL_OK)
+        return;
+    next = m->nin ? &m->inflight[0] : (m->nun > m->nun_taken ? &m->unposted[m->nun_taken] : NULL);
+    if (next == NULL || next->start != start || next->end != start + units ||
+        next->payload != payload)
+        return; /* no flag there */
+    MCHECK(m, rmalloc_sync_take_early(m->p.ep[PAIR_CONSUMER], start, units, payload, &d) ==
+                  UTIL_OK, "take_early refused the next message");
+    MCHECK(m, d.start == start && d.end == start + units, "take_early gave another place");
+    m->held[m->nheld++] = d;
+    m->early++;
+    m->early_unposted += (m->nin == 0);
+    if (m->nin) {
+        m->nin--;
+        memmove(&m->inflight[0], &m->inflight[1], m->nin * sizeof(raddr_t));
+        memmove(&m->inflight_align[0], &m->inflight_align[1], m->nin * sizeof(uint64_t));
+    } else
+        m->nun_taken++;
 }
 
 static void op_free(model_t *m, unsigned k)
@@ -272,6 +313,8 @@ START_TEST(test_model)
             op_alloc(&m);
         else if (r < 50)
             op_post(&m);
+        else if (r < 62 && view)
+            op_take_early(&m);
         else if (r < 70)
             op_take(&m);
         else if (r < 92) {
@@ -286,9 +329,11 @@ START_TEST(test_model)
             quiesce(&m, (m.step / 5000) % 2);
     }
     quiesce(&m, 1);
-    printf("model: %s/%s/%s%s: %llu ops ok\n", rmalloc_sync_protocol_name(c.protocol),
-           rmalloc_heuristic_name(c.heuristic), c.direction == RMALLOC_SYNC_PUT ? "put" : "get",
-           view ? " (peer view)" : "", (unsigned long long)g_ops);
+    printf("model: %s/%s/%s%s: %llu ops ok (%llu taken early, %llu before their post)\n",
+           rmalloc_sync_protocol_name(c.protocol), rmalloc_heuristic_name(c.heuristic),
+           c.direction == RMALLOC_SYNC_PUT ? "put" : "get", view ? " (peer view)" : "",
+           (unsigned long long)g_ops, (unsigned long long)m.early,
+           (unsigned long long)m.early_unposted);
     pair_fini(&m.p);
 }
 END_TEST

@@ -93,7 +93,8 @@ END_TEST
 
 /* TAG, one side maps the other's buffer: the tags it loads come without
  * their checksum (the writer was told), the tags the other side copies with
- * one-sided reads keep it, and the flow works both ways. */
+ * one-sided reads keep it, and the flow works both ways. (Frees in reverse
+ * order, so that they are tags, not counted.) */
 START_TEST(test_one_view)
 {
     pair_combo_t c = {RMALLOC_SYNC_TAG, RMALLOC_NEXT_FIT, RMALLOC_SYNC_PUT};
@@ -110,7 +111,7 @@ START_TEST(test_one_view)
             ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
             cd[i] = take(&p, &pd);
         }
-        for (int i = 0; i < 8; i++)
+        for (int i = 7; i >= 0; i--)
             ck_assert_int_eq(rmalloc_sync_free(C, &cd[i]), UTIL_OK);
         pull_all();
         ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), 0);
@@ -155,6 +156,26 @@ START_TEST(test_queue_full)
             cd[i] = take(&p, &pd[i]);
     }
     cd[4] = take(&p, &pd[4]);
+    if (c.protocol == RMALLOC_SYNC_TAG) {
+        /* TAG: only frees out of order are tags (the oldest live message is
+         * counted), so hold message 0: the 5th tag is pushed back */
+        ck_assert_int_eq(alloc_wait(&pd[5], 100), UTIL_OK);
+        ck_assert_int_eq(rmalloc_sync_post(P, &pd[5]), UTIL_OK);
+        cd[5] = take(&p, &pd[5]);
+        for (int i = 1; i < 5; i++)
+            ck_assert_int_eq(rmalloc_sync_free(C, &cd[i]), UTIL_OK);
+        uint64_t used = rmalloc_vmem_used_units(rmalloc_sync_vmem(C));
+        ck_assert_int_eq(rmalloc_sync_free(C, &cd[5]), UTIL_ERR_NO_RESOURCE);
+        ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(C)), used);
+        pull_all();
+        ck_assert_int_eq(rmalloc_sync_free(C, &cd[5]), UTIL_OK);
+        ck_assert_int_eq(rmalloc_sync_free(C, &cd[5]), UTIL_ERR_INVALID); /* double free */
+        ck_assert_int_eq(rmalloc_sync_free(C, &cd[0]), UTIL_OK); /* counted: never full */
+        pull_all();
+        ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), 0);
+        pair_fini(&p);
+        return;
+    }
     /* the free direction: the 5th free is pushed back, nothing changes */
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(rmalloc_sync_free(C, &cd[i]), UTIL_OK);
@@ -298,20 +319,105 @@ START_TEST(test_in_progress)
         ck_assert_int_eq(rmalloc_sync_free(C, &cd[i]), UTIL_OK);
     }
     ck_assert_int_eq(rmalloc_sync_alloc(P, 632, 0, &x), UTIL_IN_PROGRESS);
+    if (c.protocol == RMALLOC_SYNC_TAG) /* the count, then the free tags */
+        ck_assert_int_eq(rmalloc_sync_alloc(P, 632, 0, &x), UTIL_IN_PROGRESS);
     ck_assert_int_eq(rmalloc_sync_alloc(P, 632, 0, &x), UTIL_OK);
     ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), 10);
     pair_fini(&p);
 }
 END_TEST
 
-/* TAG (with a peer view) and CHANNEL, next-fit: a consumer takes the next
- * allocation early, at its guessed place; the tag or record that follows
- * must match it and gives the names its free needs. */
+/* TAG (with a peer view), next-fit: a consumer takes the next allocation
+ * early, at its guessed place, and frees it at once: counted (even before
+ * the producer posted it) or, out of order, as a tag naming its post
+ * sequence. The producer applies both once the message is posted. */
+START_TEST(test_take_early_tag)
+{
+    pair_combo_t c = {RMALLOC_SYNC_TAG, RMALLOC_NEXT_FIT,
+                      _i ? RMALLOC_SYNC_GET : RMALLOC_SYNC_PUT};
+    pair_t       p;
+    raddr_t      pd, held_pd, cd, ed, held;
+    uint64_t     start, units, payload;
+
+    setup_pair(&p, c, 256, 8, RMALLOC_WATERMARK_FULL, 4, 0);
+    rmalloc_sync_set_peer_view(C, p.sbuf[PAIR_PRODUCER]);
+    rmalloc_sync_set_peer_view(P, p.sbuf[PAIR_CONSUMER]);
+    ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_ERR_NO_RESOURCE);
+    ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
+    cd = take(&p, &pd);
+    for (int i = 0; i < 40; i++) { /* wraps the 256-unit region */
+        ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
+        ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_OK);
+        ck_assert_uint_eq(start, pd.start); /* same size: the guess is right */
+        ck_assert_uint_eq(units, pd.end - pd.start);
+        ck_assert_uint_eq(payload, pd.payload);
+        ck_assert_int_eq(rmalloc_sync_take_early(C, start, units, payload, &ed), UTIL_OK);
+        /* a second claim of the same place is refused */
+        ck_assert_int_eq(rmalloc_sync_take_early(C, start, units, payload, &cd), UTIL_ERR_INVALID);
+        ck_assert_int_eq(rmalloc_sync_free(C, &cd), UTIL_OK); /* the previous message */
+        if (i % 2) {
+            /* counted before its post: the producer releases the older one
+             * only, and this one once it is posted */
+            ck_assert_int_eq(rmalloc_sync_free(C, &ed), UTIL_OK);
+            pull_all();
+            ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), units);
+            ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
+            /* its tag is skipped, not handed out */
+            ck_assert_int_eq(rmalloc_sync_next(C, &cd), UTIL_ERR_NO_RESOURCE);
+            pull_all();
+            ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), 0);
+            ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
+            ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
+            cd = take(&p, &pd);
+        } else {
+            ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
+            ck_assert_int_eq(rmalloc_sync_next(C, &cd), UTIL_ERR_NO_RESOURCE);
+            cd = ed;
+            pull_all();
+        }
+    }
+    /* out of order: a newer message freed while an older one is held is a
+     * tag; one freed before its post waits in the queue until it is */
+    ck_assert_int_eq(alloc_wait(&held_pd, 100), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_post(P, &held_pd), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_free(C, &cd), UTIL_OK);
+    held = take(&p, &held_pd);
+    ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_take_early(C, start, units, payload, &ed), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_free(C, &ed), UTIL_OK); /* a tag */
+    pull_all();
+    ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), 2 * units);
+    ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
+    pull_all();
+    ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), units);
+    ck_assert_int_eq(rmalloc_sync_free(C, &held), UTIL_OK); /* counted */
+    pull_all();
+    ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(C)), 0);
+    ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), 0);
+    ck_assert_int_eq(rmalloc_vmem_check(rmalloc_sync_vmem(P)), UTIL_OK);
+    /* a free tag that names a message at another place is a protocol error */
+    ck_assert_int_eq(alloc_wait(&held_pd, 100), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_post(P, &held_pd), UTIL_OK);
+    held = take(&p, &held_pd);
+    ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_take_early(C, start + 1, units, payload, &ed), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_free(C, &ed), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_pull(P), UTIL_ERR_STATE);
+    pair_fini(&p);
+}
+END_TEST
+
+/* CHANNEL, next-fit: a consumer takes the next allocation early, at its
+ * guessed place; the record that follows must match it and gives the names
+ * its free needs. */
 START_TEST(test_take_early)
 {
-    rmalloc_sync_protocol_t protos[] = {RMALLOC_SYNC_TAG, RMALLOC_SYNC_CHANNEL};
-    pair_combo_t c = {protos[_i / 2], RMALLOC_NEXT_FIT,
-                      (_i % 2) ? RMALLOC_SYNC_GET : RMALLOC_SYNC_PUT};
+    pair_combo_t c = {RMALLOC_SYNC_CHANNEL, RMALLOC_NEXT_FIT,
+                      _i ? RMALLOC_SYNC_GET : RMALLOC_SYNC_PUT};
     pair_t       p;
     raddr_t      pd, cd, ed;
     uint64_t     start, units, payload;
@@ -418,7 +524,8 @@ int main(void)
     tcase_add_loop_test(tc, test_in_progress, 0, PAIR_COMBOS);
     tcase_add_loop_test(tc, test_block_out_of_order, PAIR_COMBOS - 2, PAIR_COMBOS);
     tcase_add_loop_test(tc, test_block_wrap, PAIR_COMBOS - 2, PAIR_COMBOS);
-    tcase_add_loop_test(tc, test_take_early, 0, 4);
+    tcase_add_loop_test(tc, test_take_early, 0, 2);
+    tcase_add_loop_test(tc, test_take_early_tag, 0, 2);
     tcase_add_loop_test(tc, test_one_view, 0, 2);
     tcase_add_test(tc, test_invalid);
     tcase_add_test(tc, test_config_env);
