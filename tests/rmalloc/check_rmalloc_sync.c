@@ -4,6 +4,7 @@
  * in-memory transport.
  */
 #include "tests/rmalloc/rmalloc_pair.h"
+#include "rmalloc/rmalloc_order.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -462,6 +463,61 @@ START_TEST(test_take_early)
 }
 END_TEST
 
+/* The live list of frees by order: front, runs, holes found and dropped,
+ * squeezed out, against a plain array. */
+START_TEST(test_order)
+{
+    enum { N = 3000 };
+    static uint8_t  live[N];
+    rmalloc_order_t o;
+    uint64_t        rng = 7, front = 0, nlive = 0;
+    const raddr_t  *run;
+
+    memset(&o, 0, sizeof(o));
+    memset(live, 0, sizeof(live));
+    for (uint64_t seq = 0; seq < N; seq++) {
+        raddr_t d = {.start = seq, .end = seq + 1, .id = seq + 1};
+        ck_assert_int_eq(rmalloc_order_reserve(&o), UTIL_OK);
+        rmalloc_order_push(&o, seq * 3, &d); /* sequences need not be dense */
+        live[seq] = 1;
+        nlive++;
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        if ((rng >> 60) < 9 && nlive > 1) { /* remove one at random, out of order */
+            uint64_t k = front + (rng >> 20) % (seq + 1 - front);
+            size_t   i = rmalloc_order_find(&o, k * 3);
+            ck_assert_uint_eq(i == SIZE_MAX, !live[k]);
+            if (i != SIZE_MAX) {
+                ck_assert_uint_eq(o.desc[i].start, k);
+                rmalloc_order_remove(&o, i);
+                live[k] = 0;
+                nlive--;
+            }
+            ck_assert_uint_eq(rmalloc_order_find(&o, k * 3), SIZE_MAX);
+            ck_assert_uint_eq(rmalloc_order_find(&o, k * 3 + 1), SIZE_MAX);
+        } else if ((rng >> 60) < 11) { /* release a run of the oldest */
+            size_t n = rmalloc_order_run(&o, 1 + (rng >> 30) % 8, &run);
+            ck_assert_uint_ge(n, 1);
+            for (size_t j = 0; j < n; j++) {
+                while (!live[front])
+                    front++;
+                ck_assert_uint_eq(run[j].start, front);
+                live[front++] = 0;
+                nlive--;
+            }
+            rmalloc_order_pop_n(&o, n);
+        }
+        while (front < N && !live[front] && front <= seq)
+            front++;
+        ck_assert_uint_eq(rmalloc_order_live(&o), nlive);
+        if (nlive)
+            ck_assert_uint_eq(rmalloc_order_front_seq(&o), front * 3);
+    }
+    /* the list stays O(live): holes do not pile up behind a held front */
+    ck_assert_uint_le(o.tail - o.head, 2 * nlive + 64);
+    rmalloc_order_fini(&o);
+}
+END_TEST
+
 START_TEST(test_invalid)
 {
     rmalloc_sync_config_t cfg;
@@ -527,6 +583,7 @@ int main(void)
     tcase_add_loop_test(tc, test_take_early, 0, 2);
     tcase_add_loop_test(tc, test_take_early_tag, 0, 2);
     tcase_add_loop_test(tc, test_one_view, 0, 2);
+    tcase_add_test(tc, test_order);
     tcase_add_test(tc, test_invalid);
     tcase_add_test(tc, test_config_env);
     suite_add_tcase(s, tc);
