@@ -157,35 +157,25 @@ START_TEST(test_queue_full)
             cd[i] = take(&p, &pd[i]);
     }
     cd[4] = take(&p, &pd[4]);
-    if (c.protocol == RMALLOC_SYNC_TAG) {
-        /* TAG: only frees out of order are tags (the oldest live message is
-         * counted), so hold message 0: the 5th tag is pushed back */
+    /* the free direction: the 5th free is pushed back, nothing changes.
+     * TAG: only frees out of order are tags (a free of the oldest live
+     * message is counted), so message 0 is held until the end. */
+    int tag = (c.protocol == RMALLOC_SYNC_TAG), last = 4 + tag;
+    if (tag) {
         ck_assert_int_eq(alloc_wait(&pd[5], 100), UTIL_OK);
         ck_assert_int_eq(rmalloc_sync_post(P, &pd[5]), UTIL_OK);
         cd[5] = take(&p, &pd[5]);
-        for (int i = 1; i < 5; i++)
-            ck_assert_int_eq(rmalloc_sync_free(C, &cd[i]), UTIL_OK);
-        uint64_t used = rmalloc_vmem_used_units(rmalloc_sync_vmem(C));
-        ck_assert_int_eq(rmalloc_sync_free(C, &cd[5]), UTIL_ERR_NO_RESOURCE);
-        ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(C)), used);
-        pull_all();
-        ck_assert_int_eq(rmalloc_sync_free(C, &cd[5]), UTIL_OK);
-        ck_assert_int_eq(rmalloc_sync_free(C, &cd[5]), UTIL_ERR_INVALID); /* double free */
-        ck_assert_int_eq(rmalloc_sync_free(C, &cd[0]), UTIL_OK); /* counted: never full */
-        pull_all();
-        ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), 0);
-        pair_fini(&p);
-        return;
     }
-    /* the free direction: the 5th free is pushed back, nothing changes */
-    for (int i = 0; i < 4; i++)
+    for (int i = tag; i < last; i++)
         ck_assert_int_eq(rmalloc_sync_free(C, &cd[i]), UTIL_OK);
     uint64_t used = rmalloc_vmem_used_units(rmalloc_sync_vmem(C));
-    ck_assert_int_eq(rmalloc_sync_free(C, &cd[4]), UTIL_ERR_NO_RESOURCE);
+    ck_assert_int_eq(rmalloc_sync_free(C, &cd[last]), UTIL_ERR_NO_RESOURCE);
     ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(C)), used);
     pull_all();
-    ck_assert_int_eq(rmalloc_sync_free(C, &cd[4]), UTIL_OK);
-    ck_assert_int_eq(rmalloc_sync_free(C, &cd[4]), UTIL_ERR_INVALID); /* double free */
+    ck_assert_int_eq(rmalloc_sync_free(C, &cd[last]), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_free(C, &cd[last]), UTIL_ERR_INVALID); /* double free */
+    if (tag)
+        ck_assert_int_eq(rmalloc_sync_free(C, &cd[0]), UTIL_OK); /* counted: never full */
     pull_all();
     ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), 0);
     pair_fini(&p);
@@ -328,6 +318,42 @@ START_TEST(test_in_progress)
 }
 END_TEST
 
+/* A pair where the consumer loads the producer's buffer (both ways with
+ * both_views), past its first message: the one returned, taken. */
+static raddr_t early_setup(pair_t *p, pair_combo_t c, int both_views)
+{
+    uint64_t start, units, payload;
+    raddr_t  pd;
+
+    setup_pair(p, c, 256, 8, RMALLOC_WATERMARK_FULL, 4, 0);
+    rmalloc_sync_set_peer_view(C, p->sbuf[PAIR_PRODUCER]);
+    if (both_views)
+        rmalloc_sync_set_peer_view(P, p->sbuf[PAIR_CONSUMER]);
+    /* no guess before a first message */
+    ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_ERR_NO_RESOURCE);
+    ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
+    return take(p, &pd);
+}
+
+/* One round of taking early: the producer allocates (not yet posted), the
+ * consumer guesses right, takes it (*ed; a second claim is refused) and
+ * frees the previous message (*cd). Returns the message's units. */
+static uint64_t early_step(raddr_t *pd, raddr_t *ed, raddr_t *cd)
+{
+    uint64_t start, units, payload;
+
+    ck_assert_int_eq(alloc_wait(pd, 100), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_OK);
+    ck_assert_uint_eq(start, pd->start); /* same size: the guess is right */
+    ck_assert_uint_eq(units, pd->end - pd->start);
+    ck_assert_uint_eq(payload, pd->payload);
+    ck_assert_int_eq(rmalloc_sync_take_early(C, start, units, payload, ed), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_take_early(C, start, units, payload, cd), UTIL_ERR_INVALID);
+    ck_assert_int_eq(rmalloc_sync_free(C, cd), UTIL_OK);
+    return units;
+}
+
 /* TAG (with a peer view), next-fit: a consumer takes the next allocation
  * early, at its guessed place, and frees it at once: counted (even before
  * the producer posted it) or, out of order, as a tag naming its post
@@ -340,23 +366,9 @@ START_TEST(test_take_early_tag)
     raddr_t      pd, held_pd, cd, ed, held;
     uint64_t     start, units, payload;
 
-    setup_pair(&p, c, 256, 8, RMALLOC_WATERMARK_FULL, 4, 0);
-    rmalloc_sync_set_peer_view(C, p.sbuf[PAIR_PRODUCER]);
-    rmalloc_sync_set_peer_view(P, p.sbuf[PAIR_CONSUMER]);
-    ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_ERR_NO_RESOURCE);
-    ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
-    ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
-    cd = take(&p, &pd);
+    cd = early_setup(&p, c, 1);
     for (int i = 0; i < 40; i++) { /* wraps the 256-unit region */
-        ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
-        ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_OK);
-        ck_assert_uint_eq(start, pd.start); /* same size: the guess is right */
-        ck_assert_uint_eq(units, pd.end - pd.start);
-        ck_assert_uint_eq(payload, pd.payload);
-        ck_assert_int_eq(rmalloc_sync_take_early(C, start, units, payload, &ed), UTIL_OK);
-        /* a second claim of the same place is refused */
-        ck_assert_int_eq(rmalloc_sync_take_early(C, start, units, payload, &cd), UTIL_ERR_INVALID);
-        ck_assert_int_eq(rmalloc_sync_free(C, &cd), UTIL_OK); /* the previous message */
+        units = early_step(&pd, &ed, &cd);
         if (i % 2) {
             /* counted before its post: the producer releases the older one
              * only, and this one once it is posted */
@@ -423,24 +435,10 @@ START_TEST(test_take_early)
     raddr_t      pd, cd, ed;
     uint64_t     start, units, payload;
 
-    setup_pair(&p, c, 256, 8, RMALLOC_WATERMARK_FULL, 4, 0);
-    rmalloc_sync_set_peer_view(C, p.sbuf[PAIR_PRODUCER]);
-    /* no guess before a first message */
-    ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_ERR_NO_RESOURCE);
-    ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
-    ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
-    cd = take(&p, &pd);
+    cd = early_setup(&p, c, 0);
     for (int i = 0; i < 40; i++) { /* wraps the 256-unit region */
-        ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
-        ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_OK);
-        ck_assert_uint_eq(start, pd.start); /* same size: the guess is right */
-        ck_assert_uint_eq(units, pd.end - pd.start);
-        ck_assert_uint_eq(payload, pd.payload);
-        ck_assert_int_eq(rmalloc_sync_take_early(C, start, units, payload, &ed), UTIL_OK);
-        /* a second claim of the same place is refused */
-        ck_assert_int_eq(rmalloc_sync_take_early(C, start, units, payload, &cd), UTIL_ERR_INVALID);
-        ck_assert_int_eq(rmalloc_sync_free(C, &cd), UTIL_OK); /* the previous message */
-        /* no tag yet: the free asks to be retried, twice (prefetch, then look) */
+        units = early_step(&pd, &ed, &cd);
+        /* no record yet: the free asks to be retried, twice (prefetch, then look) */
         ck_assert_int_eq(rmalloc_sync_free(C, &ed), UTIL_ERR_NO_RESOURCE);
         ck_assert_int_eq(rmalloc_sync_free(C, &ed), UTIL_ERR_NO_RESOURCE);
         ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
