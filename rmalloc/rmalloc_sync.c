@@ -635,7 +635,8 @@ static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
     int           at_end;
     util_status_t status;
 
-    ep->pulled_new = 0;
+    /* pulled_new was cleared when the pull began (start_pull): a pull may
+     * read several windows */
     status = apply_window(ep, &n, &at_end);
     if (status != UTIL_OK)
         return status;
@@ -658,6 +659,7 @@ static util_status_t apply_tags(rmalloc_sync_ep_t *ep)
     }
     return tags_to_report(ep) ? report_consumed(ep) : UTIL_OK;
 }
+
 static util_status_t apply_read(rmalloc_sync_ep_t *ep, int kind)
 {
     switch (kind) {
@@ -710,7 +712,6 @@ static util_status_t view_read(rmalloc_sync_ep_t *ep, int kind)
     if (kind == PEND_TAGS) {
         ep->window = ep->cfg.queue_len; /* no more can be there: slots come back on reports */
         if (__atomic_load_n(&next_incoming(ep)->stamp, __ATOMIC_ACQUIRE) != ep->consumed + 1) {
-            ep->pulled_new = 0;
             if (ep->cfg.role == RMALLOC_SYNC_CONSUMER && !tags_to_report(ep))
                 return UTIL_OK; /* nothing new, nothing to report */
             ep->window = 1;     /* apply_tags finds it stale: counted frees, report */
