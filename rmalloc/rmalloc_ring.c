@@ -161,21 +161,40 @@ util_status_t rmalloc_ring_lookup(const rmalloc_ring_t *ring, const raddr_t *des
     return ring_find(ring, desc) != NULL ? UTIL_OK : UTIL_ERR_INVALID;
 }
 
-static inline void ring_release(rmalloc_ring_t *ring, ring_ent_t *e)
+/* The counters a release moves, kept in locals over a run of releases:
+ * stores to entries may alias the ring's own fields, so the compiler would
+ * reload each one per entry. */
+typedef struct {
+    uint64_t head, used, released;
+} ring_pos_t;
+
+/* Releases e, then pops the released entries at the head: units count as
+ * released in allocation order only (Alg. 6/7). */
+static inline void ring_release_at(ring_ent_t *fifo, uint64_t mask, uint64_t tail, ring_pos_t *p,
+                                   ring_ent_t *e)
 {
     e->state = ENT_RELEASED;
-    ring->live--;
-    ring->used -= e->units;
-    /* Units count as released in allocation order only (Alg. 6/7). */
-    while (ring->head != ring->tail) {
-        e = &ring->fifo[ring->head & ring->mask];
+    p->used -= e->units;
+    while (p->head != tail) {
+        e = &fifo[p->head & mask];
         if (e->state == ENT_ALLOC)
             break;
         if (e->state == ENT_DUMMY)
-            ring->used -= e->units;
-        ring->released += e->units;
-        ring->head++;
+            p->used -= e->units;
+        p->released += e->units;
+        p->head++;
     }
+}
+
+static inline void ring_release(rmalloc_ring_t *ring, ring_ent_t *e)
+{
+    ring_pos_t p = {ring->head, ring->used, ring->released};
+
+    ring_release_at(ring->fifo, ring->mask, ring->tail, &p, e);
+    ring->head     = p.head;
+    ring->used     = p.used;
+    ring->released = p.released;
+    ring->live--;
 }
 
 util_status_t rmalloc_ring_free(rmalloc_ring_t *ring, const raddr_t *desc)
@@ -197,12 +216,9 @@ util_status_t rmalloc_ring_free_oldest(rmalloc_ring_t *ring, const raddr_t *desc
 
 size_t rmalloc_ring_free_oldest_n(rmalloc_ring_t *ring, const raddr_t *descs, size_t n)
 {
-    /* ring_release() unrolled over the run with the ring's fields in
-     * locals: stores to entries may alias them, so the compiler would
-     * reload each one per entry (this runs once per message). */
     ring_ent_t *fifo = ring->fifo;
-    uint64_t    mask = ring->mask, head = ring->head, tail = ring->tail;
-    uint64_t    used = ring->used, released = ring->released;
+    uint64_t    mask = ring->mask, tail = ring->tail;
+    ring_pos_t  p    = {ring->head, ring->used, ring->released};
     size_t      k;
 
     for (k = 0; k < n; k++) {
@@ -210,29 +226,18 @@ size_t rmalloc_ring_free_oldest_n(rmalloc_ring_t *ring, const raddr_t *descs, si
 
         /* After a release the head is an allocation; only a wrap into an
          * empty ring leaves a dummy in front of one. */
-        uint64_t s = head;
+        uint64_t s = p.head;
         while (s != tail && fifo[s & mask].state == ENT_DUMMY)
             s++;
         ring_ent_t *e = &fifo[s & mask];
         if (s == tail || (uint32_t)s != desc->block || e->id != desc->id ||
             e->start != desc->start || e->start + e->units != desc->end)
             break;
-        e->state = ENT_RELEASED;
-        used -= e->units;
-        /* Units count as released in allocation order only (Alg. 6/7). */
-        while (head != tail) {
-            e = &fifo[head & mask];
-            if (e->state == ENT_ALLOC)
-                break;
-            if (e->state == ENT_DUMMY)
-                used -= e->units;
-            released += e->units;
-            head++;
-        }
+        ring_release_at(fifo, mask, tail, &p, e);
     }
-    ring->head     = head;
-    ring->used     = used;
-    ring->released = released;
+    ring->head     = p.head;
+    ring->used     = p.used;
+    ring->released = p.released;
     ring->live    -= k;
     return k;
 }

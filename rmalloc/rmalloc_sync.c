@@ -54,6 +54,9 @@
 
 enum { PEND_NONE = 0, PEND_FREED, PEND_COUNT, PEND_TAGS, PEND_TAIL };
 
+/* An allocation tag or channel record. A TAG free tag reuses two fields:
+ * payload is the consumer's count of counted frees when it was written,
+ * peer_id the message's post sequence (peer_block unused). */
 typedef struct {
     uint64_t start, units, payload;
     uint64_t peer_id;    /* the producer's allocation id */
