@@ -9,6 +9,7 @@
 #endif
 #include "util/env.h"
 #include "util/log.h"
+#include "util/wait.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,7 @@ util_status_t bootstrap_init(void)
     }
     bootstrap_ops      = ops;
     bootstrap_refcount = 1;
+    util_wait_setup(bootstrap_job.local_size, 1);
     util_env_check_unknown();
     if (util_env_get_bool("RMB_INFO", &info) == UTIL_OK && info && bootstrap_job.rank == 0) {
         printf("rmb: bootstrap %s, %d ranks on %d node(s); environment:\n", ops->name,

@@ -62,10 +62,12 @@ void rmalloc_config_init(rmalloc_config_t *cfg)
 void rpipe_wait_init(rpipe_wait_t *wait)
 {
     wait->polls = 0;
+    util_wait_init(&wait->idle);
 }
 
 /* One step of a blocking wait: drive the btl, then spin or, after
- * RMB_RPIPE_SPIN polls, yield so that oversubscribed PEs make progress. */
+ * RMB_RPIPE_SPIN polls, yield and later nap (util/wait.h) so that
+ * oversubscribed PEs make progress. */
 void rpipe_wait_step(rpipe_wait_t *wait)
 {
     btl_ctx_progress(rpipe_state.btl);
@@ -79,11 +81,9 @@ void rpipe_wait_step(rpipe_wait_t *wait)
         }
     }
     if (++wait->polls > rpipe_state.spin) {
-        sched_yield();
+        util_wait_relax_slow(&wait->idle);
     } else {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        util_wait_cpu_pause();
     }
 }
 
@@ -179,13 +179,13 @@ int rinit(int *rank, int *nranks)
         if (status != UTIL_OK) {
             return status;
         }
-        if (util_env_get_int("RMB_RPIPE_SPIN", &spin) != UTIL_OK || spin < 0 ||
+        if (util_env_get_int("RMB_RPIPE_SPIN", &spin) != UTIL_OK || spin < -1 ||
             util_env_get_int("RMB_RPIPE_CONNECT_TIMEOUT", &timeout) != UTIL_OK || timeout < 1) {
-            util_error("RMB_RPIPE_SPIN must be >= 0 and RMB_RPIPE_CONNECT_TIMEOUT >= 1");
+            util_error("RMB_RPIPE_SPIN must be >= -1 and RMB_RPIPE_CONNECT_TIMEOUT >= 1");
             btl_ctx_destroy(rpipe_state.btl);
             return UTIL_ERR_INVALID;
         }
-        rpipe_state.spin            = (uint64_t)spin;
+        rpipe_state.spin            = spin >= 0 ? (uint64_t)spin : util_wait_policy.spin;
         rpipe_state.connect_timeout = (double)timeout;
         rpipe_state.rank            = bootstrap_rank();
         rpipe_state.size            = bootstrap_size();

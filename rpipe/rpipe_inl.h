@@ -6,6 +6,7 @@
 #define RPIPE_INL_H
 
 #include "rpipe/rpipe.h"
+#include "util/wait.h"
 
 typedef struct rpipe_state {
     int         refcount;
@@ -20,7 +21,10 @@ typedef struct rpipe_state {
 
 extern rpipe_state_t rpipe_state;
 
-typedef struct { uint64_t polls; } rpipe_wait_t;
+typedef struct {
+    uint64_t    polls;
+    util_wait_t idle; /* the yield/nap phase */
+} rpipe_wait_t;
 void rpipe_wait_init(rpipe_wait_t *wait);
 void rpipe_wait_step(rpipe_wait_t *wait);
 

@@ -9,7 +9,7 @@
  *
  * Point-to-point waits (wait_until, the _all/_any/_some/_vector sets,
  * signal_wait_until) poll local memory with acquire loads, drive the btl
- * and, after SHMEMI_SPIN polls, yield the CPU (shmemi_relax).
+ * and spin, then yield, then nap (shmemi_relax, util/wait.h).
  *
  * Active-set barriers (shmem_barrier, the deprecated collectives) use the
  * caller's pSync: members add 1 to pSync[0] of the set's first PE, which
@@ -20,29 +20,6 @@
 #include "shmem/shmem_types.h"
 #include "shmem/shmemi.h"
 
-#include <sched.h>
-
-#define SHMEMI_SPIN 1000          /* polls before a waiting PE starts yielding */
-#define SHMEMI_PROGRESS_EVERY 16  /* polls between btl progress calls while spinning */
-
-/* A spinning PE drives the btl too, not only once it yields: over MPI a
- * peer's operation on our memory (a barrier flag, a get) completes only
- * while we are in MPI, so progress only after the spin would delay the peer
- * by the whole spin. */
-static inline void shmemi_relax(unsigned long *polls)
-{
-    if (++*polls > SHMEMI_SPIN) {
-        rpipe_sym_progress();
-        sched_yield(); /* oversubscribed: let the PE we wait for run */
-    } else {
-        if (*polls % SHMEMI_PROGRESS_EVERY == 0) {
-            rpipe_sym_progress();
-        }
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-}
 
 void shmemi_quiet(void)
 {
@@ -75,7 +52,7 @@ static void shmemi_barrier_flags(void)
 
     for (int r = 0, dist = 1; dist < n; r++, dist <<= 1) {
         int partner = (me + dist) % n;
-        unsigned long polls = 0;
+        util_wait_t polls = UTIL_WAIT_INIT;
 
         __atomic_thread_fence(__ATOMIC_RELEASE);
         shmemi_amo_post("shmem_barrier_all", &shmemi.barrier_flags[r], BTL_AMO_SET, 8, epoch,
@@ -107,7 +84,7 @@ void shmemi_gather_release(int start, int log_stride, int size, long *pSync, int
                            void (*between)(void *arg), void *arg)
 {
     int stride = 1 << log_stride, me = shmemi.my_pe;
-    unsigned long polls = 0;
+    util_wait_t polls = UTIL_WAIT_INIT;
 
     if (size <= 1) {
         if (between != NULL) between(arg);
@@ -261,7 +238,7 @@ SHMEMI_INLINE int shmemi_test_inl(const volatile void *ivar, int cmp, const void
 SHMEMI_INLINE void shmemi_wait_inl(const volatile void *ivar, int cmp, const void *value,
                                    unsigned size, int is_signed)
 {
-    unsigned long polls = 0;
+    util_wait_t polls = UTIL_WAIT_INIT;
 
     while (!shmemi_compare(ivar, cmp, value, size, is_signed)) {
         shmemi_relax(&polls);
@@ -281,7 +258,7 @@ void shmemi_wait_until(const volatile void *ivar, int cmp, const void *value, un
 
 uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value)
 {
-    unsigned long polls = 0;
+    util_wait_t polls = UTIL_WAIT_INIT;
     uint64_t v;
 
     shmemi_check_init("shmem_signal_wait_until");
@@ -380,7 +357,7 @@ static size_t shmemi_set_test(const shmemi_set_t *set, int kind, size_t *indices
 
 static size_t shmemi_set_wait(const shmemi_set_t *set, int kind, size_t *indices)
 {
-    unsigned long polls = 0;
+    util_wait_t polls = UTIL_WAIT_INIT;
     int members;
 
     if (kind == SHMEMI_SET_ALL) {

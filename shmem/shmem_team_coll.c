@@ -61,7 +61,6 @@
 #define SHMEMI_TC_XCHG_TEAM  16     /* teams up to this size use the exchange */
 #define SHMEMI_TC_CHUNK_MAX  512u   /* bytes one member contributes to an exchange */
 #define SHMEMI_TC_STAGE      4096u  /* staging buffers of the large-message paths */
-#define SHMEMI_TC_SPIN       1000   /* polls before a waiting PE starts yielding */
 
 /* The pool (same layout on every PE: allocated at init in the same order). */
 static struct {
@@ -299,20 +298,10 @@ static inline int shmemi_tc_pe(const struct shmemi_team *team, int i)
 
 static void shmemi_tc_wait_ge(const uint64_t *word, uint64_t value)
 {
-    unsigned long polls = 0;
+    util_wait_t polls = UTIL_WAIT_INIT;
 
     while (__atomic_load_n(word, __ATOMIC_ACQUIRE) < value) {
-        if (++polls > SHMEMI_TC_SPIN) {
-            rpipe_sym_progress();
-            sched_yield(); /* oversubscribed: let the PE we wait for run */
-        } else {
-            if (polls % 16 == 0) {
-                rpipe_sym_progress(); /* while spinning too: see shmemi_relax */
-            }
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        }
+        shmemi_relax(&polls);
     }
 }
 

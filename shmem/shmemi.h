@@ -12,6 +12,7 @@
 #include "rmalloc/rmalloc_symm.h"
 #include "rpipe/rpipe_sym.h"
 #include "util/log.h"
+#include "util/wait.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -82,6 +83,23 @@ void shmemi_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 
 
 /* Not initialized: one clear line instead of a crash. */
 void shmemi_not_initialized(const char *call) __attribute__((noreturn));
+
+/* One idle step of a wait on local memory that peers update. A spinning PE
+ * drives the btl too, not only once it yields: over MPI a peer's operation
+ * on our memory (a barrier flag, a get) completes only while we are in MPI,
+ * so progress only after the spin would delay the peer by the whole spin. */
+#define SHMEMI_PROGRESS_EVERY 16 /* polls between btl progress calls while spinning */
+static inline void shmemi_relax(util_wait_t *wait)
+{
+    if (util_wait_spinning(wait)) {
+        if ((wait->polls + 1) % SHMEMI_PROGRESS_EVERY == 0) {
+            rpipe_sym_progress();
+        }
+    } else {
+        rpipe_sym_progress();
+    }
+    util_wait_relax(wait);
+}
 
 static inline void shmemi_check_init(const char *call)
 {

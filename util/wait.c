@@ -1,0 +1,104 @@
+/* The waiting policy (util/wait.h). */
+#define _GNU_SOURCE
+#include "util/wait.h"
+
+#include "util/env.h"
+#include "util/log.h"
+
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UTIL_WAIT_SPIN_ALONE 2000 /* polls (~10-50 µs) when every PE has a core */
+#define UTIL_WAIT_CHECK_EVERY 16  /* yields between clock reads */
+#define UTIL_WAIT_NAPPING UINT64_MAX /* yield_since_ns once the wait naps */
+
+/* Until the bootstrap knows the node: spin a little, yield, never sleep. */
+util_wait_policy_t util_wait_policy = {UTIL_WAIT_SPIN_ALONE, 0, 0, 0};
+
+static uint64_t util_wait_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int util_wait_cores(void)
+{
+    cpu_set_t set;
+    long online;
+
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+        return CPU_COUNT(&set);
+    }
+    online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? (int)online : 1;
+}
+
+void util_wait_setup(int procs_here, int threads_each)
+{
+    long spin = -1, yield_usec = 2000, sleep_usec = 50;
+    int cores = util_wait_cores();
+
+    if (procs_here < 1) {
+        procs_here = 1;
+    }
+    if (threads_each < 1) {
+        threads_each = 1;
+    }
+    util_wait_policy.oversubscribed = (long)procs_here * threads_each > cores;
+    if (util_env_get_int("RMB_WAIT_SPIN", &spin) != UTIL_OK || spin < -1 || spin > 1000000000L) {
+        util_warn("RMB_WAIT_SPIN must be -1 (auto) or 0..1e9 polls; using auto");
+        spin = -1;
+    }
+    if (util_env_get_int("RMB_WAIT_YIELD_USEC", &yield_usec) != UTIL_OK || yield_usec < 0) {
+        util_warn("RMB_WAIT_YIELD_USEC must be >= 0 (0: never sleep); using 2000");
+        yield_usec = 2000;
+    }
+    if (util_env_get_int("RMB_WAIT_SLEEP_USEC", &sleep_usec) != UTIL_OK || sleep_usec < 1 ||
+        sleep_usec > 1000000) {
+        util_warn("RMB_WAIT_SLEEP_USEC must be 1..1000000; using 50");
+        sleep_usec = 50;
+    }
+    if (spin < 0) {
+        spin = util_wait_policy.oversubscribed ? 0 : UTIL_WAIT_SPIN_ALONE;
+    }
+    util_wait_policy.spin = (uint32_t)spin;
+    util_wait_policy.yield_ns = (uint64_t)yield_usec * 1000u;
+    util_wait_policy.sleep_ns = (uint64_t)sleep_usec * 1000u;
+    util_debug("wait: %d process(es) x %d thread(s) on %d core(s): spin %u polls, yield %ld us, "
+               "then naps of %ld us", procs_here, threads_each, cores, util_wait_policy.spin,
+               yield_usec, sleep_usec);
+}
+
+static void util_wait_nap(void)
+{
+    struct timespec nap = {(time_t)(util_wait_policy.sleep_ns / 1000000000u),
+                           (long)(util_wait_policy.sleep_ns % 1000000000u)};
+
+    nanosleep(&nap, NULL);
+}
+
+void util_wait_relax_slow(util_wait_t *w)
+{
+    uint64_t now;
+
+    if (w->yield_since_ns == UTIL_WAIT_NAPPING) {
+        util_wait_nap();
+        return;
+    }
+    if (util_wait_policy.yield_ns == 0 || ++w->yields % UTIL_WAIT_CHECK_EVERY != 0) {
+        sched_yield();
+        return;
+    }
+    now = util_wait_now_ns();
+    if (w->yield_since_ns == 0) {
+        w->yield_since_ns = now;
+    } else if (now - w->yield_since_ns >= util_wait_policy.yield_ns) {
+        w->yield_since_ns = UTIL_WAIT_NAPPING;
+        util_wait_nap();
+        return;
+    }
+    sched_yield();
+}
