@@ -6,15 +6,17 @@
 #
 # PREFIX       rmb install prefix (PREFIX/bin/oshcc and PREFIX/bin/oshrun).
 # SOS_SRC_DIR  a tests-sos work tree or git directory (default: $SOS_GIT if set,
-#              else the mirror /work/.mirror/openshmem-org+tests-sos/repo, else a
-#              clone of https://github.com/openshmem-org/tests-sos).
+#              else a clone of https://github.com/openshmem-org/tests-sos).
 #
 # Environment (all optional):
 #   BUILD_DIR=/tmp/tests-sos-build  everything is written here (never in this repo)
 #   TESTS="hello unit/barrier ..."  run only these tests (NAME or DIR/NAME);
 #                                   only these are (re)built too
 #   NPES="2 4"                      PE counts
-#   BTLS="shm ofi"                  backends (RMB_BTL=shm / RMB_BTL=ofi)
+#   BTLS="shm ofi"                  backends (RMB_BTL=shm / RMB_BTL=ofi; auto: the
+#                                   library's choice, shm on-node and ofi across nodes)
+#   NODES=1                         emulated nodes per job (oshrun --nodes; with 2 or
+#                                   more, use BTLS=auto)
 #   TIMEOUT=60                      per-run limit in seconds (oshrun --timeout)
 #   JOBS=2                          parallel compiles
 #   NO_BUILD=1                      run what is built, do not build
@@ -31,11 +33,11 @@
 # The tests are configured as for tests-sos' "make check", minus C++, Fortran,
 # shmemx (SOS extensions) and performance tests; the profiling tests
 # (rma_coverage_pshmem, pcontrol) are in. Each runs the way its Makefiles run
-# it: "oshrun -np N ./test", no arguments.
+# it: "oshrun -np N [--nodes K] ./test", no arguments.
 set -u
 
 usage() {
-    sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -52,7 +54,10 @@ JOBS=${JOBS:-2}
 TESTS_FILTER=${TESTS:-}
 SOS_DIRS="unit spec-example apps"
 SOS_URL=https://github.com/openshmem-org/tests-sos
-SOS_MIRROR=/work/.mirror/openshmem-org+tests-sos/repo
+NODES=${NODES:-1}
+case "$NODES" in ''|*[!0-9]*|0) echo "tests-sos: NODES must be a positive integer" >&2; exit 2 ;; esac
+NODE_ARGS=""
+[ "$NODES" -gt 1 ] && NODE_ARGS="--nodes $NODES"
 
 OSHCC=$PREFIX/bin/oshcc
 OSHRUN=$PREFIX/bin/oshrun
@@ -108,9 +113,6 @@ shm_list() { ls -A /dev/shm 2>/dev/null | sort; }
 get_sources() {
     [ -f "$SRC/configure.ac" ] && return 0
     local from=$SRC_ARG
-    if [ -z "$from" ] && [ -d "$SOS_MIRROR" ]; then
-        from=$SOS_MIRROR
-    fi
     rm -rf "$SRC" && mkdir -p "$SRC" || return 1
     if [ -z "$from" ]; then
         log "cloning $SOS_URL"
@@ -205,12 +207,14 @@ run_one() {
         unset RMB_BTL
         if [ "$btl" != auto ]; then export RMB_BTL=$btl; fi
         export TMPDIR=$RUNTMP
-        echo "+ RMB_BTL=${RMB_BTL:-} oshrun -np $np --timeout $TIMEOUT ./$t"
+        echo "+ RMB_BTL=${RMB_BTL:-} oshrun -np $np $NODE_ARGS --timeout $TIMEOUT ./$t"
+        # shellcheck disable=SC2086
         if [ "$PRIVATE_SHM" = 1 ]; then
             exec timeout -k 10 $((TIMEOUT + 30)) unshare -m sh -c "$PRIVATE_SHM_SH" sh \
-                "$OSHRUN" -np "$np" --timeout "$TIMEOUT" "./$t" </dev/null
+                "$OSHRUN" -np "$np" $NODE_ARGS --timeout "$TIMEOUT" "./$t" </dev/null
         fi
-        exec timeout -k 10 $((TIMEOUT + 30)) "$OSHRUN" -np "$np" --timeout "$TIMEOUT" "./$t" </dev/null
+        # shellcheck disable=SC2086
+        exec timeout -k 10 $((TIMEOUT + 30)) "$OSHRUN" -np "$np" $NODE_ARGS --timeout "$TIMEOUT" "./$t" </dev/null
     ) >"$log" 2>&1 &
     CUR_PGID=$!
     wait "$CUR_PGID"
