@@ -38,7 +38,7 @@ static int util_wait_cores(void)
 
 void util_wait_setup(int procs_here, int threads_each)
 {
-    long spin = -1, yield_usec = 2000, sleep_usec = 50;
+    long spin = -1, yield_usec = 20000, sleep_usec = 50;
     int cores = util_wait_cores();
 
     if (procs_here < 1) {
@@ -53,7 +53,7 @@ void util_wait_setup(int procs_here, int threads_each)
         spin = -1;
     }
     if (util_env_get_int("RMB_WAIT_YIELD_USEC", &yield_usec) != UTIL_OK || yield_usec < 0) {
-        util_warn("RMB_WAIT_YIELD_USEC must be >= 0 (0: never sleep); using 2000");
+        util_warn("RMB_WAIT_YIELD_USEC must be >= 0 (0: never sleep); using 20000");
         yield_usec = 2000;
     }
     if (util_env_get_int("RMB_WAIT_SLEEP_USEC", &sleep_usec) != UTIL_OK || sleep_usec < 1 ||

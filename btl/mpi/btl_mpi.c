@@ -158,6 +158,7 @@ typedef struct {
     unsigned                    ring_next; /* next free slot */
     unsigned                    progress_calls;
     int                         oversubscribed; /* more ranks on this node than CPUs */
+    uint64_t                    activity;  /* bumped by every progress call of the rank */
     pthread_t                   thread;
     int                         thread_running;
     int                         thread_stop;
@@ -585,19 +586,28 @@ static util_status_t btl_mpi_progress(btl_iface_t *iface)
     /* A caller polling a flag lets the peers on its cores run now and then;
      * with a core each, yielding only hands the core to unrelated work and
      * delays the replies our peers wait for (their operations need us in MPI). */
+    __atomic_store_n(&mif->activity, mif->activity + 1, __ATOMIC_RELAXED);
     if (mif->oversubscribed && ++mif->progress_calls % BTL_MPI_SPINS_BEFORE_YIELD == 0) {
         sched_yield();
     }
     return btl_mpi_check("MPI_Iprobe (progress)", mif->shim->progress());
 }
 
-/* Serves peers' operations while this process is busy outside MPI. */
+/* Serves peers' operations while this process is busy outside MPI. While
+ * the rank polls MPI itself (a wait calls progress) the thread stays out
+ * of MPI: its calls would only contend for MPI's lock. */
 static void *btl_mpi_progress_thread(void *arg)
 {
     btl_mpi_iface_t *mif = arg;
+    uint64_t seen = ~(uint64_t)0;
 
     while (!__atomic_load_n(&mif->thread_stop, __ATOMIC_ACQUIRE)) {
-        (void)mif->shim->progress();
+        uint64_t activity = __atomic_load_n(&mif->activity, __ATOMIC_RELAXED);
+
+        if (activity == seen || mif->progress_usec < 0) {
+            (void)mif->shim->progress();
+        }
+        seen = activity;
         if (mif->progress_usec > 0) {
             usleep((useconds_t)mif->progress_usec);
         } else {

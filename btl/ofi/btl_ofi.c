@@ -74,6 +74,7 @@
 #include "bootstrap/bootstrap.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/wait.h"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
@@ -83,6 +84,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -94,7 +96,8 @@
 
 #define BTL_OFI_API_VERSION FI_VERSION(1, 10)
 #define BTL_OFI_ADDR_MAX    128 /* bytes of a published fi_getname address */
-#define BTL_OFI_SPINS_BEFORE_YIELD 256
+#define BTL_OFI_SPINS_BEFORE_YIELD 256 /* progress calls between yields (oversubscribed) */
+#define BTL_OFI_POLL_MS     100 /* the helper's longest block: how soon it sees stop */
 #define BTL_OFI_SLOTS       64  /* bounce-ring slots (staged puts in flight) */
 #define BTL_OFI_REQS        256 /* requests: BTL_OFI_SLOTS staged + the rest plain */
 #define BTL_OFI_CQ_BATCH    16
@@ -197,6 +200,8 @@ typedef struct {
     int                  thread_running;
     int                  thread_stop;
     long                 progress_usec;
+    int                  wait_fd;  /* the CQ's wait fd for the helper thread, or -1 */
+    uint64_t             activity; /* bumped by every progress call of the PE's own thread */
 } btl_ofi_iface_t;
 
 typedef struct {
@@ -346,22 +351,23 @@ static util_status_t btl_ofi_poll(btl_ofi_iface_t *oif)
  * operation and the peer (peer < 0: every peer). The clock is read only
  * once the wait has spun a while, so short waits never pay for it. */
 typedef struct {
-    unsigned spins;
-    uint64_t deadline;
+    util_wait_t idle;
+    uint64_t    deadline;
 } btl_ofi_wait_t;
+
+#define BTL_OFI_WAIT_INIT {UTIL_WAIT_INIT, 0}
 
 static util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_ofi_wait_t *w,
                                        const char *what, int peer)
 {
     uint64_t now;
 
-    /* Providers with their own progress threads (sockets) and peers on
-     * the same cores need the CPU more than our spinning does. */
-    if (++w->spins < BTL_OFI_SPINS_BEFORE_YIELD) {
-        return UTIL_OK;
-    }
-    sched_yield();
-    if (oif->timeout_ns == 0 || (w->spins & 63) != 0) {
+    /* Spin, then yield, then nap (util/wait.h): providers with their own
+     * progress threads (sockets) and peers on the same cores need the CPU
+     * more than our spinning does. */
+    __atomic_store_n(&oif->activity, oif->activity + 1, __ATOMIC_RELAXED);
+    util_wait_relax(&w->idle);
+    if (util_wait_spinning(&w->idle) || oif->timeout_ns == 0 || (w->idle.polls & 63) != 0) {
         return UTIL_OK;
     }
     now = btl_ofi_now_ns();
@@ -390,7 +396,7 @@ static util_status_t btl_ofi_req_get(btl_ofi_iface_t *oif, int staged, int peer,
                                      btl_ofi_req_t **req_p)
 {
     btl_ofi_req_t **head = staged ? &oif->staged_free : &oif->plain_free;
-    btl_ofi_wait_t w = {0, 0};
+    btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
     btl_ofi_req_t *req;
     util_status_t status;
 
@@ -420,7 +426,7 @@ static util_status_t btl_ofi_cntr_wait(btl_ofi_iface_t *oif, struct fid_cntr *cn
                                        uint64_t posted, uint64_t *err_seen, const char *what,
                                        int peer)
 {
-    btl_ofi_wait_t w = {0, 0};
+    btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
 
     for (;;) {
         uint64_t done = fi_cntr_read(cntr);
@@ -523,7 +529,7 @@ static util_status_t btl_ofi_write_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
         .rma_iov = &rma, .rma_iov_count = 1, .context = req, .data = 0
     };
     uint64_t flags = oif->comp_flag | extra_flags | btl_ofi_take_fence(oep);
-    btl_ofi_wait_t w = {0, 0};
+    btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
     util_status_t status;
     ssize_t ret;
 
@@ -639,7 +645,7 @@ static util_status_t btl_ofi_read_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, 
         .rma_iov = &rma, .rma_iov_count = 1, .context = req, .data = 0
     };
     uint64_t flags = btl_ofi_take_fence(oep) | (req != NULL ? FI_COMPLETION : 0);
-    btl_ofi_wait_t w = {0, 0};
+    btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
     util_status_t status;
     ssize_t ret;
 
@@ -911,7 +917,7 @@ static util_status_t btl_ofi_amo_fetch_native(btl_ofi_iface_t *oif, btl_ofi_ep_t
     };
     void *res_desc = desc, *cmp_desc = desc;
     uint64_t flags = btl_ofi_take_fence(oep);
-    btl_ofi_wait_t w = {0, 0};
+    btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
     util_status_t status;
     ssize_t ret;
 
@@ -1032,7 +1038,7 @@ static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
             .context = NULL, .data = 0
         };
         uint64_t flags = FI_INJECT | oif->comp_flag | btl_ofi_take_fence(oep);
-        btl_ofi_wait_t w = {0, 0};
+        btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
         ssize_t ret;
 
         if (size == 8) {
@@ -1062,7 +1068,7 @@ static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
 static util_status_t btl_ofi_quiet(btl_iface_t *iface)
 {
     btl_ofi_iface_t *oif = btl_ofi_iface(iface);
-    btl_ofi_wait_t w = {0, 0};
+    btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
     util_status_t status = btl_ofi_wait_writes(oif, "quiet", -1);
 
     if (status == UTIL_OK) {
@@ -1132,8 +1138,11 @@ static util_status_t btl_ofi_progress(btl_iface_t *iface)
 
     /* A caller polling a flag in a loop lets threads on its cores (the
      * provider's, our peers') run now and then. */
+    __atomic_store_n(&oif->activity, oif->activity + 1, __ATOMIC_RELAXED);
     if (++oif->progress_calls % BTL_OFI_SPINS_BEFORE_YIELD == 0) {
-        sched_yield();
+        if (util_wait_policy.oversubscribed) {
+            sched_yield();
+        }
         if (oif->progress_calls % BTL_OFI_TIMEOUT_CHECK == 0 && oif->timeout_ns != 0 &&
             oif->reqs_pending > 0) {
             btl_ofi_expire(oif);
@@ -1142,19 +1151,50 @@ static util_status_t btl_ofi_progress(btl_iface_t *iface)
     return btl_ofi_poll(oif); /* reading the CQ drives the endpoint too */
 }
 
-/* Serves peers' RMA and atomics while this process is busy elsewhere. */
+/* Blocks the helper until the provider has something (its CQ's wait fd;
+ * peers' traffic to us makes it readable) or BTL_OFI_POLL_MS pass. Returns
+ * 0 when it cannot block (no fd, or events are queued for the PE's thread
+ * to read), and the caller sleeps its interval instead. */
+static int btl_ofi_block(btl_ofi_iface_t *oif)
+{
+    struct fid *fids[1] = {&oif->cq->fid};
+    struct pollfd pfd = {oif->wait_fd, POLLIN, 0};
+
+    if (oif->wait_fd < 0 || fi_trywait(oif->fabric, fids, 1) != FI_SUCCESS) {
+        return 0;
+    }
+    (void)poll(&pfd, 1, BTL_OFI_POLL_MS);
+    return 1;
+}
+
+/* Serves peers' RMA and atomics while this process is busy elsewhere.
+ * While the PE's own thread calls into the provider (it progresses it in
+ * every wait) the helper only looks every RMB_OFI_PROGRESS_USEC, so the
+ * two do not fight over the endpoint's lock. Once the PE has stayed away,
+ * the helper drives the provider and then sleeps in the CQ's wait fd until
+ * traffic arrives: an idle PE costs no wake-ups, a busy one gets its
+ * peers' operations served at once instead of at the next tick. */
 static void *btl_ofi_progress_thread(void *arg)
 {
     btl_ofi_iface_t *oif = arg;
+    uint64_t seen = ~(uint64_t)0;
 
     while (!__atomic_load_n(&oif->thread_stop, __ATOMIC_ACQUIRE)) {
-        (void)fi_cntr_read(oif->rd_cntr);
-        (void)fi_cntr_read(oif->wr_cntr);
-        if (oif->progress_usec > 0) {
-            usleep((useconds_t)oif->progress_usec);
-        } else {
-            sched_yield(); /* negative interval: poll continuously */
+        uint64_t activity = __atomic_load_n(&oif->activity, __ATOMIC_RELAXED);
+
+        if (activity == seen || oif->progress_usec < 0) {
+            (void)fi_cntr_read(oif->rd_cntr);
+            (void)fi_cntr_read(oif->wr_cntr);
+            if (oif->progress_usec < 0) {
+                sched_yield(); /* negative interval: poll continuously */
+                continue;
+            }
+            if (btl_ofi_block(oif)) {
+                continue;
+            }
         }
+        seen = activity;
+        usleep((useconds_t)oif->progress_usec);
     }
     return NULL;
 }
@@ -1613,6 +1653,14 @@ static const char *btl_ofi_flag_order_name(btl_ofi_flag_order_t order)
     }
 }
 
+/* Providers with manual data progress serve peers only while someone calls
+ * them: a helper thread does when the PE does not (RMB_OFI_PROGRESS_USEC). */
+static int btl_ofi_wants_thread(const btl_ofi_iface_t *oif)
+{
+    return oif->info->domain_attr->data_progress == FI_PROGRESS_MANUAL &&
+           oif->progress_usec != 0;
+}
+
 static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
 {
     struct fi_av_attr av_attr = {0};
@@ -1633,6 +1681,7 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     oif->super.ops = btl_ofi_ops;
     btl_iface_base_init(&oif->super, &btl_ofi_component, ctx, index, 0);
     oif->next_key = 1;
+    oif->wait_fd = -1;
     status = util_env_get_int("RMB_OFI_PROGRESS_USEC", &oif->progress_usec);
     if (status == UTIL_OK) {
         status = util_env_get_size("RMB_OFI_BOUNCE_SIZE", &oif->bounce_size);
@@ -1692,15 +1741,26 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = btl_ofi_fail("fi_av_open", ret);
         goto err;
     }
+    /* The helper thread (manual progress) sleeps in the CQ's wait fd; no
+     * other wait object: a counter with one signals it on every completion
+     * (a system call per operation on the util providers). */
     cq_attr.format = FI_CQ_FORMAT_CONTEXT;
-    cq_attr.wait_obj = FI_WAIT_NONE;
+    cq_attr.wait_obj = btl_ofi_wants_thread(oif) ? FI_WAIT_FD : FI_WAIT_NONE;
     ret = fi_cq_open(oif->domain, &cq_attr, &oif->cq, NULL);
+    if (ret != 0 && cq_attr.wait_obj != FI_WAIT_NONE) {
+        cq_attr.wait_obj = FI_WAIT_NONE; /* the helper then sleeps its interval */
+        ret = fi_cq_open(oif->domain, &cq_attr, &oif->cq, NULL);
+    }
     if (ret != 0) {
         status = btl_ofi_fail("fi_cq_open", ret);
         goto err;
     }
+    if (cq_attr.wait_obj == FI_WAIT_FD &&
+        fi_control(&oif->cq->fid, FI_GETWAIT, &oif->wait_fd) != 0) {
+        oif->wait_fd = -1;
+    }
     cntr_attr.events = FI_CNTR_EVENTS_COMP;
-    cntr_attr.wait_obj = FI_WAIT_UNSPEC;
+    cntr_attr.wait_obj = FI_WAIT_NONE;
     ret = fi_cntr_open(oif->domain, &cntr_attr, &oif->wr_cntr, NULL);
     if (ret == 0) {
         ret = fi_cntr_open(oif->domain, &cntr_attr, &oif->rd_cntr, NULL);
@@ -1796,7 +1856,7 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     if (status != UTIL_OK) {
         goto err;
     }
-    if (oif->info->domain_attr->data_progress == FI_PROGRESS_MANUAL && oif->progress_usec != 0) {
+    if (btl_ofi_wants_thread(oif)) {
         ret = pthread_create(&oif->thread, NULL, btl_ofi_progress_thread, oif);
         if (ret != 0) {
             util_error("btl/ofi: progress thread: %s", strerror(ret));
@@ -1809,7 +1869,9 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
                "flag order %s, fence %s, progress thread %s", oif->info->fabric_attr->prov_name,
                oif->info->domain_attr->name, (unsigned long long)oif->mr_mode, oif->inject_size,
                oif->eager_size, btl_ofi_flag_order_name(oif->flag_order),
-               btl_ofi_fence_name(oif->fence_mode), oif->thread_running ? "on" : "off");
+               btl_ofi_fence_name(oif->fence_mode),
+               !oif->thread_running ? "off" : oif->wait_fd >= 0 ? "on (sleeps in the CQ fd)"
+                                                               : "on (interval)");
     *iface_p = &oif->super;
     return UTIL_OK;
 
