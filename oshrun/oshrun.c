@@ -502,6 +502,13 @@ int main(int argc, char **argv)
     }
 
     exit_code = 1;
+    /* Emulated nodes share this machine's cores: the PEs' waiting policy
+     * (util/wait.h) must count every PE here, not only its node's. */
+    {
+        char procs[16];
+        snprintf(procs, sizeof(procs), "%d", job.np);
+        setenv("RMB_HOST_PROCS", procs, 1);
+    }
     if (job.netns) {
         /* libfabric's tcp and sockets providers: the node's link, not lo */
         setenv("FI_TCP_IFACE", OSHRUN_NETNS_IFACE, 0);

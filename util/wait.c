@@ -41,6 +41,14 @@ void util_wait_setup(int procs_here, int threads_each)
     long spin = -1, yield_usec = 20000, sleep_usec = 50;
     int cores = util_wait_cores();
 
+    long host_procs = 0;
+
+    /* Emulated nodes (oshrun --nodes, several slurmd on one host) share
+     * this machine's cores. */
+    if (util_env_get_int("RMB_HOST_PROCS", &host_procs) == UTIL_OK && host_procs > procs_here &&
+        host_procs < 1000000) {
+        procs_here = (int)host_procs;
+    }
     if (procs_here < 1) {
         procs_here = 1;
     }

@@ -33,7 +33,8 @@ typedef struct {
 extern util_wait_policy_t util_wait_policy;
 
 /* Sets the policy from RMB_WAIT_SPIN, RMB_WAIT_YIELD_USEC, RMB_WAIT_SLEEP_USEC
- * and from whether procs_here (processes of the job on this node) times
+ * and from whether procs_here (processes of the job on this node, or
+ * RMB_HOST_PROCS when emulated nodes share the machine) times
  * threads_each (busy threads per process) outnumber the cores this process
  * may run on. Called by the bootstrap once it knows the node's processes. */
 void util_wait_setup(int procs_here, int threads_each);
