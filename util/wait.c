@@ -38,7 +38,7 @@ static int util_wait_cores(void)
 
 void util_wait_setup(int procs_here, int threads_each)
 {
-    long spin = -1, yield_usec = 20000, sleep_usec = 50;
+    long spin = -1, yield_usec = 0, sleep_usec = 50;
     int cores = util_wait_cores();
 
     long host_procs = 0;
@@ -61,7 +61,7 @@ void util_wait_setup(int procs_here, int threads_each)
         spin = -1;
     }
     if (util_env_get_int("RMB_WAIT_YIELD_USEC", &yield_usec) != UTIL_OK || yield_usec < 0) {
-        util_warn("RMB_WAIT_YIELD_USEC must be >= 0 (0: never sleep); using 20000");
+        util_warn("RMB_WAIT_YIELD_USEC must be >= 0 (0: never sleep); using 0");
         yield_usec = 2000;
     }
     if (util_env_get_int("RMB_WAIT_SLEEP_USEC", &sleep_usec) != UTIL_OK || sleep_usec < 1 ||
@@ -80,12 +80,16 @@ void util_wait_setup(int procs_here, int threads_each)
                yield_usec, sleep_usec);
 }
 
+int util_wait_nappers;
+
 static void util_wait_nap(void)
 {
     struct timespec nap = {(time_t)(util_wait_policy.sleep_ns / 1000000000u),
                            (long)(util_wait_policy.sleep_ns % 1000000000u)};
 
+    __atomic_add_fetch(&util_wait_nappers, 1, __ATOMIC_RELAXED);
     nanosleep(&nap, NULL);
+    __atomic_sub_fetch(&util_wait_nappers, 1, __ATOMIC_RELAXED);
 }
 
 void util_wait_relax_slow(util_wait_t *w)

@@ -5,8 +5,10 @@
  * sleep. Spinning is right when every PE has a core: the event comes
  * within a wire round trip and a yield or a sleep would only add to it.
  * When PEs outnumber cores the PE we wait for needs our core, so we yield
- * at once; a wait that has yielded for long sleeps in short naps, so that a
- * PE stuck behind a slow one stops taking CPU from those that work.
+ * at once. With RMB_WAIT_YIELD_USEC set, a wait that has yielded that long
+ * sleeps in short naps, so that a PE stuck behind a slow one stops taking
+ * CPU from those that work; off by default: a napping PE answers its
+ * peers' operations late (its btl's helper thread takes over while it naps).
  *
  * Usage: util_wait_t w = UTIL_WAIT_INIT; while (!done) { poll...; util_wait_relax(&w); }
  */
@@ -38,6 +40,15 @@ extern util_wait_policy_t util_wait_policy;
  * threads_each (busy threads per process) outnumber the cores this process
  * may run on. Called by the bootstrap once it knows the node's processes. */
 void util_wait_setup(int procs_here, int threads_each);
+
+/* Threads of this process napping in a wait now: a btl helper thread
+ * serves the peers meanwhile (the PE is not polling). */
+extern int util_wait_nappers;
+
+static inline int util_wait_someone_naps(void)
+{
+    return __atomic_load_n(&util_wait_nappers, __ATOMIC_RELAXED) != 0;
+}
 
 /* The yield/sleep phase of util_wait_relax (out of line). */
 void util_wait_relax_slow(util_wait_t *w);

@@ -88,6 +88,7 @@
 #include "bootstrap/bootstrap_mpi.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/wait.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -604,7 +605,7 @@ static void *btl_mpi_progress_thread(void *arg)
     while (!__atomic_load_n(&mif->thread_stop, __ATOMIC_ACQUIRE)) {
         uint64_t activity = __atomic_load_n(&mif->activity, __ATOMIC_RELAXED);
 
-        if (activity == seen || mif->progress_usec < 0) {
+        if (activity == seen || util_wait_someone_naps() || mif->progress_usec < 0) {
             (void)mif->shim->progress();
         }
         seen = activity;

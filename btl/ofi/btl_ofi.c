@@ -1173,7 +1173,8 @@ static int btl_ofi_block(btl_ofi_iface_t *oif)
  * two do not fight over the endpoint's lock. Once the PE has stayed away,
  * the helper drives the provider and then sleeps in the CQ's wait fd until
  * traffic arrives: an idle PE costs no wake-ups, a busy one gets its
- * peers' operations served at once instead of at the next tick. */
+ * peers' operations served at once instead of at the next tick. A PE
+ * napping in a long wait (util/wait.h) counts as away. */
 static void *btl_ofi_progress_thread(void *arg)
 {
     btl_ofi_iface_t *oif = arg;
@@ -1182,7 +1183,7 @@ static void *btl_ofi_progress_thread(void *arg)
     while (!__atomic_load_n(&oif->thread_stop, __ATOMIC_ACQUIRE)) {
         uint64_t activity = __atomic_load_n(&oif->activity, __ATOMIC_RELAXED);
 
-        if (activity == seen || oif->progress_usec < 0) {
+        if (activity == seen || util_wait_someone_naps() || oif->progress_usec < 0) {
             (void)fi_cntr_read(oif->rd_cntr);
             (void)fi_cntr_read(oif->wr_cntr);
             if (oif->progress_usec < 0) {

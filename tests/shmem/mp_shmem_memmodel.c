@@ -22,6 +22,12 @@
  *            PE adds (add, fetch_add, inc), quiet, sync: exact value; then
  *            another PE adds, fences, puts, fences, adds; quiet, sync: the
  *            put's value plus the last add only
+ *   6 third  a writer puts 1..512 words to a target, quiet, then a flag put
+ *            to a third PE (the observer), which waits for it and gets the
+ *            words from the target: quiet completes puts at the target for
+ *            everyone, not only on the writer's own path to it (lazily
+ *            completed puts must be flushed, a later message to the same
+ *            target is not enough)
  * Targets rotate over the PEs round by round, so every PE is a target and
  * every pair (self included) is exercised.
  *
@@ -387,6 +393,52 @@ static void pattern_mixed(long rounds)
     shmem_free(mixed);
 }
 
+/* ---- 6: put, quiet, flag to a third PE; it gets the data from the target ---- */
+static const long third_sizes[] = {1, 3, 8, 64, 512};
+#define N_THIRD_SIZES (long)(sizeof(third_sizes) / sizeof(third_sizes[0]))
+
+static void pattern_third(long rounds)
+{
+    long *data = shmem_calloc(512, sizeof(long));
+    long *flag = shmem_calloc(1, sizeof(long));
+    long src[512], got[512];
+
+    shmem_barrier_all();
+    for (long r = 0; r < rounds; r++) {
+        int w = (int)(r % npes), t = (int)((r + 1) % npes), o = (int)((r + 2) % npes);
+        long len = third_sizes[r % N_THIRD_SIZES];
+
+        stage_round = r;
+        if (me == w) {
+            for (long i = 0; i < len; i++) {
+                src[i] = pattern_word(r, w, i);
+            }
+            shmem_putmem(data, src, (size_t)len * sizeof(long), t);
+            shmem_quiet();
+            shmem_long_p(flag, r + 1, o);
+        }
+        if (me == o) {
+            shmem_long_wait_until(flag, SHMEM_CMP_GE, r + 1);
+            shmem_getmem(got, data, (size_t)len * sizeof(long), t);
+            for (long i = 0; i < len; i++) {
+                if (got[i] != pattern_word(r, w, i)) {
+                    fprintf(stderr,
+                            "memmodel FAIL: pattern 6-third round %ld: PE %d got from PE %d "
+                            "data[%ld] = %ld, expected %ld (written by PE %d before its quiet "
+                            "and its flag)\n",
+                            r, me, t, i, got[i], pattern_word(r, w, i), w);
+                    fflush(stderr);
+                    shmem_global_exit(1);
+                }
+            }
+        }
+        shmem_sync_all(); /* the target's words are rewritten npes rounds later */
+    }
+    shmem_barrier_all();
+    shmem_free(flag);
+    shmem_free(data);
+}
+
 static const struct {
     const char *name, *number;
     void (*run)(long rounds);
@@ -394,7 +446,7 @@ static const struct {
 } patterns[] = {
     {"amo", "1", pattern_amo, 1},     {"flag", "2", pattern_flag, 1},
     {"fence", "3", pattern_fence, 1}, {"large", "4", pattern_large, 8},
-    {"mixed", "5", pattern_mixed, 1},
+    {"mixed", "5", pattern_mixed, 1}, {"third", "6", pattern_third, 1},
 };
 #define N_PATTERNS (int)(sizeof(patterns) / sizeof(patterns[0]))
 
@@ -430,8 +482,8 @@ int main(int argc, char **argv)
         any |= selected(list, k);
     }
     if (rounds < 1 || !any) {
-        fprintf(stderr, "usage: mp_shmem_memmodel [rounds >= 1 [amo,flag,fence,large,mixed "
-                        "or 1,2,3,4,5]]\n");
+        fprintf(stderr, "usage: mp_shmem_memmodel [rounds >= 1 [amo,flag,fence,large,mixed,"
+                        "third or 1,2,3,4,5,6]]\n");
         return 2;
     }
     signal(SIGALRM, on_alarm);
