@@ -17,20 +17,22 @@
 #
 # Builds bench/net_probe.c and bench/gups.c with our compiler and with Open MPI's
 # oshcc, runs ours over btl/ofi across the emulated nodes and OSHMEM with
-# UCX_TLS=tcp,self (every PE pair over TCP on lo; with --nodes > 1 its MPI
-# layer, which carries its collectives, on btl self,tcp), and measures in the same rounds
+# UCX_TLS=tcp,self (every PE pair over TCP on lo; its MPI layer, which
+# carries its collectives, on btl self,tcp) when --nodes > 1, with its
+# default transports on one node, and measures in the same rounds
 # the wire floors: fi_pingpong (the provider, RDM endpoint, 8 B, one-way) and,
 # when ucx-utils is installed, ucx_perftest -t ucp_am_lat (one-way). Prints the
 # median of each row, ours/OSHMEM, and ours/floor (latency rows against the
 # floor's round trip). Rows ending in _GBs, _Mps or _Kups are rates (higher is
 # better); the others are microseconds (lower is better).
-# Extra launcher arguments for ours: OUR_RUN_ARGS; for OSHMEM: OSHMEM_RUN_ARGS.
+# Extra launcher arguments for ours: OUR_RUN_ARGS; for OSHMEM: OSHMEM_RUN_ARGS
+# (and OSHMEM_UCX_TLS for its transports).
 set -u
 
 np=2 nodes=2 netns="" rounds=3 iters=20000 updates=20000 prefix="" provider="tcp;ofi_rxm"
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$here/build
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
     -n) np=${2:?}; shift 2 ;;
@@ -85,11 +87,16 @@ ours() {  # ours PROGRAM ARGS...
 # (btl vader) by default, whatever UCX_TLS says: across emulated nodes its
 # MPI layer is put on TCP too (btl self,tcp). It cannot place PEs on
 # emulated nodes: every pair of its PEs talks over TCP then.
-oshmem_mca=""
-[ "$nodes" -gt 1 ] && oshmem_mca="--mca btl self,tcp"
+# On one node (--nodes 1) both use shared memory: OSHMEM keeps UCX's default
+# transports (OSHMEM_UCX_TLS overrides either choice).
+oshmem_mca="" oshmem_tls=${OSHMEM_UCX_TLS:-}
+if [ "$nodes" -gt 1 ]; then
+    oshmem_mca="--mca btl self,tcp"
+    oshmem_tls=${oshmem_tls:-tcp,self}
+fi
 oshmem() {  # oshmem PROGRAM ARGS... (OSHMEM 4.1.4 may crash in finalize after printing)
-    UCX_TLS=tcp,self timeout 300 /usr/bin/oshrun --allow-run-as-root --oversubscribe \
-        -x UCX_TLS $oshmem_mca ${OSHMEM_RUN_ARGS:-} -np "$np" "$work/oshmem_$1" "${@:2}" 2>>"$work/oshmem.err" |
+    env ${oshmem_tls:+UCX_TLS=$oshmem_tls} timeout 300 /usr/bin/oshrun --allow-run-as-root \
+        --oversubscribe ${oshmem_tls:+-x UCX_TLS} $oshmem_mca ${OSHMEM_RUN_ARGS:-} -np "$np" "$work/oshmem_$1" "${@:2}" 2>>"$work/oshmem.err" |
         grep -E "$rows"
 }
 floor_fi() {  # fi_pingpong one-way µs for 8 B
@@ -114,7 +121,7 @@ floor_ucx() {  # ucx_perftest ucp_am_lat one-way µs (typical)
 }
 
 echo "net-compare: $np PEs, ours on $nodes emulated node(s) ${netns:+(netns) }over $provider," \
-     "OSHMEM over UCX_TLS=tcp,self; $rounds round(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
+     "OSHMEM with UCX_TLS=${oshmem_tls:-default}; $rounds round(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$rounds"); do
     floor_fi >>"$work/floor.txt"
     floor_ucx >>"$work/floor.txt"
