@@ -200,6 +200,7 @@ typedef struct {
     int                  thread_running;
     int                  thread_stop;
     long                 progress_usec;
+    int                  progress_fd; /* RMB_OFI_PROGRESS_FD: the helper may sleep in the CQ fd */
     int                  wait_fd;  /* the CQ's wait fd for the helper thread, or -1 */
     uint64_t             activity; /* bumped by every progress call of the PE's own thread */
 } btl_ofi_iface_t;
@@ -366,8 +367,14 @@ static util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_ofi_wait_t *w,
      * progress threads (sockets) and peers on the same cores need the CPU
      * more than our spinning does. */
     __atomic_store_n(&oif->activity, oif->activity + 1, __ATOMIC_RELAXED);
-    util_wait_relax(&w->idle);
-    if (util_wait_spinning(&w->idle) || oif->timeout_ns == 0 || (w->idle.polls & 63) != 0) {
+    /* A poll here is a provider progress call (system calls), not a load:
+     * 256 of them last about as long as the policy's spin of loads. */
+    if (++w->idle.polls <= BTL_OFI_SPINS_BEFORE_YIELD &&
+        w->idle.polls <= util_wait_policy.spin) {
+        return UTIL_OK;
+    }
+    util_wait_relax_slow(&w->idle);
+    if (oif->timeout_ns == 0 || (w->idle.polls & 63) != 0) {
         return UTIL_OK;
     }
     now = btl_ofi_now_ns();
@@ -1685,6 +1692,9 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     oif->wait_fd = -1;
     status = util_env_get_int("RMB_OFI_PROGRESS_USEC", &oif->progress_usec);
     if (status == UTIL_OK) {
+        status = util_env_get_bool("RMB_OFI_PROGRESS_FD", &oif->progress_fd);
+    }
+    if (status == UTIL_OK) {
         status = util_env_get_size("RMB_OFI_BOUNCE_SIZE", &oif->bounce_size);
     }
     if (status == UTIL_OK) {
@@ -1742,11 +1752,13 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = btl_ofi_fail("fi_av_open", ret);
         goto err;
     }
-    /* The helper thread (manual progress) sleeps in the CQ's wait fd; no
-     * other wait object: a counter with one signals it on every completion
-     * (a system call per operation on the util providers). */
+    /* The helper thread (manual progress) sleeps in the CQ's wait fd
+     * (RMB_OFI_PROGRESS_FD; it costs tcp;ofi_rxm about a tenth of its
+     * message rate, docs/network.md); no other wait object: a counter with
+     * one signals it on every completion (a system call per operation on
+     * the util providers). */
     cq_attr.format = FI_CQ_FORMAT_CONTEXT;
-    cq_attr.wait_obj = btl_ofi_wants_thread(oif) ? FI_WAIT_FD : FI_WAIT_NONE;
+    cq_attr.wait_obj = btl_ofi_wants_thread(oif) && oif->progress_fd ? FI_WAIT_FD : FI_WAIT_NONE;
     ret = fi_cq_open(oif->domain, &cq_attr, &oif->cq, NULL);
     if (ret != 0 && cq_attr.wait_obj != FI_WAIT_NONE) {
         cq_attr.wait_obj = FI_WAIT_NONE; /* the helper then sleeps its interval */
