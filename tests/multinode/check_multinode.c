@@ -3,8 +3,11 @@
  * x 2 PEs, each node its own network namespace (`oshrun --nodes 2 --netns`),
  * shm within a node and ofi tcp;ofi_rxm over the veth links between them;
  * and the hierarchical team collectives on 2 x 2 and on 5 PEs over 2 and 3
- * nodes. Needs root (network namespaces) and btl/ofi: skipped with a
- * message otherwise. A selection, not the whole suites: every run pays
+ * nodes; and first contact under stress (case first_contact: fresh jobs
+ * whose first operations all collide, 4 PEs / 2 nodes and 8 PEs / 4 nodes,
+ * with and without namespaces). Needs root (network namespaces) and
+ * btl/ofi: skipped with a message otherwise (the runs without namespaces
+ * need only btl/ofi). A selection, not the whole suites: every run pays
  * the tcp provider's connection set-up. The programs are this suite's own
  * builds of the layers' ones, so the parallel suites' process checks do
  * not see each other's.
@@ -186,6 +189,89 @@ START_TEST(test_shmem_team)
 }
 END_TEST
 
+/* First contact under stress (docs/multinode.md): fresh jobs of
+ * mp_first_contact, whose first operation from every PE to every other is
+ * an all-to-all fetch-add right after shmem_init, on 4 PEs / 2 nodes and
+ * 8 PEs / 4 nodes, nodes sharing lo and (root) in network namespaces.
+ * FIRST_CONTACT_REPS jobs per configuration (default 3; the stress run
+ * uses 100), orders xor, rotate, same in turn. RMB_OFI_TIMEOUT_SEC=10 (unless
+ * set) turns a stuck connection into a failed job after 10 s; each job is
+ * killed at 60 s. Prints min/median/max wall time per configuration and
+ * every job slower than 2 s. */
+static const struct { int np, nodes, netns; } first_contact_runs[] = {
+    {4, 2, 0}, {8, 4, 0}, {4, 2, 1}, {8, 4, 1},
+};
+
+static long first_contact_reps(void)
+{
+    const char *text = getenv("FIRST_CONTACT_REPS");
+    long reps = text != NULL && *text != '\0' ? strtol(text, NULL, 10) : 3;
+
+    return reps > 0 ? reps : 3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+START_TEST(test_first_contact)
+{
+    const int np = first_contact_runs[_i].np, nodes = first_contact_runs[_i].nodes;
+    const int netns = first_contact_runs[_i].netns;
+    long reps = first_contact_reps(), failed = 0, slow = 0;
+    double *walls = calloc((size_t)reps, sizeof(double));
+    char what[80];
+
+    ck_assert_ptr_nonnull(walls);
+    snprintf(what, sizeof(what), "first contact, %d PEs on %d nodes%s", np, nodes,
+             netns ? " in network namespaces" : "");
+    if (netns ? skip(what) : btl_component_find("ofi") == NULL) {
+        if (!netns) printf("SKIP %s: btl/ofi not built\n", what);
+        free(walls);
+        return;
+    }
+    setenv("RMB_BTL", "auto", 1);
+    setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
+    setenv("RMB_OFI_TIMEOUT_SEC", "10", 0);
+    for (long r = 0; r < reps; r++) {
+        static const char *const orders[] = {"xor", "rotate", "same"};
+        const char *args[] = {orders[r % 3], NULL};
+        char **argv = mp_oshrun_argv(np, nodes, "multinode/mp_first_contact", args);
+        char *with[16], *before = mp_shm_snapshot();
+        int n = 0, status;
+
+        with[n++] = argv[0];
+        if (netns) with[n++] = "--netns";
+        for (int i = 1; argv[i] != NULL && n < 15; i++) {
+            with[n++] = argv[i];
+        }
+        with[n] = NULL;
+        status = mp_run(with, 60, &walls[r]);
+        if (status != 0) {
+            failed++;
+            printf("FAIL %s, job %ld (%s): exit status %d after %.2f s\n", what, r + 1, args[0],
+                   status, walls[r]);
+        } else if (walls[r] > mp_scaled_time(2)) {
+            slow++;
+            printf("slow: %s, job %ld (%s): %.2f s\n", what, r + 1, args[0], walls[r]);
+        }
+        ck_assert_int_eq(mp_count_alive("multinode/mp_first_contact"), 0);
+        ck_assert_int_eq(mp_shm_new_entries(before), 0);
+        free(before);
+    }
+    qsort(walls, (size_t)reps, sizeof(double), cmp_double);
+    printf("%s: %ld jobs, %ld failed, %ld over 2 s; wall min %.2f median %.2f max %.2f s\n", what,
+           reps, failed, slow, walls[0],
+           reps % 2 ? walls[reps / 2] : (walls[reps / 2 - 1] + walls[reps / 2]) / 2,
+           walls[reps - 1]);
+    fflush(stdout);
+    free(walls);
+    ck_assert_msg(failed == 0, "%s: %ld of %ld jobs failed", what, failed, reps);
+}
+END_TEST
+
 /* Network namespaces of live processes (newline-separated "net:[inode]"
  * list); *fresh_p counts the processes in one not in before (if not NULL),
  * named on stderr when verbose. */
@@ -318,7 +404,7 @@ END_TEST
 int main(void)
 {
     Suite *s  = suite_create("multinode");
-    TCase *tc = tcase_create("netns");
+    TCase *tc = tcase_create("netns"), *fc;
 
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, test_netns_needs_root);
@@ -330,5 +416,11 @@ int main(void)
     tcase_add_test(tc, test_shmem_p2p);
     tcase_add_loop_test(tc, test_shmem_team, 0, 4);
     suite_add_tcase(s, tc);
+    /* its own case: CK_RUN_CASE=first_contact FIRST_CONTACT_REPS=100 runs the stress */
+    fc = tcase_create("first_contact");
+    tcase_set_timeout(fc, 60 + 65 * (double)first_contact_reps());
+    tcase_add_loop_test(fc, test_first_contact, 0,
+                        sizeof(first_contact_runs) / sizeof(first_contact_runs[0]));
+    suite_add_tcase(s, fc);
     return mp_run_suite(s);
 }
