@@ -210,6 +210,8 @@ typedef struct {
     fi_addr_t  addr;
     uint64_t   fence_flag; /* FI_FENCE for the next operation, after a fence */
     uint64_t   last_seq;   /* wr_posted + rd_posted after our latest operation */
+    int        accepted;   /* the provider took an operation to this peer */
+    char       where[64];  /* the peer's address as text, for error messages */
 } btl_ofi_ep_t;
 
 typedef struct {
@@ -473,9 +475,12 @@ static util_status_t btl_ofi_wait_reads(btl_ofi_iface_t *oif, const char *what, 
 }
 
 /* Progress, then retry, when the provider is out of resources; bounded
- * like every wait. */
+ * like every wait. A peer that never took a single operation is most
+ * likely unreachable at the address it published (rxm answers FI_EAGAIN
+ * to every post while its connection is refused): say so, with the
+ * address. */
 static util_status_t btl_ofi_retry(btl_ofi_iface_t *oif, btl_ofi_wait_t *w, const char *call,
-                                   ssize_t ret, int peer)
+                                   ssize_t ret, btl_ofi_ep_t *oep)
 {
     util_status_t status;
 
@@ -483,7 +488,15 @@ static util_status_t btl_ofi_retry(btl_ofi_iface_t *oif, btl_ofi_wait_t *w, cons
         return btl_ofi_fail(call, ret);
     }
     status = btl_ofi_poll(oif);
-    return status != UTIL_OK ? status : btl_ofi_wait_tick(oif, w, call, peer);
+    if (status == UTIL_OK) {
+        status = btl_ofi_wait_tick(oif, w, call, oep->super.peer);
+        if (status == UTIL_ERR_TIMEOUT && !oep->accepted) {
+            util_error("btl/ofi: no connection to PE %d at %s (its published address is not "
+                       "reachable from here? FI_TCP_IFACE names the interface; FI_LOG_LEVEL=warn "
+                       "shows the provider's view)", oep->super.peer, oep->where);
+        }
+    }
+    return status;
 }
 
 /* The flags an operation to oep carries: a pending per-peer fence is
@@ -499,6 +512,7 @@ static inline uint64_t btl_ofi_take_fence(btl_ofi_ep_t *oep)
 /* Records that an operation to oep was posted (per-peer fence). */
 static inline void btl_ofi_mark(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
 {
+    oep->accepted = 1;
     oep->last_seq = oif->wr_posted + oif->rd_posted;
 }
 
@@ -546,7 +560,7 @@ static util_status_t btl_ofi_write_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
         flags |= FI_INJECT;
     }
     while ((ret = fi_writemsg(oif->ep, &msg, flags)) != 0) {
-        status = btl_ofi_retry(oif, &w, "fi_writemsg", ret, oep->super.peer);
+        status = btl_ofi_retry(oif, &w, "fi_writemsg", ret, oep);
         if (status != UTIL_OK) {
             return status;
         }
@@ -657,7 +671,7 @@ static util_status_t btl_ofi_read_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, 
     ssize_t ret;
 
     while ((ret = fi_readmsg(oif->ep, &msg, flags)) != 0) {
-        status = btl_ofi_retry(oif, &w, "fi_readmsg", ret, oep->super.peer);
+        status = btl_ofi_retry(oif, &w, "fi_readmsg", ret, oep);
         if (status != UTIL_OK) {
             return status;
         }
@@ -950,7 +964,7 @@ static util_status_t btl_ofi_amo_fetch_native(btl_ofi_iface_t *oif, btl_ofi_ep_t
         }
         status = btl_ofi_retry(oif, &w, op == BTL_AMO_CSWAP ? "fi_compare_atomicmsg"
                                                              : "fi_fetch_atomicmsg",
-                               ret, oep->super.peer);
+                               ret, oep);
         if (status != UTIL_OK) {
             return status;
         }
@@ -1055,7 +1069,7 @@ static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
             memcpy(&oif->scratch.operand, &op32, 4);
         }
         while ((ret = fi_atomicmsg(oif->ep, &msg, flags)) != 0) {
-            status = btl_ofi_retry(oif, &w, "fi_atomicmsg", ret, ep->peer);
+            status = btl_ofi_retry(oif, &w, "fi_atomicmsg", ret, oep);
             if (status != UTIL_OK) {
                 return status;
             }
@@ -1361,6 +1375,12 @@ static util_status_t btl_ofi_ep_connect(btl_iface_t *iface, int peer, btl_ep_t *
                    ret < 0 ? fi_strerror(-ret) : "address rejected");
         free(oep);
         return ret < 0 ? btl_ofi_status(ret) : UTIL_ERR_UNREACHABLE;
+    }
+    {
+        size_t len = sizeof(oep->where);
+        if (fi_av_straddr(oif->av, addr, oep->where, &len) == NULL) {
+            snprintf(oep->where, sizeof(oep->where), "(address not printable)");
+        }
     }
     *ep_p = &oep->super;
     return UTIL_OK;
@@ -1877,6 +1897,14 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
             goto err;
         }
         oif->thread_running = 1;
+    }
+    {
+        char where[64];
+        size_t len = sizeof(where);
+        if (fi_av_straddr(oif->av, addr, where, &len) == NULL) {
+            snprintf(where, sizeof(where), "?");
+        }
+        util_debug("btl/ofi: my address %s (published to the peers)", where);
     }
     util_debug("btl/ofi: provider %s, domain %s, mr_mode 0x%llx, inject %zu, eager %zu, "
                "flag order %s, fence %s, progress thread %s", oif->info->fabric_attr->prov_name,
