@@ -39,9 +39,8 @@ static int util_wait_cores(void)
 void util_wait_setup(int procs_here, int threads_each)
 {
     long spin = -1, yield_usec = 0, sleep_usec = 50;
-    int cores = util_wait_cores();
-
     long host_procs = 0;
+    int cores = util_wait_cores();
 
     /* Emulated nodes (oshrun --nodes, several slurmd on one host) share
      * this machine's cores. */
@@ -62,7 +61,7 @@ void util_wait_setup(int procs_here, int threads_each)
     }
     if (util_env_get_int("RMB_WAIT_YIELD_USEC", &yield_usec) != UTIL_OK || yield_usec < 0) {
         util_warn("RMB_WAIT_YIELD_USEC must be >= 0 (0: never sleep); using 0");
-        yield_usec = 2000;
+        yield_usec = 0;
     }
     if (util_env_get_int("RMB_WAIT_SLEEP_USEC", &sleep_usec) != UTIL_OK || sleep_usec < 1 ||
         sleep_usec > 1000000) {

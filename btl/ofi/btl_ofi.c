@@ -59,10 +59,11 @@
  *
  * Progress. Providers with manual data progress (tcp;ofi_rxm, shm) only
  * serve incoming RMA and atomics while someone calls into them. A helper
- * thread polls every RMB_OFI_PROGRESS_USEC microseconds so that a peer
- * blocked outside the btl (in a bootstrap barrier) still serves our
- * quiet; 0 turns it off, a negative value makes it poll continuously
- * (a core to spare).
+ * thread serves them while the PE stays away from the provider (computing,
+ * in a bootstrap barrier): it sleeps in the CQ's wait fd until traffic
+ * arrives, and only looks every RMB_OFI_PROGRESS_USEC microseconds while
+ * the PE drives the provider itself; 0 turns it off, a negative value
+ * makes it poll continuously (a core to spare).
  *
  * fence(ep) (RMB_OFI_FENCE=auto|ordered|flag|wait): nothing when the
  * provider orders all reads and writes (sockets); FI_FENCE on the next
