@@ -84,6 +84,9 @@ struct shmemi_team_coll {
 
 /* Reserves the pool (shmem_init, after the heap; same order on every PE). */
 void shmemi_tc_init(void);
+/* shmem_barrier_all runs on SHMEM_TEAM_WORLD's barrier from now on, when
+ * that team is hierarchical (shmem_init, after its last flat barrier). */
+void shmemi_tc_use_world_barrier(void);
 void shmemi_tc_finalize(void);
 /* Slots no team of mine uses (bit s: slot s). */
 uint64_t shmemi_tc_free_mask(void);

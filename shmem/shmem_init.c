@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "shmem/shmem.h"
 #include "shmem/shmemi.h"
+#include "shmem/shmem_coll_types.h"
 #include "rpipe/rmalloc.h"
 #include "bootstrap/bootstrap.h"
 #include "util/env.h"
@@ -221,6 +222,7 @@ int shmem_init_thread(int requested, int *provided)
     }
     fflush(stdout);
     shmem_barrier_all();
+    shmemi_tc_use_world_barrier();
     return 0;
 }
 

@@ -241,6 +241,13 @@ static int shmemi_tc_hier_create(const struct shmemi_team *team, struct shmemi_t
     return 0;
 }
 
+static void shmemi_tc_barrier(const char *call, struct shmemi_team *team);
+
+static void shmemi_tc_world_barrier(void)
+{
+    shmemi_tc_barrier("shmem_barrier_all", &shmemi_team_world);
+}
+
 int shmemi_tc_attach(struct shmemi_team *team, int slot)
 {
     struct shmemi_team_coll *c = calloc(1, sizeof(*c));
@@ -259,6 +266,15 @@ int shmemi_tc_attach(struct shmemi_team *team, int slot)
     return 0;
 }
 
+/* After a barrier that follows shmemi_tc_init on every PE: before it, a
+ * fast PE's signal could land in a slot its owner has yet to zero. */
+void shmemi_tc_use_world_barrier(void)
+{
+    if (shmemi_team_world.coll != NULL && shmemi_team_world.coll->hier != NULL) {
+        shmemi_world_barrier = shmemi_tc_world_barrier;
+    }
+}
+
 /* Every add aimed at my counters has been waited for (each operation
  * waits for all of its own), so they can start again from zero. */
 void shmemi_tc_detach(struct shmemi_team *team)
@@ -267,6 +283,9 @@ void shmemi_tc_detach(struct shmemi_team *team)
 
     if (c == NULL) {
         return;
+    }
+    if (team == &shmemi_team_world) {
+        shmemi_world_barrier = NULL;
     }
     memset(c->sym, 0, shmemi_tc.off_xbuf);
     shmemi_tc.used &= ~(1ULL << c->slot);

@@ -84,6 +84,12 @@ void shmemi_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 
 /* Not initialized: one clear line instead of a crash. */
 void shmemi_not_initialized(const char *call) __attribute__((noreturn));
 
+/* shmem_barrier_all/sync_all over SHMEM_TEAM_WORLD's hierarchical barrier,
+ * set while that team runs in two levels (a job across nodes, several PEs
+ * on some node; docs/multinode.md), else NULL: the flat dissemination
+ * barrier. A hook, so that the barrier does not call the team code back. */
+extern void (*shmemi_world_barrier)(void);
+
 /* One idle step of a wait on local memory that peers update. A spinning PE
  * drives the btl too, not only once it yields: over MPI a peer's operation
  * on our memory (a barrier flag, a get) completes only while we are in MPI,
