@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/common/mp_check.h"
+
 #define BIG (1 << 20)
 #define ITERS 200
 #define CONTENDED_ITERS 2000
@@ -34,15 +36,6 @@ static long static_words[1024];
 static long static_counter;
 static long static_hot; /* contended like the heap's hot words (static data: remapped) */
 static int static_hot32;
-
-#define CHECK(_cond, ...)                                                     \
-    do {                                                                      \
-        if (!(_cond) && errors++ < 10) {                                      \
-            fprintf(stderr, "PE %d: %s:%d: ", me, __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-        }                                                                     \
-    } while (0)
 
 static unsigned char pattern(int writer, size_t size, size_t i)
 {

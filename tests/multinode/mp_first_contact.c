@@ -44,6 +44,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "tests/common/mp_check.h"
+
 #define MAXPES 64
 #define BIG    (20 * 1024)
 
@@ -51,15 +53,6 @@ static const size_t put_sizes[] = {8, 512, BIG};
 #define NSIZES (sizeof(put_sizes) / sizeof(put_sizes[0]))
 
 static int me, npes, errors;
-
-#define CHECK(_cond, ...)                                                     \
-    do {                                                                      \
-        if (!(_cond) && errors++ < 10) {                                      \
-            fprintf(stderr, "PE %d: %s:%d: ", me, __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-        }                                                                     \
-    } while (0)
 
 /* symmetric (static data) */
 static long counter[2];            /* phase 1 and 2 targets */

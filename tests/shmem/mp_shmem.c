@@ -12,16 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int me, npes, errors;
+#include "tests/common/mp_check.h"
 
-#define CHECK(_cond, ...)                                                     \
-    do {                                                                      \
-        if (!(_cond) && errors++ < 10) {                                      \
-            fprintf(stderr, "PE %d: %s:%d: ", me, __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-        }                                                                     \
-    } while (0)
+static int me, npes, errors;
 
 #define N 1000
 static long static_array[N];

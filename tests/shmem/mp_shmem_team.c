@@ -16,16 +16,9 @@
 #include <string.h>
 #include <time.h>
 
-static int me, npes, nodes = 1, errors;
+#include "tests/common/mp_check.h"
 
-#define CHECK(_cond, ...)                                                     \
-    do {                                                                      \
-        if (!(_cond) && errors++ < 10) {                                      \
-            fprintf(stderr, "PE %d: %s:%d: ", me, __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-        }                                                                     \
-    } while (0)
+static int me, npes, nodes = 1, errors;
 
 #define MAXN   1000              /* largest element count tested */
 #define BUFSZ  (512 * 1024)      /* bytes of each symmetric test buffer */

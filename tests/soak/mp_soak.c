@@ -18,16 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int me, npes, errors;
+#include "tests/common/mp_check.h"
 
-#define CHECK(_cond, ...)                                                     \
-    do {                                                                      \
-        if (!(_cond) && errors++ < 10) {                                      \
-            fprintf(stderr, "PE %d: ", me);                                   \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-        }                                                                     \
-    } while (0)
+static int me, npes, errors;
 
 static long my_share(long total)
 {
