@@ -15,7 +15,7 @@ esac
 jobs=$(nproc 2>/dev/null || echo 2)
 
 packages="gcc make autoconf automake libtool pkg-config libpmix-dev libfabric-dev libfabric-bin
-libibverbs-dev check openmpi-bin libopenmpi-dev mpich libmpich-dev gnuplot-nox
+libibverbs-dev libucx-dev ucx-utils check openmpi-bin libopenmpi-dev mpich libmpich-dev gnuplot-nox
 clang libclang-rt-14-dev valgrind"
 
 install_missing() {

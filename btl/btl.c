@@ -23,6 +23,9 @@ extern const btl_component_t btl_shm_component;
 #if RMB_HAVE_BTL_OFI && RMB_BTL_OFI_LINKED
 extern const btl_component_t btl_ofi_component;
 #endif
+#if RMB_HAVE_BTL_UCX && RMB_BTL_UCX_LINKED
+extern const btl_component_t btl_ucx_component;
+#endif
 #if RMB_HAVE_BTL_VERBS && RMB_BTL_VERBS_LINKED
 extern const btl_component_t btl_verbs_component;
 int btl_verbs_usable(void); /* an RDMA port is up (btl/verbs/btl_verbs.c) */
@@ -35,6 +38,9 @@ int btl_mpi_usable(void); /* MPI runs in this process (btl/mpi/btl_mpi.c) */
 static const btl_component_t *const btl_registry[] = {
 #if RMB_HAVE_BTL_SHM
     &btl_shm_component,
+#endif
+#if RMB_HAVE_BTL_UCX && RMB_BTL_UCX_LINKED
+    &btl_ucx_component, /* auto's network backend when built (docs/btl.md) */
 #endif
 #if RMB_HAVE_BTL_OFI && RMB_BTL_OFI_LINKED
     &btl_ofi_component,
@@ -232,9 +238,32 @@ static const char btl_verbs_hint[] = "; verbs needs an RDMA device with an activ
 static const char btl_verbs_hint[] = "; verbs: libibverbs-dev was missing at configure";
 #endif
 
+/* RMB_BTL_NET: the network backend auto uses off-node (NULL: the first
+ * built one). */
+static util_status_t btl_ctx_net_choice(const btl_component_t **net_p)
+{
+    const char *name;
+    const btl_component_t *comp;
+    util_status_t status = util_env_get_string("RMB_BTL_NET", &name);
+
+    *net_p = NULL;
+    if (status != UTIL_OK || strcmp(name, "auto") == 0 || name[0] == '\0') {
+        return status;
+    }
+    comp = btl_component_find(name);
+    if (comp == NULL || comp->on_node_only) {
+        util_error("RMB_BTL_NET=\"%s\": not a network backend of this build (ucx, ofi, verbs, "
+                   "mpi when built and usable; or auto)%s", name,
+                   strcmp(name, "verbs") == 0 ? btl_verbs_hint : "");
+        return comp == NULL ? UTIL_ERR_UNSUPPORTED : UTIL_ERR_INVALID;
+    }
+    *net_p = comp;
+    return UTIL_OK;
+}
+
 static util_status_t btl_ctx_choose(btl_ctx_t *ctx, const char *choice)
 {
-    const btl_component_t *comp;
+    const btl_component_t *comp, *net;
     int my_node = bootstrap_node_id();
     int multi_node = bootstrap_num_nodes() > 1;
     int local_iface = -1, net_iface = -1;
@@ -247,7 +276,9 @@ static util_status_t btl_ctx_choose(btl_ctx_t *ctx, const char *choice)
                        choice, btl_component_count(),
                        strcmp(choice, "mpi") == 0 ? "; mpi needs MPI running: an MPI program, "
                                                     "or RMB_BOOTSTRAP=mpi under mpirun"
-                       : strcmp(choice, "verbs") == 0 ? btl_verbs_hint : "");
+                       : strcmp(choice, "verbs") == 0 ? btl_verbs_hint
+                       : strcmp(choice, "ucx") == 0 ? "; ucx: libucx-dev was missing at configure"
+                                                    : "");
             return UTIL_ERR_UNSUPPORTED;
         }
         if (comp->on_node_only && multi_node) {
@@ -265,8 +296,13 @@ static util_status_t btl_ctx_choose(btl_ctx_t *ctx, const char *choice)
         return UTIL_OK;
     }
 
-    /* auto: the first on-node backend for my node, the first network one
-     * when the job spans nodes. Every rank takes the same decisions. */
+    /* auto: the first on-node backend for my node; when the job spans
+     * nodes, the network backend RMB_BTL_NET names, else the first one in
+     * registry order. Every rank takes the same decisions. */
+    status = btl_ctx_net_choice(&net);
+    if (status != UTIL_OK) {
+        return status;
+    }
     for (int i = 0; (comp = btl_component_at(i)) != NULL; i++) {
         if (comp->on_node_only && local_iface < 0) {
             status = btl_ctx_open_iface(ctx, comp);
@@ -274,7 +310,8 @@ static util_status_t btl_ctx_choose(btl_ctx_t *ctx, const char *choice)
                 return status;
             }
             local_iface = ctx->num_ifaces - 1;
-        } else if (!comp->on_node_only && multi_node && net_iface < 0) {
+        } else if (!comp->on_node_only && multi_node && net_iface < 0 &&
+                   (net == NULL || net == comp)) {
             status = btl_ctx_open_iface(ctx, comp);
             if (status != UTIL_OK) {
                 return status;

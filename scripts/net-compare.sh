@@ -3,7 +3,7 @@
 # over UCX/TCP, and the wire floors, all in one run.
 #
 #   scripts/net-compare.sh [-n NP] [--nodes K] [--netns] [-r ROUNDS] [-i ITERS]
-#                          [-u UPDATES] [--prefix DIR] [--build DIR] [--provider P]
+#                          [-u UPDATES] [--prefix DIR] [--build DIR] [--btl B] [--provider P]
 #
 #   -n NP          PEs (default 2)
 #   --nodes K      emulated nodes for our runs (default 2; oshrun --nodes)
@@ -13,23 +13,25 @@
 #   -u UPDATES     random-access updates per PE and mode (default 20000)
 #   --prefix DIR   use DIR/bin/oshcc and DIR/bin/oshrun (an installed rmb)
 #   --build DIR    else this build tree (default ./build), built with make first
-#   --provider P   libfabric provider for ours and fi_pingpong (default tcp;ofi_rxm)
+#   --btl B        our network backend between the nodes: ucx (default) or ofi
+#   --provider P   libfabric provider for ours (--btl ofi) and fi_pingpong (default tcp;ofi_rxm)
 #
 # Builds bench/net_probe.c and bench/gups.c with our compiler and with Open MPI's
-# oshcc, runs ours over btl/ofi across the emulated nodes and OSHMEM with
+# oshcc, runs ours over btl/ucx (UCX_TLS=tcp,self, the wire OSHMEM gets) or
+# btl/ofi across the emulated nodes and OSHMEM with
 # UCX_TLS=tcp,self (every PE pair over TCP on lo; its MPI layer, which
 # carries its collectives, on btl self,tcp) when --nodes > 1, with its
 # default transports on one node, and measures in the same rounds
 # the wire floors: fi_pingpong (the provider, RDM endpoint, 8 B, one-way) and,
 # when ucx-utils is installed, ucx_perftest -t ucp_am_lat (one-way). Prints the
 # median of each row, ours/OSHMEM, and ours/floor (latency rows against the
-# floor's round trip). Rows ending in _GBs, _Mps or _Kups are rates (higher is
+# round trip of the floor of our backend's wire). Rows ending in _GBs, _Mps or _Kups are rates (higher is
 # better); the others are microseconds (lower is better).
 # Extra launcher arguments for ours: OUR_RUN_ARGS; for OSHMEM: OSHMEM_RUN_ARGS
-# (and OSHMEM_UCX_TLS for its transports).
+# (and OSHMEM_UCX_TLS for its transports; OUR_UCX_TLS for ours over ucx).
 set -u
 
-np=2 nodes=2 netns="" rounds=3 iters=20000 updates=20000 prefix="" provider="tcp;ofi_rxm"
+np=2 nodes=2 netns="" rounds=3 iters=20000 updates=20000 prefix="" provider="tcp;ofi_rxm" btl=ucx
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$here/build
 usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -44,10 +46,12 @@ while [ $# -gt 0 ]; do
     --prefix) prefix=${2:?}; shift 2 ;;
     --build) build=$(cd "${2:?}" && pwd) || exit 2; shift 2 ;;
     --provider) provider=${2:?}; shift 2 ;;
+    --btl) btl=${2:?}; shift 2 ;;
     -h|--help) usage ;;
     *) echo "net-compare: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
+case "$btl" in ucx|ofi) ;; *) echo "net-compare: --btl ucx or ofi" >&2; exit 2 ;; esac
 for v in "$np" "$nodes" "$rounds" "$iters" "$updates"; do
     case "$v" in ''|*[!0-9]*|0) echo "net-compare: counts must be positive integers" >&2; exit 2 ;; esac
 done
@@ -79,8 +83,13 @@ done
 
 # ---- runners -------------------------------------------------------------------
 rows='^[A-Za-z_0-9+]+ -?[0-9.]+$'
+# Ours over UCX between emulated nodes gets TCP too: UCX would otherwise see
+# one host and take shared memory.
+our_tls=${OUR_UCX_TLS:-}
+[ "$btl" = ucx ] && [ "$nodes" -gt 1 ] && our_tls=${our_tls:-tcp,self}
 ours() {  # ours PROGRAM ARGS...
-    RMB_OFI_PROVIDER=$provider timeout 300 "$oshrun" ${OUR_RUN_ARGS:-} -n "$np" --nodes "$nodes" \
+    env RMB_BTL_NET=$btl RMB_OFI_PROVIDER=$provider ${our_tls:+UCX_TLS=$our_tls} timeout 300 \
+        "$oshrun" ${OUR_RUN_ARGS:-} -n "$np" --nodes "$nodes" \
         $netns "$work/ours_$1" "${@:2}" 2>>"$work/ours.err" | grep -E "$rows"
 }
 # OSHMEM's collectives go through Open MPI's MPI layer, over shared memory
@@ -120,7 +129,8 @@ floor_ucx() {  # ucx_perftest ucp_am_lat one-way µs (typical)
     echo "$out" | awk '/^Final:/ { print "floor_ucx_oneway", $3 }'
 }
 
-echo "net-compare: $np PEs, ours on $nodes emulated node(s) ${netns:+(netns) }over $provider," \
+wire=$provider; [ "$btl" = ucx ] && wire="ucx (UCX_TLS=${our_tls:-default})"
+echo "net-compare: $np PEs, ours on $nodes emulated node(s) ${netns:+(netns) }over $wire," \
      "OSHMEM with UCX_TLS=${oshmem_tls:-default}; $rounds round(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$rounds"); do
     floor_fi >>"$work/floor.txt"
@@ -139,21 +149,24 @@ med() { grep "^$1 " "$2" 2>/dev/null | awk '{print $2}' | sort -g |
         awk '{a[NR]=$1} END{if(NR) print a[int((NR+1)/2)]; else print "nan"}'; }
 fi_floor=$(med floor_fi_oneway "$work/floor.txt")
 ucx_floor=$(med floor_ucx_oneway "$work/floor.txt")
+floor=$fi_floor floor_name=fi_rtt
+[ "$btl" = ucx ] && floor=$ucx_floor floor_name=ucx_rtt
 echo
 echo "wire floor, one-way 8 B (median): fi_pingpong $provider $fi_floor µs; ucx_perftest ucp_am_lat tcp $ucx_floor µs"
-printf "%-16s %12s %12s %14s %14s\n" row ours oshmem "ours/oshmem" "ours/fi_rtt"
+printf "%-16s %12s %12s %14s %14s\n" row ours oshmem "ours/oshmem" "ours/$floor_name"
 for m in $(awk '{print $1}' "$work/ours.txt" "$work/oshmem.txt" | grep -v '_errors$' | awk '!s[$0]++'); do
     o=$(med "$m" "$work/ours.txt"); s=$(med "$m" "$work/oshmem.txt")
     printf "%-16s %12s %12s %14s %14s\n" "$m" "$o" "$s" \
         "$(awk -v o="$o" -v s="$s" 'BEGIN{ if (o=="nan"||s=="nan"||s==0) print "-"; else printf "%.2f", o/s }')" \
-        "$(awk -v m="$m" -v o="$o" -v f="$fi_floor" 'BEGIN{ if (m ~ /_(GBs|Mps|Kups)$/ || o=="nan" || f=="nan" || f==0) print "-"; else printf "%.2f", o/(2*f) }')"
+        "$(awk -v m="$m" -v o="$o" -v f="$floor" 'BEGIN{ if (m ~ /_(GBs|Mps|Kups)$/ || o=="nan" || f=="nan" || f==0) print "-"; else printf "%.2f", o/(2*f) }')"
 done
 for m in amo fetch getput; do
     e=$(grep "^gups_${m}_errors " "$work/ours.txt" | awk '{print $2}' | sort -g | tail -1)
     [ -n "$e" ] && [ "$e" != 0 ] && echo "ours: gups $m: up to $e wrong words (HPCC allows 1% for getput)"
 done
 echo "(rates: *_GBs, *_Mps, *_Kups, higher is better, ratio > 1 is ours faster;"
-echo " latencies in µs, ratio < 1 is ours faster; ours/fi_rtt: latency over fi_pingpong's round trip)"
+echo " latencies in µs, ratio < 1 is ours faster; ours/$floor_name: latency over the round trip of"
+echo " fi_pingpong (ofi) or ucx_perftest ucp_am_lat (ucx))"
 if [ -s "$work/ours.err" ]; then
     echo "ours, stderr (first lines):"; head -5 "$work/ours.err"
 fi

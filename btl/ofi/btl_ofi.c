@@ -37,7 +37,7 @@
  * complete from progress; without one they wait.
  *
  * Bounded waits. Every wait (counters, requests, retries after FI_EAGAIN)
- * fails with UTIL_ERR_TIMEOUT after RMB_OFI_TIMEOUT_SEC and logs the
+ * fails with UTIL_ERR_TIMEOUT after RMB_BTL_TIMEOUT_SEC and logs the
  * operation and the peer; progress fails a non-blocking operation's
  * btl_comp_t the same way.
  *
@@ -72,6 +72,7 @@
  * seen complete (tcp;ofi_rxm).
  */
 #include "btl/btl.h"
+#include "btl/btl_wait.h"
 #include "bootstrap/bootstrap.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -97,7 +98,7 @@
 
 #define BTL_OFI_API_VERSION FI_VERSION(1, 10)
 #define BTL_OFI_ADDR_MAX    128 /* bytes of a published fi_getname address */
-#define BTL_OFI_SPINS_BEFORE_YIELD 256 /* progress calls between yields (oversubscribed) */
+#define BTL_OFI_SPINS_BEFORE_YIELD BTL_WAIT_NET_SPINS /* progress calls between yields (oversubscribed) */
 #define BTL_OFI_POLL_MS     100 /* the helper's longest block: how soon it sees stop */
 #define BTL_OFI_SLOTS       64  /* bounce-ring slots (staged puts in flight) */
 #define BTL_OFI_REQS        256 /* requests: BTL_OFI_SLOTS staged + the rest plain */
@@ -180,7 +181,7 @@ typedef struct {
     btl_ofi_flag_order_t flag_order;
     btl_ofi_fence_mode_t fence_mode;
     uint64_t             drained_seq; /* wr_posted + rd_posted when last seen all done */
-    uint64_t             timeout_ns;  /* RMB_OFI_TIMEOUT_SEC; 0: waits are unbounded */
+    btl_wait_bound_t     bound;       /* RMB_BTL_TIMEOUT_SEC: how long waits may take */
     size_t               eager_size;  /* puts up to this size are staged in the ring */
     void                *ring;        /* BTL_OFI_SLOTS slots of eager_size bytes */
     btl_ofi_mr_t        *ring_mr;
@@ -267,14 +268,6 @@ static util_status_t btl_ofi_fail(const char *call, ssize_t ret)
 }
 
 /* ---- requests: operations whose own completion we must see ---- */
-static inline uint64_t btl_ofi_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void btl_ofi_req_release(btl_ofi_iface_t *oif, btl_ofi_req_t *req)
 {
     btl_ofi_req_t **head = req->slot >= 0 ? &oif->staged_free : &oif->plain_free;
@@ -350,54 +343,17 @@ static util_status_t btl_ofi_poll(btl_ofi_iface_t *oif)
     return status;
 }
 
-/* A bounded wait: spins, then yields; after RMB_OFI_TIMEOUT_SEC without
- * success it fails with UTIL_ERR_TIMEOUT and a message naming the
- * operation and the peer (peer < 0: every peer). The clock is read only
- * once the wait has spun a while, so short waits never pay for it. */
-typedef struct {
-    util_wait_t idle;
-    uint64_t    deadline;
-} btl_ofi_wait_t;
+/* A bounded wait (btl_wait.h) that also tells the helper thread the PE
+ * drives the provider itself. */
+typedef btl_wait_t btl_ofi_wait_t;
 
-#define BTL_OFI_WAIT_INIT {UTIL_WAIT_INIT, 0}
+#define BTL_OFI_WAIT_INIT BTL_WAIT_INIT
 
-static util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_ofi_wait_t *w,
-                                       const char *what, int peer)
+static inline util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_ofi_wait_t *w,
+                                              const char *what, int peer)
 {
-    uint64_t now;
-
-    /* Spin, then yield, then nap (util/wait.h): providers with their own
-     * progress threads (sockets) and peers on the same cores need the CPU
-     * more than our spinning does. */
     __atomic_store_n(&oif->activity, oif->activity + 1, __ATOMIC_RELAXED);
-    /* A poll here is a provider progress call (system calls), not a load:
-     * 256 of them last about as long as the policy's spin of loads. */
-    if (++w->idle.polls <= BTL_OFI_SPINS_BEFORE_YIELD &&
-        w->idle.polls <= util_wait_policy.spin) {
-        return UTIL_OK;
-    }
-    util_wait_relax_slow(&w->idle);
-    if (oif->timeout_ns == 0 || (w->idle.polls & 63) != 0) {
-        return UTIL_OK;
-    }
-    now = btl_ofi_now_ns();
-    if (w->deadline == 0) {
-        w->deadline = now + oif->timeout_ns;
-        return UTIL_OK;
-    }
-    if (now < w->deadline) {
-        return UTIL_OK;
-    }
-    if (peer >= 0) {
-        util_error("btl/ofi: %s to PE %d: no completion after %llu s (PE dead or provider "
-                   "stalled; RMB_OFI_TIMEOUT_SEC)", what, peer,
-                   (unsigned long long)(oif->timeout_ns / 1000000000u));
-    } else {
-        util_error("btl/ofi: %s: no completion after %llu s (a peer dead or provider stalled; "
-                   "RMB_OFI_TIMEOUT_SEC)", what,
-                   (unsigned long long)(oif->timeout_ns / 1000000000u));
-    }
-    return UTIL_ERR_TIMEOUT;
+    return btl_wait_tick(w, &oif->bound, what, peer);
 }
 
 /* A free request: staged ones (index < BTL_OFI_SLOTS) own a bounce-ring
@@ -731,7 +687,7 @@ static util_status_t btl_ofi_rma_nb(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int
                                     void *buf, size_t len, void *desc, uint64_t raddr,
                                     btl_rkey_t *rkey, btl_comp_t *comp)
 {
-    uint64_t now = oif->timeout_ns != 0 ? btl_ofi_now_ns() : 0;
+    uint64_t now = oif->bound.timeout_ns != 0 ? btl_now_ns() : 0;
     util_status_t status = UTIL_OK;
 
     while (len > 0) {
@@ -1137,15 +1093,16 @@ static util_status_t btl_ofi_fence(btl_ep_t *ep)
  * the request until it completes, if ever). */
 static void btl_ofi_expire(btl_ofi_iface_t *oif)
 {
-    uint64_t now = btl_ofi_now_ns();
+    uint64_t now = btl_now_ns();
 
     for (int i = BTL_OFI_SLOTS; i < BTL_OFI_REQS; i++) {
         btl_ofi_req_t *req = &oif->reqs[i];
 
-        if (req->in_use && req->comp != NULL && now - req->posted_ns > oif->timeout_ns) {
+        if (req->in_use && req->comp != NULL && now - req->posted_ns > oif->bound.timeout_ns) {
             util_error("btl/ofi: non-blocking operation to PE %d: no completion after %llu s "
-                       "(PE dead or provider stalled; RMB_OFI_TIMEOUT_SEC)", req->peer,
-                       (unsigned long long)(oif->timeout_ns / 1000000000u));
+                       "(PE dead or provider stalled; %s)", req->peer,
+                       (unsigned long long)(oif->bound.timeout_ns / 1000000000u),
+                       oif->bound.variable);
             if (req->comp->status == UTIL_OK) {
                 req->comp->status = UTIL_ERR_TIMEOUT;
             }
@@ -1165,7 +1122,7 @@ static util_status_t btl_ofi_progress(btl_iface_t *iface)
         if (util_wait_policy.oversubscribed) {
             sched_yield();
         }
-        if (oif->progress_calls % BTL_OFI_TIMEOUT_CHECK == 0 && oif->timeout_ns != 0 &&
+        if (oif->progress_calls % BTL_OFI_TIMEOUT_CHECK == 0 && oif->bound.timeout_ns != 0 &&
             oif->reqs_pending > 0) {
             btl_ofi_expire(oif);
         }
@@ -1722,14 +1679,7 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = util_env_get_size("RMB_OFI_EAGER_SIZE", &oif->eager_size);
     }
     if (status == UTIL_OK) {
-        long timeout_s = 0;
-        status = util_env_get_int("RMB_OFI_TIMEOUT_SEC", &timeout_s);
-        if (status == UTIL_OK && timeout_s < 0) {
-            util_error("RMB_OFI_TIMEOUT_SEC=%ld: expected seconds >= 0 (0: no limit)",
-                       timeout_s);
-            status = UTIL_ERR_INVALID;
-        }
-        oif->timeout_ns = (uint64_t)timeout_s * 1000000000u;
+        status = btl_wait_bound_init(&oif->bound, "btl/ofi", "RMB_OFI_TIMEOUT_SEC");
     }
     if (status == UTIL_OK) {
         status = btl_ofi_getinfo(&oif->info);

@@ -1,8 +1,10 @@
 /*
  * Runs the btl conformance suite (mp_btl_conformance, one program for
  * every backend) under oshrun in each configuration: shm with 2 and 4
- * PEs, the network backend between emulated nodes, and every backend
- * forced for all peers with each libfabric provider we support here.
+ * PEs, each network backend (ucx, ofi) between emulated nodes, ucx forced
+ * for all peers (its default transports and TCP), ofi forced with each
+ * libfabric provider we support here; and the network backends' bounded
+ * waits against a stalled peer.
  */
 #include "btl/btl.h"
 #include "tests/common/mp_run.h"
@@ -18,6 +20,12 @@ static void run_suite(int np, int nodes, const char *force, const char *provider
 {
     char *before = mp_shm_snapshot();
 
+    if (provider != NULL && strchr(provider, '=') != NULL) { /* UCX_TLS=... */
+        setenv("UCX_TLS", strchr(provider, '=') + 1, 1);
+        provider = NULL;
+    } else {
+        unsetenv("UCX_TLS");
+    }
     setenv("RMB_BTL", force, 1);
     /* The suite loops over every backend of the context; run just the one
      * under test ("auto" = whatever serves the peers, i.e. all). */
@@ -32,6 +40,7 @@ static void run_suite(int np, int nodes, const char *force, const char *provider
         unsetenv("FI_PROVIDER");
     }
     ck_assert_int_eq(mp_run(mp_oshrun_argv(np, nodes, PROG, NULL), 240, NULL), 0);
+    unsetenv("UCX_TLS");
     ck_assert_int_eq(mp_count_alive(PROG), 0);
     ck_assert_int_eq(mp_shm_new_entries(before), 0);
     free(before);
@@ -41,7 +50,34 @@ START_TEST(test_shm_2) { run_suite(2, 1, "shm", NULL); }
 END_TEST
 START_TEST(test_shm_4) { run_suite(4, 1, "shm", NULL); }
 END_TEST
-START_TEST(test_auto_2_nodes) { run_suite(4, 2, "auto", NULL); }
+/* auto across emulated nodes: shm within a node, RMB_BTL_NET between. */
+static const char *const net_backends[] = {"ucx", "ofi"};
+
+START_TEST(test_auto_2_nodes)
+{
+    if (btl_component_find(net_backends[_i]) == NULL) {
+        printf("SKIP auto on 2 nodes over %s: not built\n", net_backends[_i]);
+        return;
+    }
+    setenv("RMB_BTL_NET", net_backends[_i], 1);
+    /* UCX would see one host and take its shared memory: the wire, please */
+    run_suite(4, 2, "auto", strcmp(net_backends[_i], "ucx") == 0 ? "UCX_TLS=tcp,self" : NULL);
+    unsetenv("RMB_BTL_NET");
+}
+END_TEST
+
+/* ucx for every peer: 2 and 4 PEs, UCX's own choice of transports (shared
+ * memory and CMA on one node) and TCP alone. */
+START_TEST(test_ucx_forced)
+{
+    int np = (_i & 1) ? 4 : 2;
+
+    if (btl_component_find("ucx") == NULL) {
+        printf("SKIP btl/ucx: not built (apt-get install libucx-dev)\n");
+        return;
+    }
+    run_suite(np, 1, "ucx", _i < 2 ? NULL : "UCX_TLS=tcp,self");
+}
 END_TEST
 
 static const char *const providers[] = {"tcp;ofi_rxm", "sockets"};
@@ -75,26 +111,31 @@ START_TEST(test_ofi_forced)
 END_TEST
 
 /* Waits are bounded: a stalled peer makes quiet and a non-blocking put
- * fail with a timeout after RMB_OFI_TIMEOUT_SEC=1, then everything
- * completes once it serves again (~7 s: the peer stalls 5 s). */
-START_TEST(test_ofi_timeout)
+ * fail with a timeout after RMB_BTL_TIMEOUT_SEC=1, then everything
+ * completes once it serves again (~7 s: the peer stalls 5 s). Both network
+ * backends, on wires that need the target's progress. */
+START_TEST(test_timeout)
 {
-    const char *prog = "btl/mp_btl_ofi_timeout";
+    const char *prog = "btl/mp_btl_timeout", *btl = net_backends[_i];
     char *before = mp_shm_snapshot();
 
-    if (btl_component_find("ofi") == NULL) {
-        printf("SKIP btl/ofi timeout: not built\n");
+    if (btl_component_find(btl) == NULL) {
+        printf("SKIP btl/%s timeout: not built\n", btl);
         free(before);
         return;
     }
-    setenv("RMB_BTL", "ofi", 1);
+    setenv("RMB_BTL", btl, 1);
     setenv("FI_PROVIDER", "tcp;ofi_rxm", 1); /* manual progress: a sleeping PE serves nothing */
+    setenv("UCX_TLS", "tcp,self", 1);        /* the same for UCX */
     setenv("RMB_OFI_PROGRESS_USEC", "0", 1);
-    setenv("RMB_OFI_TIMEOUT_SEC", "1", 1);
+    setenv("RMB_UCX_PROGRESS_USEC", "0", 1);
+    setenv("RMB_BTL_TIMEOUT_SEC", "1", 1);
     ck_assert_int_eq(mp_run(mp_oshrun_argv(2, 1, prog, NULL), 60, NULL), 0);
     unsetenv("RMB_OFI_PROGRESS_USEC");
-    unsetenv("RMB_OFI_TIMEOUT_SEC");
+    unsetenv("RMB_UCX_PROGRESS_USEC");
+    unsetenv("RMB_BTL_TIMEOUT_SEC");
     unsetenv("FI_PROVIDER");
+    unsetenv("UCX_TLS");
     ck_assert_int_eq(mp_count_alive(prog), 0);
     ck_assert_int_eq(mp_shm_new_entries(before), 0);
     free(before);
@@ -106,15 +147,22 @@ int main(void)
     Suite *s   = suite_create("btl");
     TCase *shm = tcase_create("shm");
     TCase *ofi = tcase_create("ofi");
+    TCase *ucx = tcase_create("ucx");
+    TCase *net = tcase_create("net");
 
     tcase_set_timeout(shm, 300);
     tcase_add_test(shm, test_shm_2);
     tcase_add_test(shm, test_shm_4);
-    tcase_add_test(shm, test_auto_2_nodes);
     suite_add_tcase(s, shm);
     tcase_set_timeout(ofi, 300);
     tcase_add_loop_test(ofi, test_ofi_forced, 0, 4);
-    tcase_add_test(ofi, test_ofi_timeout);
     suite_add_tcase(s, ofi);
+    tcase_set_timeout(ucx, 300);
+    tcase_add_loop_test(ucx, test_ucx_forced, 0, 4);
+    suite_add_tcase(s, ucx);
+    tcase_set_timeout(net, 300);
+    tcase_add_loop_test(net, test_auto_2_nodes, 0, 2);
+    tcase_add_loop_test(net, test_timeout, 0, 2);
+    suite_add_tcase(s, net);
     return mp_run_suite(s);
 }

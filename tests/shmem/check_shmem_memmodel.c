@@ -5,7 +5,9 @@
  * mixed put/atomics to one word left in its memory) on 2 and 4 PEs with
  *   shm (the default on one node),
  *   ofi forced for every peer, FI_PROVIDER='tcp;ofi_rxm' and sockets,
- *   2 emulated nodes (oshrun --nodes 2: shm within, tcp;ofi_rxm between),
+ *   ucx forced for every peer (its own transports; TCP alone),
+ *   2 emulated nodes (oshrun --nodes 2: shm within, tcp;ofi_rxm or UCX
+ *   over TCP between),
  *   btl/mpi under Open MPI's mpirun (RMB_BOOTSTRAP=mpi RMB_BTL=mpi),
  * plus 4 PEs on 2 nodes with RMB_AMO_NETWORK=yes and btl/mpi's pure-RMA
  * path (RMB_MPI_LOAD_STORE=no). Each run is bounded (mp_run's limit, and
@@ -39,7 +41,7 @@ enum { L_OSHRUN, L_OMPI };
 static const struct {
     const char *name;
     int launcher, np, nodes;
-    const char *btl, *provider;
+    const char *btl, *provider; /* provider: FI_PROVIDER, or UCX_TLS for ucx */
     const char *env; /* one more NAME=VALUE, or NULL */
     long rounds;
 } runs[] = {
@@ -49,11 +51,17 @@ static const struct {
     {"ofi tcp;ofi_rxm", L_OSHRUN, 4, 1, "ofi", "tcp;ofi_rxm", NULL, 300},
     {"ofi sockets", L_OSHRUN, 2, 1, "ofi", "sockets", NULL, 40},
     {"ofi sockets", L_OSHRUN, 4, 1, "ofi", "sockets", NULL, 16},
-    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 2, 2, "auto", "tcp;ofi_rxm", NULL, 1000},
-    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "tcp;ofi_rxm", NULL, 300},
+    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 2, 2, "auto", "tcp;ofi_rxm", "RMB_BTL_NET=ofi", 1000},
+    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "tcp;ofi_rxm", "RMB_BTL_NET=ofi", 300},
+    {"ucx", L_OSHRUN, 2, 1, "ucx", NULL, NULL, 2000},
+    {"ucx", L_OSHRUN, 4, 1, "ucx", NULL, NULL, 500},
+    {"ucx tcp", L_OSHRUN, 4, 1, "ucx", "tcp,self", NULL, 500},
+    {"shm + ucx tcp", L_OSHRUN, 2, 2, "auto", "tcp,self", "RMB_BTL_NET=ucx", 2000},
+    {"shm + ucx tcp", L_OSHRUN, 4, 2, "auto", "tcp,self", "RMB_BTL_NET=ucx", 500},
     /* every atomic through the network, puts to the node's peers mapped:
      * fence between a network atomic and a store on one word */
     {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "tcp;ofi_rxm", "RMB_AMO_NETWORK=yes", 300},
+    {"shm + ucx tcp", L_OSHRUN, 4, 2, "auto", "tcp,self", "RMB_AMO_NETWORK=yes", 500},
     {"mpi (Open MPI)", L_OMPI, 2, 1, "mpi", NULL, NULL, 10000},
     {"mpi (Open MPI)", L_OMPI, 4, 1, "mpi", NULL, NULL, 2000},
     /* btl/mpi's pure-RMA path: MPI RMA on the pool window, no loads/stores */
@@ -120,13 +128,19 @@ START_TEST(test_memmodel)
     const char *mpirun = NULL;
     double elapsed = 0, scale, limit;
     char *before;
-    int status;
+    int status, is_ucx;
 
     snprintf(what, sizeof(what), "memmodel %s, %d PEs%s%s%s", runs[_i].name, runs[_i].np,
              runs[_i].nodes > 1 ? " on 2 nodes" : "", runs[_i].env ? ", " : "",
              runs[_i].env ? runs[_i].env : "");
-    if ((runs[_i].provider != NULL || runs[_i].nodes > 1) && btl_component_find("ofi") == NULL) {
-        printf("SKIP %s: btl/ofi not built (apt-get install libfabric-dev)\n", what);
+    /* which network backend the run needs: ucx rows name UCX transports */
+    is_ucx = strcmp(runs[_i].btl, "ucx") == 0 ||
+             (runs[_i].provider != NULL && strchr(runs[_i].provider, ';') == NULL &&
+              strcmp(runs[_i].provider, "sockets") != 0);
+    if ((runs[_i].provider != NULL || runs[_i].nodes > 1 || is_ucx) &&
+        btl_component_find(is_ucx ? "ucx" : "ofi") == NULL) {
+        printf("SKIP %s: btl/%s not built (apt-get install %s)\n", what, is_ucx ? "ucx" : "ofi",
+               is_ucx ? "libucx-dev" : "libfabric-dev");
         return;
     }
     if (runs[_i].launcher == L_OMPI && (mpirun = ompi_mpirun(what)) == NULL) {
@@ -141,10 +155,10 @@ START_TEST(test_memmodel)
     snprintf(alarm_s, sizeof(alarm_s), "%.0f", mp_scaled_time(limit) - 5);
     setenv("MEMMODEL_ALARM", alarm_s, 1);
     setenv("RMB_BTL", runs[_i].btl, 1);
+    unsetenv("FI_PROVIDER");
+    unsetenv("UCX_TLS");
     if (runs[_i].provider != NULL) {
-        setenv("FI_PROVIDER", runs[_i].provider, 1);
-    } else {
-        unsetenv("FI_PROVIDER");
+        setenv(is_ucx ? "UCX_TLS" : "FI_PROVIDER", runs[_i].provider, 1);
     }
     if (runs[_i].launcher == L_OMPI) {
         setenv("RMB_BOOTSTRAP", "mpi", 1);

@@ -1,0 +1,992 @@
+/*
+ * btl/ucx: peers through UCX's UCP layer (RMA and atomics): RC/DC/UD verbs
+ * with hardware atomics on InfiniBand and RoCE, TCP elsewhere. UCX picks
+ * its transports itself; UCX_TLS and UCX_NET_DEVICES reach it untouched.
+ *
+ * Objects. One UCP context and one worker per iface (one per btl context).
+ * The worker runs in UCS_THREAD_MODE_MULTI when the helper thread below is
+ * on (it and the PE both drive the worker), else SERIALIZED (upper layers
+ * already serialize the PE's threads per context).
+ *
+ * Addresses. iface_open publishes the worker's address with bootstrap_put;
+ * ep_connect (first use of a peer) reads it and creates the UCP endpoint,
+ * with peer error handling, so that a dead peer fails operations instead
+ * of hanging them.
+ *
+ * Memory. mem_reg maps the range with ucp_mem_map and packs its rkey once;
+ * our packed key is {base, length, rkey bytes}. Remote addresses are
+ * virtual addresses, as UCP wants them.
+ *
+ * Completion. A UCP call either completes at once (NULL), fails, or
+ * returns a request. Without a btl_comp_t we wait for the request (local
+ * completion: the source may be reused, fetched data is in place); with
+ * one the request is kept in a pending list that progress reaps, counting
+ * it in its btl_comp_t. Only the PE's thread touches that list: the helper
+ * thread calls ucp_worker_progress and nothing else. quiet is
+ * ucp_worker_flush_nbx (remote completion of everything) and then reaps.
+ *
+ * Ordering. UCP orders nothing by itself between two operations (they may
+ * take different lanes or protocols); ucp_worker_fence orders everything
+ * issued before it on the worker before everything after. put_flag is
+ * payload, fence, flag: the flag is never placed before its payload, at
+ * the cost of a fence (docs/btl_ucx.md has what it costs per transport).
+ *
+ * Atomics. Every btl op maps onto ucp_atomic_op_nbx (ADD, AND, OR, XOR,
+ * SWAP, CSWAP; FETCH is a fetching ADD of 0, SET a swap whose old value we
+ * drop). Over TCP and shared memory UCX applies them in the target process
+ * with CPU atomics, so they stay atomic with on-node CPU atomics on the
+ * same word (BTL_CAP_AMO_CPU); on an RDMA device they are the NIC's.
+ *
+ * Progress. Over TCP (and for wire-up everywhere) the target's worker must
+ * run for peers' operations to land. A helper thread serves them while the
+ * PE stays away from UCX (computing, in a bootstrap barrier): it sleeps in
+ * the worker's event fd (ucp_worker_arm) until traffic arrives, and only
+ * looks every RMB_UCX_PROGRESS_USEC while the PE drives the worker itself.
+ *
+ * Waits are bounded by RMB_BTL_TIMEOUT_SEC (btl_wait.h).
+ */
+#include "btl/btl.h"
+#include "btl/btl_wait.h"
+#include "bootstrap/bootstrap.h"
+#include "util/env.h"
+#include "util/log.h"
+#include "util/wait.h"
+
+#include <ucp/api/ucp.h>
+
+#include <dirent.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BTL_UCX_ADDR_MAX     4096 /* bytes of a published worker address */
+#define BTL_UCX_POLL_MS      100  /* the helper's longest block: how soon it sees stop */
+#define BTL_UCX_PENDING_INIT 64
+#define BTL_UCX_REAP_EVERY   64   /* progress calls between scans of the pending list */
+
+/* Head of our packed key; the UCP rkey bytes follow. */
+typedef struct {
+    uint64_t base;
+    uint64_t len;
+} btl_ucx_packed_t;
+
+#define BTL_UCX_RKEY_MAX (BTL_RKEY_PACKED_MAX - 8 - sizeof(btl_ucx_packed_t))
+
+/* A non-blocking operation counted in a btl_comp_t, reaped by progress. */
+typedef struct {
+    void       *request;
+    btl_comp_t *comp;
+    uint64_t    posted_ns;
+    int         peer;
+} btl_ucx_pending_t;
+
+typedef struct {
+    btl_iface_t        super;
+    ucp_context_h      context;
+    ucp_worker_h       worker;
+    ucp_address_t     *address;
+    size_t             address_len;
+    btl_wait_bound_t   bound;
+    btl_ucx_pending_t *pending;
+    unsigned           num_pending, max_pending;
+    unsigned           progress_calls;
+    int                rdma_device; /* an InfiniBand/RoCE device exists: atomics are the NIC's */
+    pthread_t          thread;
+    int                thread_running;
+    int                thread_stop;
+    long               progress_usec;
+    int                event_fd; /* the worker's event fd, or -1 */
+    uint64_t           activity; /* bumped by every call of the PE's own thread */
+} btl_ucx_iface_t;
+
+typedef struct {
+    btl_ep_t     super;
+    ucp_ep_h     ep;
+    ucs_status_t failed; /* set by the error handler: the peer is gone */
+} btl_ucx_ep_t;
+
+typedef struct {
+    btl_mr_t  super;
+    ucp_mem_h memh;
+    size_t    rkey_len;
+    uint8_t   rkey[BTL_UCX_RKEY_MAX];
+} btl_ucx_mr_t;
+
+typedef struct {
+    btl_rkey_t super;
+    ucp_rkey_h rkey;
+} btl_ucx_rkey_t;
+
+static inline btl_ucx_iface_t *btl_ucx_iface(btl_iface_t *iface)
+{
+    return btl_container_of(iface, btl_ucx_iface_t, super);
+}
+
+static inline btl_ucx_ep_t *btl_ucx_ep(btl_ep_t *ep)
+{
+    return btl_container_of(ep, btl_ucx_ep_t, super);
+}
+
+static inline ucp_rkey_h btl_ucx_rkey(btl_rkey_t *rkey)
+{
+    return btl_container_of(rkey, btl_ucx_rkey_t, super)->rkey;
+}
+
+static inline btl_ucx_mr_t *btl_ucx_mr(btl_mr_t *mr)
+{
+    return btl_container_of(mr, btl_ucx_mr_t, super);
+}
+
+/* A UCS status as ours; the caller has logged the cause. */
+static util_status_t btl_ucx_status(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK:                     return UTIL_OK;
+    case UCS_INPROGRESS:             return UTIL_IN_PROGRESS;
+    case UCS_ERR_NO_MEMORY:          return UTIL_ERR_NO_MEMORY;
+    case UCS_ERR_NO_RESOURCE:
+    case UCS_ERR_EXCEEDS_LIMIT:      return UTIL_ERR_NO_RESOURCE;
+    case UCS_ERR_UNSUPPORTED:
+    case UCS_ERR_NOT_IMPLEMENTED:    return UTIL_ERR_UNSUPPORTED;
+    case UCS_ERR_INVALID_PARAM:
+    case UCS_ERR_INVALID_ADDR:       return UTIL_ERR_INVALID;
+    case UCS_ERR_TIMED_OUT:
+    case UCS_ERR_ENDPOINT_TIMEOUT:   return UTIL_ERR_TIMEOUT;
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_NO_DEVICE:          return UTIL_ERR_UNREACHABLE;
+    default:                         return UTIL_ERR_IO;
+    }
+}
+
+static util_status_t btl_ucx_fail(const char *call, int peer, ucs_status_t status)
+{
+    if (peer >= 0) {
+        util_error("btl/ucx: %s to PE %d: %s", call, peer, ucs_status_string(status));
+    } else {
+        util_error("btl/ucx: %s: %s", call, ucs_status_string(status));
+    }
+    return btl_ucx_status(status);
+}
+
+static inline void btl_ucx_touch(btl_ucx_iface_t *uif)
+{
+    __atomic_store_n(&uif->activity, uif->activity + 1, __ATOMIC_RELAXED);
+}
+
+/* ---- requests ---- */
+static util_status_t btl_ucx_pending_add(btl_ucx_iface_t *uif, void *request, btl_comp_t *comp,
+                                         int peer);
+
+/* Waits for a request UCP returned (NULL: done at once); frees it. */
+static util_status_t btl_ucx_wait(btl_ucx_iface_t *uif, ucs_status_ptr_t request,
+                                  const char *what, int peer)
+{
+    btl_wait_t w = BTL_WAIT_INIT;
+    ucs_status_t status;
+
+    if (request == NULL) {
+        return UTIL_OK;
+    }
+    if (UCS_PTR_IS_ERR(request)) {
+        return btl_ucx_fail(what, peer, UCS_PTR_STATUS(request));
+    }
+    for (;;) {
+        btl_ucx_touch(uif);
+        ucp_worker_progress(uif->worker);
+        status = ucp_request_check_status(request);
+        if (status != UCS_INPROGRESS) {
+            break;
+        }
+        util_status_t tick = btl_wait_tick(&w, &uif->bound, what, peer);
+        if (tick != UTIL_OK) {
+            /* Nobody waits for it any more: progress frees it once it
+             * completes, if ever (teardown cancels it). */
+            btl_ucx_pending_add(uif, request, NULL, peer);
+            return tick;
+        }
+    }
+    ucp_request_free(request);
+    return status == UCS_OK ? UTIL_OK : btl_ucx_fail(what, peer, status);
+}
+
+static void btl_ucx_comp_count(btl_comp_t *comp, util_status_t status)
+{
+    if (status != UTIL_OK && comp->status == UTIL_OK) {
+        comp->status = status;
+    }
+    __atomic_store_n(&comp->completed, comp->completed + 1, __ATOMIC_RELEASE);
+}
+
+/* Keeps a request for progress to reap; comp (may be NULL) counts it. */
+static util_status_t btl_ucx_pending_add(btl_ucx_iface_t *uif, void *request, btl_comp_t *comp,
+                                         int peer)
+{
+    btl_ucx_pending_t *p;
+
+    if (uif->num_pending == uif->max_pending) {
+        unsigned max = uif->max_pending * 2;
+        btl_ucx_pending_t *grown = realloc(uif->pending, max * sizeof(*grown));
+        if (grown == NULL) {
+            return UTIL_ERR_NO_MEMORY;
+        }
+        uif->pending = grown;
+        uif->max_pending = max;
+    }
+    p = &uif->pending[uif->num_pending++];
+    p->request = request;
+    p->comp = comp;
+    p->peer = peer;
+    p->posted_ns = uif->bound.timeout_ns != 0 ? btl_now_ns() : 0;
+    if (comp != NULL) {
+        comp->posted++;
+    }
+    return UTIL_OK;
+}
+
+/* Either done (OK), an error, or kept pending and counted in comp. */
+static util_status_t btl_ucx_track(btl_ucx_iface_t *uif, ucs_status_ptr_t request,
+                                   btl_comp_t *comp, const char *what, int peer)
+{
+    if (request == NULL) {
+        return UTIL_OK;
+    }
+    if (UCS_PTR_IS_ERR(request)) {
+        return btl_ucx_fail(what, peer, UCS_PTR_STATUS(request));
+    }
+    if (btl_ucx_pending_add(uif, request, comp, peer) != UTIL_OK) {
+        return btl_ucx_wait(uif, request, what, peer); /* no room to track it: finish it here */
+    }
+    return UTIL_IN_PROGRESS;
+}
+
+/* Counts finished pending requests in their btl_comp_t; fails those older
+ * than the bound (timeout check only when asked: it reads the clock). */
+static void btl_ucx_reap(btl_ucx_iface_t *uif, int check_timeout)
+{
+    uint64_t now = check_timeout && uif->bound.timeout_ns != 0 ? btl_now_ns() : 0;
+
+    for (unsigned i = 0; i < uif->num_pending;) {
+        btl_ucx_pending_t *p = &uif->pending[i];
+        ucs_status_t status = ucp_request_check_status(p->request);
+
+        if (status == UCS_INPROGRESS) {
+            if (now == 0 || p->comp == NULL || now - p->posted_ns <= uif->bound.timeout_ns) {
+                i++;
+                continue;
+            }
+            util_error("btl/ucx: non-blocking operation to PE %d: no completion after %llu s "
+                       "(PE dead or transport stalled; %s)", p->peer,
+                       (unsigned long long)(uif->bound.timeout_ns / 1000000000u),
+                       uif->bound.variable);
+            if (p->comp->status == UTIL_OK) {
+                p->comp->status = UTIL_ERR_TIMEOUT;
+            }
+            /* Forget the comp everywhere: its owner gives up on it. */
+            for (unsigned k = 0; k < uif->num_pending; k++) {
+                if (uif->pending[k].comp == p->comp && k != i) {
+                    uif->pending[k].comp = NULL;
+                }
+            }
+            p->comp = NULL;
+            i++;
+            continue;
+        }
+        if (status != UCS_OK) {
+            util_error("btl/ucx: non-blocking operation to PE %d failed: %s", p->peer,
+                       ucs_status_string(status));
+        }
+        if (p->comp != NULL) {
+            btl_ucx_comp_count(p->comp, btl_ucx_status(status));
+        }
+        ucp_request_free(p->request);
+        *p = uif->pending[--uif->num_pending];
+    }
+}
+
+/* ---- RMA ---- */
+static inline ucp_ep_h btl_ucx_uep(btl_ep_t *ep)
+{
+    return btl_ucx_ep(ep)->ep;
+}
+
+static util_status_t btl_ucx_put(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
+                                 uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    ucp_request_param_t param = {.op_attr_mask = 0};
+    ucs_status_ptr_t request;
+
+    (void)lmem;
+    if (len == 0) {
+        return UTIL_OK;
+    }
+    btl_ucx_touch(uif);
+    request = ucp_put_nbx(btl_ucx_uep(ep), src, len, raddr, btl_ucx_rkey(rkey), &param);
+    if (__builtin_expect(request == NULL, 1)) {
+        return UTIL_OK;
+    }
+    return comp == NULL ? btl_ucx_wait(uif, request, "put", ep->peer)
+                        : btl_ucx_track(uif, request, comp, "put", ep->peer);
+}
+
+static util_status_t btl_ucx_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
+                                 uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    ucp_request_param_t param = {.op_attr_mask = 0};
+    ucs_status_ptr_t request;
+
+    (void)lmem;
+    if (len == 0) {
+        return UTIL_OK;
+    }
+    btl_ucx_touch(uif);
+    request = ucp_get_nbx(btl_ucx_uep(ep), dst, len, raddr, btl_ucx_rkey(rkey), &param);
+    return comp == NULL ? btl_ucx_wait(uif, request, "get", ep->peer)
+                        : btl_ucx_track(uif, request, comp, "get", ep->peer);
+}
+
+/* ---- atomics ---- */
+static util_status_t btl_ucx_amo_check(btl_amo_op_t op, unsigned size, uint64_t raddr)
+{
+    if ((size != 4 && size != 8) || (raddr & (size - 1)) != 0 || (unsigned)op >= BTL_AMO_LAST) {
+        util_error("btl/ucx: bad atomic (op %d, size %u, address 0x%llx)", (int)op, size,
+                   (unsigned long long)raddr);
+        return UTIL_ERR_INVALID;
+    }
+    return UTIL_OK;
+}
+
+static const ucp_atomic_op_t btl_ucx_amo_op[BTL_AMO_LAST] = {
+    [BTL_AMO_FETCH] = UCP_ATOMIC_OP_ADD, /* of 0 */
+    [BTL_AMO_SET]   = UCP_ATOMIC_OP_SWAP,
+    [BTL_AMO_SWAP]  = UCP_ATOMIC_OP_SWAP,
+    [BTL_AMO_CSWAP] = UCP_ATOMIC_OP_CSWAP,
+    [BTL_AMO_ADD]   = UCP_ATOMIC_OP_ADD,
+    [BTL_AMO_AND]   = UCP_ATOMIC_OP_AND,
+    [BTL_AMO_OR]    = UCP_ATOMIC_OP_OR,
+    [BTL_AMO_XOR]   = UCP_ATOMIC_OP_XOR,
+};
+
+/* A 4- or 8-byte value in the first `size` bytes of *word. */
+static inline void btl_ucx_word_set(uint64_t *word, unsigned size, uint64_t value)
+{
+    if (size == 8) {
+        *word = value;
+    } else {
+        uint32_t v32 = (uint32_t)value;
+        memcpy(word, &v32, 4);
+    }
+}
+
+static inline uint64_t btl_ucx_word_get(const uint64_t *word, unsigned size)
+{
+    uint32_t v32;
+
+    if (size == 8) {
+        return *word;
+    }
+    memcpy(&v32, word, 4);
+    return v32;
+}
+
+static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
+                                       uint64_t compare, uint64_t *result_p)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    uint64_t value = 0, reply = 0;
+    ucp_request_param_t param;
+    util_status_t status = btl_ucx_amo_check(op, size, raddr);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    param.datatype = ucp_dt_make_contig(size);
+    param.reply_buffer = &reply;
+    if (op == BTL_AMO_CSWAP) {
+        /* UCP: the buffer holds the compare value, the reply buffer the new one. */
+        btl_ucx_word_set(&value, size, compare);
+        btl_ucx_word_set(&reply, size, operand);
+    } else if (op != BTL_AMO_FETCH) {
+        btl_ucx_word_set(&value, size, operand);
+    }
+    btl_ucx_touch(uif);
+    status = btl_ucx_wait(uif, ucp_atomic_op_nbx(btl_ucx_uep(ep), btl_ucx_amo_op[op], &value, 1,
+                                                 raddr, btl_ucx_rkey(rkey), &param),
+                          "fetching atomic", ep->peer);
+    if (status == UTIL_OK) {
+        *result_p = btl_ucx_word_get(&reply, size);
+    }
+    return status;
+}
+
+static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    ucp_request_param_t param;
+    uint64_t value = 0, old = 0;
+    util_status_t status = btl_ucx_amo_check(op, size, raddr);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (op == BTL_AMO_FETCH || op == BTL_AMO_SWAP || op == BTL_AMO_CSWAP) {
+        util_error("btl/ucx: atomic op %d has no non-fetching form", (int)op);
+        return UTIL_ERR_INVALID;
+    }
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    param.datatype = ucp_dt_make_contig(size);
+    if (op == BTL_AMO_SET) {
+        /* UCP has no non-fetching store: a swap whose old value we drop. */
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        param.reply_buffer = &old;
+    }
+    btl_ucx_word_set(&value, size, operand);
+    btl_ucx_touch(uif);
+    /* Operand (and SET's old value) live on our stack: a request UCP keeps
+     * must finish before we return (small atomics mostly go out at once). */
+    return btl_ucx_wait(uif, ucp_atomic_op_nbx(btl_ucx_uep(ep), btl_ucx_amo_op[op], &value, 1,
+                                               raddr, btl_ucx_rkey(rkey), &param),
+                        "atomic", ep->peer);
+}
+
+/* ---- notified flags ---- */
+
+/* The 8-byte flag: one aligned 8-byte write wherever UCX places it (an
+ * RDMA write, or a copy by the target's worker, which moves 8 aligned
+ * bytes with one store), so a reader never sees it torn. A swap would be
+ * atomic by contract but costs a reply per flag. */
+static util_status_t btl_ucx_flag_post(btl_ucx_iface_t *uif, btl_ep_t *ep, uint64_t flag_raddr,
+                                       btl_rkey_t *flag_rkey, uint64_t value)
+{
+    ucp_request_param_t param = {.op_attr_mask = 0};
+
+    if ((flag_raddr & 7) != 0) {
+        util_error("btl/ucx: flag address 0x%llx is not 8-byte aligned",
+                   (unsigned long long)flag_raddr);
+        return UTIL_ERR_INVALID;
+    }
+    /* value is on our stack: a request UCP keeps must finish first. */
+    return btl_ucx_wait(uif, ucp_put_nbx(btl_ucx_uep(ep), &value, sizeof(value), flag_raddr,
+                                         btl_ucx_rkey(flag_rkey), &param),
+                        "put_flag", ep->peer);
+}
+
+static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
+                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
+                                      btl_comp_t *comp)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    util_status_t status;
+    ucs_status_t ret;
+
+    (void)comp; /* complete on return */
+    if (len > 0) {
+        status = btl_ucx_put(ep, src, len, lmem, raddr, rkey, NULL);
+        if (status != UTIL_OK) {
+            return status;
+        }
+        ret = ucp_worker_fence(uif->worker);
+        if (ret != UCS_OK) {
+            return btl_ucx_fail("ucp_worker_fence", ep->peer, ret);
+        }
+    }
+    return btl_ucx_flag_post(uif, ep, flag_raddr, flag_rkey, flag_value);
+}
+
+static util_status_t btl_ucx_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
+                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
+                                      btl_comp_t *comp)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    util_status_t status = btl_ucx_get(ep, dst, len, lmem, raddr, rkey, NULL);
+
+    (void)comp; /* complete on return */
+    if (status != UTIL_OK) {
+        return status;
+    }
+    return btl_ucx_flag_post(uif, ep, flag_raddr, flag_rkey, flag_value);
+}
+
+/* ---- ordering and completion ---- */
+static util_status_t btl_ucx_fence(btl_ep_t *ep)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    ucs_status_t ret = ucp_worker_fence(uif->worker);
+
+    return ret == UCS_OK ? UTIL_OK : btl_ucx_fail("ucp_worker_fence", ep->peer, ret);
+}
+
+static util_status_t btl_ucx_quiet(btl_iface_t *iface)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(iface);
+    ucp_request_param_t param = {.op_attr_mask = 0};
+    util_status_t status;
+
+    btl_ucx_touch(uif);
+    status = btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "quiet", -1);
+    /* Flushed: every pending request has finished; count them. */
+    btl_ucx_reap(uif, 0);
+    return status;
+}
+
+static util_status_t btl_ucx_progress(btl_iface_t *iface)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(iface);
+
+    btl_ucx_touch(uif);
+    ucp_worker_progress(uif->worker);
+    if (uif->num_pending > 0) {
+        uif->progress_calls++;
+        btl_ucx_reap(uif, uif->progress_calls % BTL_UCX_REAP_EVERY == 0);
+    }
+    return UTIL_OK;
+}
+
+/* ---- helper thread ---- */
+
+/* Blocks until the worker has events (peers' traffic) or BTL_UCX_POLL_MS
+ * pass; 0 when it cannot block and the caller sleeps its interval. */
+static int btl_ucx_block(btl_ucx_iface_t *uif)
+{
+    struct pollfd pfd = {uif->event_fd, POLLIN, 0};
+    ucs_status_t ret;
+
+    if (uif->event_fd < 0) {
+        return 0;
+    }
+    ret = ucp_worker_arm(uif->worker);
+    if (ret == UCS_ERR_BUSY) {
+        return 1; /* events queued: progress again at once */
+    }
+    if (ret != UCS_OK) {
+        return 0;
+    }
+    (void)poll(&pfd, 1, BTL_UCX_POLL_MS);
+    return 1;
+}
+
+/* Serves peers while the PE is away from UCX (see the header). */
+static void *btl_ucx_progress_thread(void *arg)
+{
+    btl_ucx_iface_t *uif = arg;
+    uint64_t seen = ~(uint64_t)0;
+
+    while (!__atomic_load_n(&uif->thread_stop, __ATOMIC_ACQUIRE)) {
+        uint64_t activity = __atomic_load_n(&uif->activity, __ATOMIC_RELAXED);
+
+        if (activity == seen || util_wait_someone_naps() || uif->progress_usec < 0) {
+            while (ucp_worker_progress(uif->worker) != 0) {
+            }
+            if (uif->progress_usec < 0) {
+                sched_yield(); /* negative interval: poll continuously */
+                continue;
+            }
+            if (btl_ucx_block(uif)) {
+                continue;
+            }
+        }
+        seen = activity;
+        usleep((useconds_t)uif->progress_usec);
+    }
+    return NULL;
+}
+
+/* ---- memory ---- */
+static util_status_t btl_ucx_mem_reg(btl_iface_t *iface, void *addr, size_t size,
+                                     btl_mr_t **mr_p)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(iface);
+    ucp_mem_map_params_t params;
+    btl_ucx_mr_t *mr;
+    void *rkey_buf;
+    size_t rkey_len;
+    ucs_status_t ret;
+
+    mr = calloc(1, sizeof(*mr));
+    if (mr == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    params.address = addr;
+    params.length = size;
+    ret = ucp_mem_map(uif->context, &params, &mr->memh);
+    if (ret != UCS_OK) {
+        util_error("btl/ucx: ucp_mem_map(%p, %zu): %s", addr, size, ucs_status_string(ret));
+        free(mr);
+        return btl_ucx_status(ret);
+    }
+    ret = ucp_rkey_pack(uif->context, mr->memh, &rkey_buf, &rkey_len);
+    if (ret != UCS_OK) {
+        util_error("btl/ucx: ucp_rkey_pack: %s", ucs_status_string(ret));
+        ucp_mem_unmap(uif->context, mr->memh);
+        free(mr);
+        return btl_ucx_status(ret);
+    }
+    if (rkey_len > sizeof(mr->rkey)) {
+        util_error("btl/ucx: UCX's remote key takes %zu bytes, we carry at most %zu (UCX_TLS "
+                   "with fewer transports makes it smaller)", rkey_len, sizeof(mr->rkey));
+        ucp_rkey_buffer_release(rkey_buf);
+        ucp_mem_unmap(uif->context, mr->memh);
+        free(mr);
+        return UTIL_ERR_OVERFLOW;
+    }
+    memcpy(mr->rkey, rkey_buf, rkey_len);
+    mr->rkey_len = rkey_len;
+    ucp_rkey_buffer_release(rkey_buf);
+    mr->super.iface = iface;
+    mr->super.addr = addr;
+    mr->super.size = size;
+    *mr_p = &mr->super;
+    return UTIL_OK;
+}
+
+static util_status_t btl_ucx_mem_dereg(btl_mr_t *mr_base)
+{
+    btl_ucx_mr_t *mr = btl_ucx_mr(mr_base);
+    btl_ucx_iface_t *uif = btl_ucx_iface(mr->super.iface);
+    ucs_status_t ret = ucp_mem_unmap(uif->context, mr->memh);
+
+    free(mr);
+    if (ret != UCS_OK) {
+        return btl_ucx_fail("ucp_mem_unmap", -1, ret);
+    }
+    return UTIL_OK;
+}
+
+static util_status_t btl_ucx_rkey_pack(btl_mr_t *mr_base, void *buf, size_t bufsize,
+                                       size_t *size_p)
+{
+    btl_ucx_mr_t *mr = btl_ucx_mr(mr_base);
+    btl_ucx_packed_t head = {(uint64_t)(uintptr_t)mr->super.addr, mr->super.size};
+
+    if (bufsize < sizeof(head) + mr->rkey_len) {
+        return UTIL_ERR_TRUNCATED;
+    }
+    memcpy(buf, &head, sizeof(head));
+    memcpy((uint8_t *)buf + sizeof(head), mr->rkey, mr->rkey_len);
+    *size_p = sizeof(head) + mr->rkey_len;
+    return UTIL_OK;
+}
+
+static util_status_t btl_ucx_rkey_unpack(btl_ep_t *ep, const void *buf, size_t size,
+                                         btl_rkey_t **rkey_p)
+{
+    btl_ucx_packed_t head;
+    btl_ucx_rkey_t *rk;
+    ucs_status_t ret;
+
+    if (size <= sizeof(head) || size > sizeof(head) + BTL_UCX_RKEY_MAX) {
+        util_error("btl/ucx: packed key from PE %d has %zu bytes, expected %zu to %zu", ep->peer,
+                   size, sizeof(head) + 1, sizeof(head) + BTL_UCX_RKEY_MAX);
+        return UTIL_ERR_INVALID;
+    }
+    memcpy(&head, buf, sizeof(head));
+    rk = calloc(1, sizeof(*rk));
+    if (rk == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    ret = ucp_ep_rkey_unpack(btl_ucx_uep(ep), (const uint8_t *)buf + sizeof(head), &rk->rkey);
+    if (ret != UCS_OK) {
+        free(rk);
+        return btl_ucx_fail("ucp_ep_rkey_unpack", ep->peer, ret);
+    }
+    rk->super.remote_base = head.base;
+    rk->super.length = head.len;
+    *rkey_p = &rk->super;
+    return UTIL_OK;
+}
+
+static util_status_t btl_ucx_rkey_release(btl_rkey_t *rkey)
+{
+    btl_ucx_rkey_t *rk = btl_container_of(rkey, btl_ucx_rkey_t, super);
+
+    ucp_rkey_destroy(rk->rkey);
+    free(rk);
+    return UTIL_OK;
+}
+
+/* ---- endpoints ---- */
+
+/* UCX calls this (from whichever thread drives the worker) when the
+ * connection to a peer breaks: operations to it fail from now on, each
+ * with its own one-line error. Only logged at debug level: peers that
+ * finish first close their side while we may still be in the last
+ * barrier, which looks the same. */
+static void btl_ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    btl_ucx_ep_t *uep = arg;
+
+    (void)ep;
+    if (__atomic_exchange_n(&uep->failed, status, __ATOMIC_RELAXED) == UCS_OK) {
+        util_debug("btl/ucx: connection to PE %d closed: %s", uep->super.peer,
+                   ucs_status_string(status));
+    }
+}
+
+static util_status_t btl_ucx_ep_connect(btl_iface_t *iface, int peer, btl_ep_t **ep_p)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(iface);
+    char key[BOOTSTRAP_KEY_MAX];
+    ucp_ep_params_t params;
+    btl_ucx_ep_t *uep;
+    uint8_t *addr;
+    size_t got;
+    util_status_t status;
+    ucs_status_t ret;
+
+    status = btl_iface_key(iface, "addr", key, sizeof(key));
+    if (status != UTIL_OK) {
+        return status;
+    }
+    addr = malloc(BTL_UCX_ADDR_MAX);
+    uep = calloc(1, sizeof(*uep));
+    if (addr == NULL || uep == NULL) {
+        free(addr);
+        free(uep);
+        return UTIL_ERR_NO_MEMORY;
+    }
+    status = bootstrap_get(peer, key, addr, BTL_UCX_ADDR_MAX, &got);
+    if (status != UTIL_OK) {
+        util_error("btl/ucx: no worker address for PE %d (%s): %s", peer, key,
+                   util_status_string(status));
+        free(addr);
+        free(uep);
+        return status;
+    }
+    uep->super.peer = peer; /* for the error handler's message */
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.address = (const ucp_address_t *)addr;
+    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb = btl_ucx_ep_error;
+    params.err_handler.arg = uep;
+    btl_ucx_touch(uif);
+    ret = ucp_ep_create(uif->worker, &params, &uep->ep);
+    free(addr);
+    if (ret != UCS_OK) {
+        free(uep);
+        return btl_ucx_fail("ucp_ep_create", peer, ret);
+    }
+    *ep_p = &uep->super;
+    return UTIL_OK;
+}
+
+static util_status_t btl_ucx_ep_disconnect(btl_ep_t *ep)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    btl_ucx_ep_t *uep = btl_ucx_ep(ep);
+    ucp_request_param_t param;
+    util_status_t status;
+
+    /* Everything was flushed and the job passed a barrier (btl_ctx_destroy):
+     * no handshake with a peer that may already be gone. */
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    status = btl_ucx_wait(uif, ucp_ep_close_nbx(uep->ep, &param), "closing the endpoint",
+                          ep->peer);
+    free(uep);
+    return status;
+}
+
+/* ---- iface ---- */
+static void btl_ucx_teardown(btl_ucx_iface_t *uif)
+{
+    if (uif->thread_running) {
+        __atomic_store_n(&uif->thread_stop, 1, __ATOMIC_RELEASE);
+        if (uif->worker != NULL) {
+            ucp_worker_signal(uif->worker);
+        }
+        pthread_join(uif->thread, NULL);
+        uif->thread_running = 0;
+    }
+    for (unsigned i = 0; i < uif->num_pending; i++) {
+        ucp_request_cancel(uif->worker, uif->pending[i].request);
+        ucp_request_free(uif->pending[i].request);
+    }
+    free(uif->pending);
+    if (uif->address != NULL) {
+        ucp_worker_release_address(uif->worker, uif->address);
+    }
+    if (uif->worker != NULL) {
+        ucp_worker_destroy(uif->worker);
+    }
+    if (uif->context != NULL) {
+        ucp_cleanup(uif->context);
+    }
+    free(uif);
+}
+
+static util_status_t btl_ucx_iface_close(btl_iface_t *iface)
+{
+    btl_ucx_teardown(btl_ucx_iface(iface));
+    return UTIL_OK;
+}
+
+/* Atomics go to a NIC only where an RDMA device exists (InfiniBand, RoCE,
+ * iWARP); UCX emulates them with CPU atomics in the target elsewhere. */
+static int btl_ucx_have_rdma_device(void)
+{
+    DIR *dir = opendir("/sys/class/infiniband");
+    struct dirent *entry;
+    int found = 0;
+
+    if (dir == NULL) {
+        return 0;
+    }
+    while (!found && (entry = readdir(dir)) != NULL) {
+        found = entry->d_name[0] != '.';
+    }
+    closedir(dir);
+    return found;
+}
+
+static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
+
+static const btl_ops_t btl_ucx_ops = {
+    .iface_close   = btl_ucx_iface_close,
+    .ep_connect    = btl_ucx_ep_connect,
+    .ep_disconnect = btl_ucx_ep_disconnect,
+    .mem_alloc     = btl_stub_mem_alloc,
+    .mem_remap     = btl_stub_mem_remap,
+    .mem_reg       = btl_ucx_mem_reg,
+    .mem_dereg     = btl_ucx_mem_dereg,
+    .rkey_pack     = btl_ucx_rkey_pack,
+    .rkey_unpack   = btl_ucx_rkey_unpack,
+    .rkey_release  = btl_ucx_rkey_release,
+    .put           = btl_ucx_put,
+    .get           = btl_ucx_get,
+    .put_flag      = btl_ucx_put_flag,
+    .get_flag      = btl_ucx_get_flag,
+    .amo_post      = btl_ucx_amo_post,
+    .amo_fetch     = btl_ucx_amo_fetch,
+    .fence         = btl_ucx_fence,
+    .quiet         = btl_ucx_quiet,
+    .progress      = btl_ucx_progress,
+};
+
+const btl_component_t btl_ucx_component = {
+    .name         = "ucx",
+    .on_node_only = 0,
+    .iface_open   = btl_ucx_iface_open,
+};
+
+static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
+{
+    ucp_params_t params;
+    ucp_worker_params_t wparams;
+    ucp_config_t *config;
+    char key[BOOTSTRAP_KEY_MAX];
+    btl_ucx_iface_t *uif;
+    util_status_t status;
+    ucs_status_t ret;
+    int ret_thread;
+
+    uif = calloc(1, sizeof(*uif));
+    if (uif == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    uif->super.ops = btl_ucx_ops;
+    btl_iface_base_init(&uif->super, &btl_ucx_component, ctx, index, 0);
+    uif->event_fd = -1;
+    status = util_env_get_int("RMB_UCX_PROGRESS_USEC", &uif->progress_usec);
+    if (status == UTIL_OK) {
+        status = btl_wait_bound_init(&uif->bound, "btl/ucx", NULL);
+    }
+    if (status != UTIL_OK) {
+        goto err;
+    }
+    uif->max_pending = BTL_UCX_PENDING_INIT;
+    uif->pending = malloc(uif->max_pending * sizeof(*uif->pending));
+    if (uif->pending == NULL) {
+        status = UTIL_ERR_NO_MEMORY;
+        goto err;
+    }
+
+    ret = ucp_config_read(NULL, NULL, &config);
+    if (ret != UCS_OK) {
+        status = btl_ucx_fail("ucp_config_read", -1, ret);
+        goto err;
+    }
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
+                        UCP_PARAM_FIELD_NAME;
+    params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
+    if (uif->progress_usec != 0) {
+        params.features |= UCP_FEATURE_WAKEUP;
+    }
+    params.estimated_num_eps = (size_t)ctx->size;
+    params.name = "rmb";
+    ret = ucp_init(&params, config, &uif->context);
+    ucp_config_release(config);
+    if (ret != UCS_OK) {
+        status = btl_ucx_fail("ucp_init (no usable UCX transport? UCX_TLS)", -1, ret);
+        goto err;
+    }
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = uif->progress_usec != 0 ? UCS_THREAD_MODE_MULTI
+                                                  : UCS_THREAD_MODE_SERIALIZED;
+    ret = ucp_worker_create(uif->context, &wparams, &uif->worker);
+    if (ret != UCS_OK) {
+        status = btl_ucx_fail("ucp_worker_create", -1, ret);
+        goto err;
+    }
+    ret = ucp_worker_get_address(uif->worker, &uif->address, &uif->address_len);
+    if (ret != UCS_OK) {
+        status = btl_ucx_fail("ucp_worker_get_address", -1, ret);
+        goto err;
+    }
+    if (uif->address_len > BTL_UCX_ADDR_MAX) {
+        util_error("btl/ucx: worker address of %zu bytes, at most %d fit (UCX_TLS with fewer "
+                   "transports makes it smaller)", uif->address_len, BTL_UCX_ADDR_MAX);
+        status = UTIL_ERR_OVERFLOW;
+        goto err;
+    }
+
+    uif->rdma_device = btl_ucx_have_rdma_device();
+    uif->super.caps = BTL_CAP_ANY_MEMORY | BTL_CAP_AMO32 | BTL_CAP_AMO64 |
+                      BTL_CAP_FLAG_ORDERED | BTL_CAP_NONBLOCKING |
+                      (uif->rdma_device ? 0 : BTL_CAP_AMO_CPU);
+
+    status = btl_iface_key(&uif->super, "addr", key, sizeof(key));
+    if (status == UTIL_OK) {
+        status = bootstrap_put(key, uif->address, uif->address_len);
+    }
+    if (status != UTIL_OK) {
+        goto err;
+    }
+    if (uif->progress_usec != 0) {
+        if (uif->progress_usec > 0 && ucp_worker_get_efd(uif->worker, &uif->event_fd) != UCS_OK) {
+            uif->event_fd = -1; /* the helper then sleeps its interval */
+        }
+        ret_thread = pthread_create(&uif->thread, NULL, btl_ucx_progress_thread, uif);
+        if (ret_thread != 0) {
+            util_error("btl/ucx: progress thread: %s", strerror(ret_thread));
+            status = UTIL_ERR_NO_RESOURCE;
+            goto err;
+        }
+        uif->thread_running = 1;
+    }
+    util_debug("btl/ucx: UCX %s, worker address %zu bytes, atomics %s, progress thread %s",
+               ucp_get_version_string(), uif->address_len,
+               uif->rdma_device ? "on the RDMA device" : "by the target's CPU",
+               !uif->thread_running ? "off" : uif->event_fd >= 0 ? "on (sleeps in the event fd)"
+                                                                : "on (interval)");
+    *iface_p = &uif->super;
+    return UTIL_OK;
+
+err:
+    btl_ucx_teardown(uif);
+    return status;
+}
