@@ -59,11 +59,11 @@
  *
  * Progress. Providers with manual data progress (tcp;ofi_rxm, shm) only
  * serve incoming RMA and atomics while someone calls into them. A helper
- * thread serves them while the PE stays away from the provider (computing,
- * in a bootstrap barrier): it sleeps in the CQ's wait fd until traffic
- * arrives, and only looks every RMB_OFI_PROGRESS_USEC microseconds while
- * the PE drives the provider itself; 0 turns it off, a negative value
- * makes it poll continuously (a core to spare).
+ * thread (btl_helper.h, shared with btl/ucx) serves them while the PE
+ * stays away from the provider: it sleeps in the CQ's wait fd until
+ * traffic arrives, and only looks every RMB_OFI_PROGRESS_USEC microseconds
+ * while the PE drives the provider itself; 0 turns it off, a negative
+ * value makes it poll continuously (a core to spare).
  *
  * fence(ep) (RMB_OFI_FENCE=auto|ordered|flag|wait): nothing when the
  * provider orders all reads and writes (sockets); FI_FENCE on the next
@@ -72,6 +72,7 @@
  * seen complete (tcp;ofi_rxm).
  */
 #include "btl/btl.h"
+#include "btl/btl_helper.h"
 #include "btl/btl_wait.h"
 #include "bootstrap/bootstrap.h"
 #include "util/env.h"
@@ -87,7 +88,6 @@
 #include <rdma/fi_rma.h>
 
 #include <poll.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,7 +99,6 @@
 #define BTL_OFI_API_VERSION FI_VERSION(1, 10)
 #define BTL_OFI_ADDR_MAX    128 /* bytes of a published fi_getname address */
 #define BTL_OFI_SPINS_BEFORE_YIELD BTL_WAIT_NET_SPINS /* progress calls between yields (oversubscribed) */
-#define BTL_OFI_POLL_MS     100 /* the helper's longest block: how soon it sees stop */
 #define BTL_OFI_SLOTS       64  /* bounce-ring slots (staged puts in flight) */
 #define BTL_OFI_REQS        256 /* requests: BTL_OFI_SLOTS staged + the rest plain */
 #define BTL_OFI_CQ_BATCH    16
@@ -198,13 +197,9 @@ typedef struct {
     void                *bounce;
     size_t               bounce_size;
     btl_ofi_mr_t        *bounce_mr;
-    pthread_t            thread;
-    int                  thread_running;
-    int                  thread_stop;
-    long                 progress_usec;
+    btl_helper_t         helper;
     int                  progress_fd; /* RMB_OFI_PROGRESS_FD: the helper may sleep in the CQ fd */
     int                  wait_fd;  /* the CQ's wait fd for the helper thread, or -1 */
-    uint64_t             activity; /* bumped by every progress call of the PE's own thread */
 } btl_ofi_iface_t;
 
 typedef struct {
@@ -352,7 +347,7 @@ typedef btl_wait_t btl_ofi_wait_t;
 static inline util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_ofi_wait_t *w,
                                               const char *what, int peer)
 {
-    __atomic_store_n(&oif->activity, oif->activity + 1, __ATOMIC_RELAXED);
+    btl_helper_touch(&oif->helper);
     return btl_wait_tick(w, &oif->bound, what, peer);
 }
 
@@ -1117,7 +1112,7 @@ static util_status_t btl_ofi_progress(btl_iface_t *iface)
 
     /* A caller polling a flag in a loop lets threads on its cores (the
      * provider's, our peers') run now and then. */
-    __atomic_store_n(&oif->activity, oif->activity + 1, __ATOMIC_RELAXED);
+    btl_helper_touch(&oif->helper);
     if (++oif->progress_calls % BTL_OFI_SPINS_BEFORE_YIELD == 0) {
         if (util_wait_policy.oversubscribed) {
             sched_yield();
@@ -1130,53 +1125,29 @@ static util_status_t btl_ofi_progress(btl_iface_t *iface)
     return btl_ofi_poll(oif); /* reading the CQ drives the endpoint too */
 }
 
-/* Blocks the helper until the provider has something (its CQ's wait fd;
- * peers' traffic to us makes it readable) or BTL_OFI_POLL_MS pass. Returns
- * 0 when it cannot block (no fd, or events are queued for the PE's thread
- * to read), and the caller sleeps its interval instead. */
-static int btl_ofi_block(btl_ofi_iface_t *oif)
+/* The helper thread (btl_helper.h): reading the counters drives the
+ * provider; it blocks in the CQ's wait fd, which peers' traffic to us makes
+ * readable. It cannot block without the fd, or while events are queued for
+ * the PE's thread to read (fi_trywait). */
+static void btl_ofi_drain(void *arg)
 {
+    btl_ofi_iface_t *oif = arg;
+
+    (void)fi_cntr_read(oif->rd_cntr);
+    (void)fi_cntr_read(oif->wr_cntr);
+}
+
+static int btl_ofi_block(void *arg, int timeout_ms)
+{
+    btl_ofi_iface_t *oif = arg;
     struct fid *fids[1] = {&oif->cq->fid};
     struct pollfd pfd = {oif->wait_fd, POLLIN, 0};
 
     if (oif->wait_fd < 0 || fi_trywait(oif->fabric, fids, 1) != FI_SUCCESS) {
         return 0;
     }
-    (void)poll(&pfd, 1, BTL_OFI_POLL_MS);
+    (void)poll(&pfd, 1, timeout_ms);
     return 1;
-}
-
-/* Serves peers' RMA and atomics while this process is busy elsewhere.
- * While the PE's own thread calls into the provider (it progresses it in
- * every wait) the helper only looks every RMB_OFI_PROGRESS_USEC, so the
- * two do not fight over the endpoint's lock. Once the PE has stayed away,
- * the helper drives the provider and then sleeps in the CQ's wait fd until
- * traffic arrives: an idle PE costs no wake-ups, a busy one gets its
- * peers' operations served at once instead of at the next tick. A PE
- * napping in a long wait (util/wait.h) counts as away. */
-static void *btl_ofi_progress_thread(void *arg)
-{
-    btl_ofi_iface_t *oif = arg;
-    uint64_t seen = ~(uint64_t)0;
-
-    while (!__atomic_load_n(&oif->thread_stop, __ATOMIC_ACQUIRE)) {
-        uint64_t activity = __atomic_load_n(&oif->activity, __ATOMIC_RELAXED);
-
-        if (activity == seen || util_wait_someone_naps() || oif->progress_usec < 0) {
-            (void)fi_cntr_read(oif->rd_cntr);
-            (void)fi_cntr_read(oif->wr_cntr);
-            if (oif->progress_usec < 0) {
-                sched_yield(); /* negative interval: poll continuously */
-                continue;
-            }
-            if (btl_ofi_block(oif)) {
-                continue;
-            }
-        }
-        seen = activity;
-        usleep((useconds_t)oif->progress_usec);
-    }
-    return NULL;
 }
 
 /* ---- memory registration ---- */
@@ -1368,11 +1339,7 @@ static void btl_ofi_close_fid(struct fid *fid, const char *what)
 
 static void btl_ofi_teardown(btl_ofi_iface_t *oif)
 {
-    if (oif->thread_running) {
-        __atomic_store_n(&oif->thread_stop, 1, __ATOMIC_RELEASE);
-        pthread_join(oif->thread, NULL);
-        oif->thread_running = 0;
-    }
+    btl_helper_stop(&oif->helper);
     btl_ofi_close_fid(oif->ep != NULL ? &oif->ep->fid : NULL, "ep");
     if (oif->scratch_mr != NULL) {
         btl_ofi_unreg(oif->scratch_mr);
@@ -1644,7 +1611,7 @@ static const char *btl_ofi_flag_order_name(btl_ofi_flag_order_t order)
 static int btl_ofi_wants_thread(const btl_ofi_iface_t *oif)
 {
     return oif->info->domain_attr->data_progress == FI_PROGRESS_MANUAL &&
-           oif->progress_usec != 0;
+           oif->helper.interval_usec != 0;
 }
 
 static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
@@ -1668,7 +1635,7 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     btl_iface_base_init(&oif->super, &btl_ofi_component, ctx, index, 0);
     oif->next_key = 1;
     oif->wait_fd = -1;
-    status = util_env_get_int("RMB_OFI_PROGRESS_USEC", &oif->progress_usec);
+    status = util_env_get_int("RMB_OFI_PROGRESS_USEC", &oif->helper.interval_usec);
     if (status == UTIL_OK) {
         status = util_env_get_bool("RMB_OFI_PROGRESS_FD", &oif->progress_fd);
     }
@@ -1841,13 +1808,13 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         goto err;
     }
     if (btl_ofi_wants_thread(oif)) {
-        ret = pthread_create(&oif->thread, NULL, btl_ofi_progress_thread, oif);
-        if (ret != 0) {
-            util_error("btl/ofi: progress thread: %s", strerror(ret));
-            status = UTIL_ERR_NO_RESOURCE;
+        oif->helper.drain = btl_ofi_drain;
+        oif->helper.block = btl_ofi_block;
+        oif->helper.arg = oif;
+        status = btl_helper_start(&oif->helper, "btl/ofi");
+        if (status != UTIL_OK) {
             goto err;
         }
-        oif->thread_running = 1;
     }
     {
         char where[64];
@@ -1862,7 +1829,7 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
                oif->info->domain_attr->name, (unsigned long long)oif->mr_mode, oif->inject_size,
                oif->eager_size, btl_ofi_flag_order_name(oif->flag_order),
                btl_ofi_fence_name(oif->fence_mode),
-               !oif->thread_running ? "off" : oif->wait_fd >= 0 ? "on (sleeps in the CQ fd)"
+               !oif->helper.running ? "off" : oif->wait_fd >= 0 ? "on (sleeps in the CQ fd)"
                                                                : "on (interval)");
     *iface_p = &oif->super;
     return UTIL_OK;

@@ -46,6 +46,7 @@
  * Waits are bounded by RMB_BTL_TIMEOUT_SEC (btl_wait.h).
  */
 #include "btl/btl.h"
+#include "btl/btl_helper.h"
 #include "btl/btl_wait.h"
 #include "bootstrap/bootstrap.h"
 #include "util/env.h"
@@ -56,8 +57,6 @@
 
 #include <dirent.h>
 #include <poll.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +64,6 @@
 #include <unistd.h>
 
 #define BTL_UCX_ADDR_MAX     4096 /* bytes of a published worker address */
-#define BTL_UCX_POLL_MS      100  /* the helper's longest block: how soon it sees stop */
 #define BTL_UCX_PENDING_INIT 64
 #define BTL_UCX_REAP_EVERY   64   /* progress calls between scans of the pending list */
 
@@ -96,12 +94,8 @@ typedef struct {
     unsigned           num_pending, max_pending;
     unsigned           progress_calls;
     int                rdma_device; /* an InfiniBand/RoCE device exists: atomics are the NIC's */
-    pthread_t          thread;
-    int                thread_running;
-    int                thread_stop;
-    long               progress_usec;
+    btl_helper_t       helper;
     int                event_fd; /* the worker's event fd, or -1 */
-    uint64_t           activity; /* bumped by every call of the PE's own thread */
 } btl_ucx_iface_t;
 
 typedef struct {
@@ -177,7 +171,7 @@ static util_status_t btl_ucx_fail(const char *call, int peer, ucs_status_t statu
 
 static inline void btl_ucx_touch(btl_ucx_iface_t *uif)
 {
-    __atomic_store_n(&uif->activity, uif->activity + 1, __ATOMIC_RELAXED);
+    btl_helper_touch(&uif->helper);
 }
 
 /* ---- requests ---- */
@@ -555,12 +549,18 @@ static util_status_t btl_ucx_progress(btl_iface_t *iface)
     return UTIL_OK;
 }
 
-/* ---- helper thread ---- */
-
-/* Blocks until the worker has events (peers' traffic) or BTL_UCX_POLL_MS
- * pass; 0 when it cannot block and the caller sleeps its interval. */
-static int btl_ucx_block(btl_ucx_iface_t *uif)
+/* ---- helper thread (btl_helper.h) ---- */
+static void btl_ucx_drain(void *arg)
 {
+    btl_ucx_iface_t *uif = arg;
+
+    while (ucp_worker_progress(uif->worker) != 0) {
+    }
+}
+
+static int btl_ucx_block(void *arg, int timeout_ms)
+{
+    btl_ucx_iface_t *uif = arg;
     struct pollfd pfd = {uif->event_fd, POLLIN, 0};
     ucs_status_t ret;
 
@@ -574,34 +574,15 @@ static int btl_ucx_block(btl_ucx_iface_t *uif)
     if (ret != UCS_OK) {
         return 0;
     }
-    (void)poll(&pfd, 1, BTL_UCX_POLL_MS);
+    (void)poll(&pfd, 1, timeout_ms);
     return 1;
 }
 
-/* Serves peers while the PE is away from UCX (see the header). */
-static void *btl_ucx_progress_thread(void *arg)
+static void btl_ucx_wake(void *arg)
 {
     btl_ucx_iface_t *uif = arg;
-    uint64_t seen = ~(uint64_t)0;
 
-    while (!__atomic_load_n(&uif->thread_stop, __ATOMIC_ACQUIRE)) {
-        uint64_t activity = __atomic_load_n(&uif->activity, __ATOMIC_RELAXED);
-
-        if (activity == seen || util_wait_someone_naps() || uif->progress_usec < 0) {
-            while (ucp_worker_progress(uif->worker) != 0) {
-            }
-            if (uif->progress_usec < 0) {
-                sched_yield(); /* negative interval: poll continuously */
-                continue;
-            }
-            if (btl_ucx_block(uif)) {
-                continue;
-            }
-        }
-        seen = activity;
-        usleep((useconds_t)uif->progress_usec);
-    }
-    return NULL;
+    (void)ucp_worker_signal(uif->worker);
 }
 
 /* ---- memory ---- */
@@ -804,14 +785,7 @@ static util_status_t btl_ucx_ep_disconnect(btl_ep_t *ep)
 /* ---- iface ---- */
 static void btl_ucx_teardown(btl_ucx_iface_t *uif)
 {
-    if (uif->thread_running) {
-        __atomic_store_n(&uif->thread_stop, 1, __ATOMIC_RELEASE);
-        if (uif->worker != NULL) {
-            ucp_worker_signal(uif->worker);
-        }
-        pthread_join(uif->thread, NULL);
-        uif->thread_running = 0;
-    }
+    btl_helper_stop(&uif->helper);
     for (unsigned i = 0; i < uif->num_pending; i++) {
         ucp_request_cancel(uif->worker, uif->pending[i].request);
         ucp_request_free(uif->pending[i].request);
@@ -892,7 +866,6 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     btl_ucx_iface_t *uif;
     util_status_t status;
     ucs_status_t ret;
-    int ret_thread;
 
     uif = calloc(1, sizeof(*uif));
     if (uif == NULL) {
@@ -901,7 +874,7 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     uif->super.ops = btl_ucx_ops;
     btl_iface_base_init(&uif->super, &btl_ucx_component, ctx, index, 0);
     uif->event_fd = -1;
-    status = util_env_get_int("RMB_UCX_PROGRESS_USEC", &uif->progress_usec);
+    status = util_env_get_int("RMB_UCX_PROGRESS_USEC", &uif->helper.interval_usec);
     if (status == UTIL_OK) {
         status = btl_wait_bound_init(&uif->bound, "btl/ucx", NULL);
     }
@@ -923,7 +896,7 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
                         UCP_PARAM_FIELD_NAME;
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
-    if (uif->progress_usec != 0) {
+    if (uif->helper.interval_usec != 0) {
         params.features |= UCP_FEATURE_WAKEUP;
     }
     params.estimated_num_eps = (size_t)ctx->size;
@@ -935,7 +908,7 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         goto err;
     }
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = uif->progress_usec != 0 ? UCS_THREAD_MODE_MULTI
+    wparams.thread_mode = uif->helper.interval_usec != 0 ? UCS_THREAD_MODE_MULTI
                                                   : UCS_THREAD_MODE_SERIALIZED;
     ret = ucp_worker_create(uif->context, &wparams, &uif->worker);
     if (ret != UCS_OK) {
@@ -966,22 +939,23 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     if (status != UTIL_OK) {
         goto err;
     }
-    if (uif->progress_usec != 0) {
-        if (uif->progress_usec > 0 && ucp_worker_get_efd(uif->worker, &uif->event_fd) != UCS_OK) {
+    if (uif->helper.interval_usec != 0) {
+        if (uif->helper.interval_usec > 0 && ucp_worker_get_efd(uif->worker, &uif->event_fd) != UCS_OK) {
             uif->event_fd = -1; /* the helper then sleeps its interval */
         }
-        ret_thread = pthread_create(&uif->thread, NULL, btl_ucx_progress_thread, uif);
-        if (ret_thread != 0) {
-            util_error("btl/ucx: progress thread: %s", strerror(ret_thread));
-            status = UTIL_ERR_NO_RESOURCE;
+        uif->helper.drain = btl_ucx_drain;
+        uif->helper.block = btl_ucx_block;
+        uif->helper.wake = btl_ucx_wake;
+        uif->helper.arg = uif;
+        status = btl_helper_start(&uif->helper, "btl/ucx");
+        if (status != UTIL_OK) {
             goto err;
         }
-        uif->thread_running = 1;
     }
     util_debug("btl/ucx: UCX %s, worker address %zu bytes, atomics %s, progress thread %s",
                ucp_get_version_string(), uif->address_len,
                uif->rdma_device ? "on the RDMA device" : "by the target's CPU",
-               !uif->thread_running ? "off" : uif->event_fd >= 0 ? "on (sleeps in the event fd)"
+               !uif->helper.running ? "off" : uif->event_fd >= 0 ? "on (sleeps in the event fd)"
                                                                 : "on (interval)");
     *iface_p = &uif->super;
     return UTIL_OK;
