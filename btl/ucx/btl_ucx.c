@@ -96,6 +96,8 @@ typedef struct {
     int                rdma_device; /* an InfiniBand/RoCE device exists: atomics are the NIC's */
     btl_helper_t       helper;
     int                event_fd; /* the worker's event fd, or -1 */
+    int                info;     /* RMB_INFO on PE 0: name the transports per peer class */
+    int                info_told[2]; /* [off-node, on-node] */
 } btl_ucx_iface_t;
 
 typedef struct {
@@ -393,6 +395,34 @@ static inline uint64_t btl_ucx_word_get(const uint64_t *word, unsigned size)
 
 static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
                                        uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
+                                       uint64_t compare, uint64_t *result_p);
+
+/* Fetching AND/OR/XOR on my own memory as a compare-and-swap loop: UCX
+ * 1.13's "self" transport, which serves the endpoint to myself, applies
+ * none of them (the word keeps its value; ADD, SWAP and CSWAP work). */
+static util_status_t btl_ucx_amo_fetch_self(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                            uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
+                                            uint64_t *result_p)
+{
+    uint64_t mask = size == 8 ? ~(uint64_t)0 : 0xffffffffu, old, seen;
+    util_status_t status = btl_ucx_amo_fetch(ep, BTL_AMO_FETCH, size, raddr, rkey, 0, 0, &old);
+
+    while (status == UTIL_OK) {
+        uint64_t next = op == BTL_AMO_AND ? old & operand
+                      : op == BTL_AMO_OR  ? old | operand
+                                          : old ^ operand;
+        status = btl_ucx_amo_fetch(ep, BTL_AMO_CSWAP, size, raddr, rkey, next & mask, old, &seen);
+        if (status == UTIL_OK && seen == old) {
+            *result_p = old;
+            break;
+        }
+        old = seen;
+    }
+    return status;
+}
+
+static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
                                        uint64_t compare, uint64_t *result_p)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
@@ -402,6 +432,10 @@ static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
 
     if (status != UTIL_OK) {
         return status;
+    }
+    if ((op == BTL_AMO_AND || op == BTL_AMO_OR || op == BTL_AMO_XOR) &&
+        ep->peer == ep->iface->ctx->rank) {
+        return btl_ucx_amo_fetch_self(ep, op, size, raddr, rkey, operand, result_p);
     }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     param.datatype = ucp_dt_make_contig(size);
@@ -701,6 +735,45 @@ static util_status_t btl_ucx_rkey_release(btl_rkey_t *rkey)
 
 /* ---- endpoints ---- */
 
+/* RMB_INFO: the UCX transports an endpoint uses, from ucp_ep_print_info's
+ * "lane[i]: n:tcp/lo.0 md[0] ... rma_bw#0 am" lines (UCX 1.13 has no query
+ * for them), printed once per peer class. */
+static void btl_ucx_tell_transports(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep, int peer)
+{
+    int on_node = bootstrap_node_of(peer) == bootstrap_node_id();
+    char *text = NULL, *line, *save = NULL, lanes[512] = "";
+    size_t size = 0, used = 0;
+    FILE *out;
+
+    if (!uif->info || uif->info_told[on_node]) {
+        return;
+    }
+    uif->info_told[on_node] = 1;
+    out = open_memstream(&text, &size);
+    if (out == NULL) {
+        return;
+    }
+    ucp_ep_print_info(uep->ep, out);
+    fclose(out);
+    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        char *lane = strstr(line, "lane["), *colon, *end;
+
+        if (lane == NULL || (colon = strchr(lane + 5, ':')) == NULL ||
+            (colon = strchr(colon + 1, ':')) == NULL) {
+            continue;
+        }
+        end = strpbrk(colon + 1, " \t");
+        used += (size_t)snprintf(lanes + used, used < sizeof(lanes) ? sizeof(lanes) - used : 0,
+                                 "%s%.*s", used > 0 ? ", " : "",
+                                 (int)(end != NULL ? end - colon - 1 : (long)strlen(colon + 1)),
+                                 colon + 1);
+    }
+    printf("rmb: btl/ucx to PE %d (%s): %s\n", peer, on_node ? "on-node" : "off-node",
+           used > 0 ? lanes : "(no lanes reported)");
+    fflush(stdout);
+    free(text);
+}
+
 /* UCX calls this (from whichever thread drives the worker) when the
  * connection to a peer breaks: operations to it fail from now on, each
  * with its own one-line error. Only logged at debug level: peers that
@@ -751,6 +824,13 @@ static util_status_t btl_ucx_ep_connect(btl_iface_t *iface, int peer, btl_ep_t *
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                         UCP_EP_PARAM_FIELD_ERR_HANDLER;
     params.address = (const ucp_address_t *)addr;
+    /* Peer failure handling: a dead peer fails operations instead of
+     * hanging them. It also keeps every endpoint, the one to myself
+     * included, on transports whose atomics agree: without it UCX 1.13
+     * takes shared memory on-node and the "self" transport for me, whose
+     * CPU atomics race with the emulated ones peers' atomics get (fetch-or
+     * lost bits in the conformance suite). The cost: RMB_BTL=ucx on one
+     * node runs over TCP (auto uses btl/shm there). */
     params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     params.err_handler.cb = btl_ucx_ep_error;
     params.err_handler.arg = uep;
@@ -761,6 +841,7 @@ static util_status_t btl_ucx_ep_connect(btl_iface_t *iface, int peer, btl_ep_t *
         free(uep);
         return btl_ucx_fail("ucp_ep_create", peer, ret);
     }
+    btl_ucx_tell_transports(uif, uep, peer);
     *ep_p = &uep->super;
     return UTIL_OK;
 }
@@ -875,6 +956,10 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     btl_iface_base_init(&uif->super, &btl_ucx_component, ctx, index, 0);
     uif->event_fd = -1;
     status = util_env_get_int("RMB_UCX_PROGRESS_USEC", &uif->helper.interval_usec);
+    if (status == UTIL_OK) {
+        status = util_env_get_bool("RMB_INFO", &uif->info);
+        uif->info = uif->info && ctx->rank == 0;
+    }
     if (status == UTIL_OK) {
         status = btl_wait_bound_init(&uif->bound, "btl/ucx", NULL);
     }
