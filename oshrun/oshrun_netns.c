@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -215,7 +216,20 @@ int oshrun_netns_leave_hub(void)
 
 int oshrun_netns_enter_node(const oshrun_job_t *job, int node)
 {
-    return setns(job->netns_fds[node], CLONE_NEWNET);
+    if (setns(job->netns_fds[node], CLONE_NEWNET) != 0) {
+        return -1;
+    }
+    /* sysfs shows the network namespace it was mounted in: without a
+     * fresh one the PE's /sys/class/net lists the machine's interfaces,
+     * not lo and rmb0, and libraries that look there (UCX) miss rmb0.
+     * As `ip netns exec` does: a private mount namespace, kept a slave of
+     * ours so nothing leaks back, with sysfs mounted anew. Best effort:
+     * programs that never read /sys do without. */
+    if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) == 0 &&
+        umount2("/sys", MNT_DETACH) == 0) {
+        (void)mount("sysfs", "/sys", "sysfs", 0, NULL);
+    }
+    return 0;
 }
 
 void oshrun_netns_close(oshrun_job_t *job)
