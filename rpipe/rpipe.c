@@ -130,6 +130,13 @@ util_status_t rpipe_flush_deferred(rch_t ch)
     return status;
 }
 
+void rpipe_flush_all_deferred(void)
+{
+    for (rch_t ch = rpipe_state.channels; ch != NULL && rpipe_state.deferred > 0; ch = ch->next) {
+        rpipe_flush_deferred(ch);
+    }
+}
+
 util_status_t rpipe_post_or_defer(rch_t ch, const raddr_t *desc)
 {
     util_status_t status = UTIL_ERR_NO_RESOURCE;
@@ -218,8 +225,15 @@ int rexit(void)
     if (--rpipe_state.refcount > 0) {
         return R_SUCCESS;
     }
-    /* Everyone stops using channels before anyone unmaps its memory. */
+    /* Everyone stops using channels before anyone unmaps its memory: what
+     * is still deferred goes out and lands first, and after the barrier
+     * nothing more is written into a peer's channel memory (it may be
+     * unmapped already; a network backend that applies writes in the
+     * target's process, UCX over TCP, would fault there). */
+    rpipe_flush_all_deferred();
+    btl_ctx_quiet(rpipe_state.btl);
     bootstrap_barrier();
+    rpipe_state.exiting = 1;
     rcoll_finalize(); /* handles the user did not free use these channels */
     while (rpipe_state.channels != NULL) {
         rpipe_close(rpipe_state.channels);
@@ -625,7 +639,9 @@ int rpipe_close(rch_t ch)
         return R_ERR_INVALID;
     }
     *link = ch->next;
-    rpipe_flush_deferred(ch); /* best effort: the peer may be gone */
+    if (!rpipe_state.exiting) {
+        rpipe_flush_deferred(ch); /* best effort: the peer may be gone */
+    }
     rpipe_state.deferred -= ch->deferred_n;
     free(ch->deferred);
     rmalloc_sync_destroy(ch->sync);
@@ -656,11 +672,17 @@ uint32_t network_ranks(void) { return (uint32_t)rpipe_state.size; }
 
 int network_barrier(void)
 {
+    util_status_t status;
+
     if (rpipe_state.refcount == 0) {
         return R_ERR_STATE;
     }
-    for (rch_t ch = rpipe_state.channels; ch != NULL && rpipe_state.deferred > 0; ch = ch->next) {
-        rpipe_flush_deferred(ch);
+    /* Writes to peers land before anyone passes: a peer that closes its
+     * channel right after the barrier frees memory they would reach. */
+    rpipe_flush_all_deferred();
+    status = btl_ctx_quiet(rpipe_state.btl);
+    if (status != UTIL_OK) {
+        return status;
     }
     return bootstrap_barrier();
 }

@@ -16,6 +16,7 @@ typedef struct rpipe_state {
     double      connect_timeout; /* seconds (RMB_RPIPE_CONNECT_TIMEOUT) */
     rch_t       channels;        /* every open channel */
     uint64_t    deferred;        /* posts/frees deferred over all channels */
+    int         exiting;         /* rexit past its barrier: peers may have unmapped */
     uint64_t   *msg_sent, *msg_recv; /* network_send/recv sequence per peer */
 } rpipe_state_t;
 
@@ -32,6 +33,8 @@ util_status_t rpipe_connect(rch_t ch);
 
 /* Sends deferred posts/frees of ch in order while the queue takes them. */
 util_status_t rpipe_flush_deferred(rch_t ch);
+/* The same for every open channel (best effort). */
+void rpipe_flush_all_deferred(void);
 /* Posts (producer) or frees (consumer) desc now, or defers it. */
 util_status_t rpipe_post_or_defer(rch_t ch, const raddr_t *desc);
 /* Defers it: sent by the next rpipe_flush_deferred (rread_nb, rmalloc_nb,
