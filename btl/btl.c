@@ -39,13 +39,11 @@ static const btl_component_t *const btl_registry[] = {
 #if RMB_HAVE_BTL_SHM
     &btl_shm_component,
 #endif
+#if RMB_HAVE_BTL_UCX && RMB_BTL_UCX_LINKED
+    &btl_ucx_component, /* auto's network backend when built (docs/btl.md) */
+#endif
 #if RMB_HAVE_BTL_OFI && RMB_BTL_OFI_LINKED
     &btl_ofi_component,
-#endif
-#if RMB_HAVE_BTL_UCX && RMB_BTL_UCX_LINKED
-    /* after ofi until it passes the multi-node tests (network namespaces:
-     * docs/btl_ucx.md); RMB_BTL_NET=ucx picks it */
-    &btl_ucx_component,
 #endif
 #if RMB_HAVE_BTL_VERBS && RMB_BTL_VERBS_LINKED
     &btl_verbs_component,

@@ -51,13 +51,13 @@ static const struct {
     {"ofi tcp;ofi_rxm", L_OSHRUN, 4, 1, "ofi", "tcp;ofi_rxm", NULL, 300},
     {"ofi sockets", L_OSHRUN, 2, 1, "ofi", "sockets", NULL, 40},
     {"ofi sockets", L_OSHRUN, 4, 1, "ofi", "sockets", NULL, 16},
-    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 2, 2, "auto", "tcp;ofi_rxm", "RMB_BTL_NET=ofi", 1000},
-    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "tcp;ofi_rxm", "RMB_BTL_NET=ofi", 300},
+    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 2, 2, "auto", "tcp;ofi_rxm", NULL, 1000},
+    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "tcp;ofi_rxm", NULL, 300},
     {"ucx", L_OSHRUN, 2, 1, "ucx", NULL, NULL, 2000},
     {"ucx", L_OSHRUN, 4, 1, "ucx", NULL, NULL, 500},
     {"ucx tcp", L_OSHRUN, 4, 1, "ucx", "tcp,self", NULL, 500},
-    {"shm + ucx tcp", L_OSHRUN, 2, 2, "auto", "tcp,self", "RMB_BTL_NET=ucx", 2000},
-    {"shm + ucx tcp", L_OSHRUN, 4, 2, "auto", "tcp,self", "RMB_BTL_NET=ucx", 500},
+    {"shm + ucx tcp", L_OSHRUN, 2, 2, "auto", "tcp,self", NULL, 2000},
+    {"shm + ucx tcp", L_OSHRUN, 4, 2, "auto", "tcp,self", NULL, 500},
     /* every atomic through the network, puts to the node's peers mapped:
      * fence between a network atomic and a store on one word */
     {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "tcp;ofi_rxm", "RMB_AMO_NETWORK=yes", 300},
@@ -160,6 +160,8 @@ START_TEST(test_memmodel)
     if (runs[_i].provider != NULL) {
         setenv(is_ucx ? "UCX_TLS" : "FI_PROVIDER", runs[_i].provider, 1);
     }
+    /* across nodes: the network backend the row names */
+    setenv("RMB_BTL_NET", is_ucx ? "ucx" : "ofi", 1);
     if (runs[_i].launcher == L_OMPI) {
         setenv("RMB_BOOTSTRAP", "mpi", 1);
         if (getenv("LSAN_OPTIONS") != NULL) { /* sanitizer builds: what MPI_Init keeps */
@@ -186,6 +188,7 @@ START_TEST(test_memmodel)
     printf("%s: %s rounds, status %d, %.1f s\n", what, rounds, status, elapsed);
     fflush(stdout);
     unsetenv("RMB_BOOTSTRAP");
+    unsetenv("RMB_BTL_NET");
     if (runs[_i].env != NULL) {
         unsetenv(env_name);
     }
