@@ -51,7 +51,6 @@
 #include "bootstrap/bootstrap.h"
 #include "util/env.h"
 #include "util/log.h"
-#include "util/wait.h"
 
 #include <ucp/api/ucp.h>
 
@@ -61,7 +60,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define BTL_UCX_ADDR_MAX     4096 /* bytes of a published worker address */
 #define BTL_UCX_PENDING_INIT 64
