@@ -40,6 +40,21 @@ util_status_t btl_wait_bound_init(btl_wait_bound_t *bound, const char *backend,
     return UTIL_OK;
 }
 
+int btl_wait_expire_comp(const btl_wait_bound_t *bound, btl_comp_t *comp, uint64_t posted_ns,
+                         uint64_t now, int peer)
+{
+    if (bound->timeout_ns == 0 || now - posted_ns <= bound->timeout_ns) {
+        return 0;
+    }
+    util_error("%s: non-blocking operation to PE %d: no completion after %llu s (PE dead or "
+               "transport stalled; %s)", bound->backend, peer,
+               (unsigned long long)(bound->timeout_ns / 1000000000u), bound->variable);
+    if (comp->status == UTIL_OK) {
+        comp->status = UTIL_ERR_TIMEOUT;
+    }
+    return 1;
+}
+
 util_status_t btl_wait_tick_slow(btl_wait_t *w, const btl_wait_bound_t *bound,
                                  const char *what, int peer)
 {

@@ -11,6 +11,7 @@
 #ifndef BTL_WAIT_H
 #define BTL_WAIT_H
 
+#include "btl/btl.h"
 #include "util/status.h"
 #include "util/wait.h"
 
@@ -45,6 +46,12 @@ uint64_t btl_now_ns(void);
  * UTIL_OK to go on, UTIL_ERR_TIMEOUT (logged) once the bound has passed. */
 util_status_t btl_wait_tick_slow(btl_wait_t *w, const btl_wait_bound_t *bound,
                                  const char *what, int peer);
+
+/* A non-blocking operation to peer, posted at posted_ns (btl_now_ns), that
+ * has outlived the bound at now: logged once, comp fails with
+ * UTIL_ERR_TIMEOUT and 1 is returned (the caller then forgets comp); else 0. */
+int btl_wait_expire_comp(const btl_wait_bound_t *bound, btl_comp_t *comp, uint64_t posted_ns,
+                         uint64_t now, int peer);
 
 static inline util_status_t btl_wait_tick(btl_wait_t *w, const btl_wait_bound_t *bound,
                                           const char *what, int peer)

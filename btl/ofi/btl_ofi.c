@@ -340,11 +340,7 @@ static util_status_t btl_ofi_poll(btl_ofi_iface_t *oif)
 
 /* A bounded wait (btl_wait.h) that also tells the helper thread the PE
  * drives the provider itself. */
-typedef btl_wait_t btl_ofi_wait_t;
-
-#define BTL_OFI_WAIT_INIT BTL_WAIT_INIT
-
-static inline util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_ofi_wait_t *w,
+static inline util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_wait_t *w,
                                               const char *what, int peer)
 {
     btl_helper_touch(&oif->helper);
@@ -357,7 +353,7 @@ static util_status_t btl_ofi_req_get(btl_ofi_iface_t *oif, int staged, int peer,
                                      btl_ofi_req_t **req_p)
 {
     btl_ofi_req_t **head = staged ? &oif->staged_free : &oif->plain_free;
-    btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
+    btl_wait_t w = BTL_WAIT_INIT;
     btl_ofi_req_t *req;
     util_status_t status;
 
@@ -387,7 +383,7 @@ static util_status_t btl_ofi_cntr_wait(btl_ofi_iface_t *oif, struct fid_cntr *cn
                                        uint64_t posted, uint64_t *err_seen, const char *what,
                                        int peer)
 {
-    btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
+    btl_wait_t w = BTL_WAIT_INIT;
 
     for (;;) {
         uint64_t done = fi_cntr_read(cntr);
@@ -431,7 +427,7 @@ static util_status_t btl_ofi_wait_reads(btl_ofi_iface_t *oif, const char *what, 
  * likely unreachable at the address it published (rxm answers FI_EAGAIN
  * to every post while its connection is refused): say so, with the
  * address. */
-static util_status_t btl_ofi_retry(btl_ofi_iface_t *oif, btl_ofi_wait_t *w, const char *call,
+static util_status_t btl_ofi_retry(btl_ofi_iface_t *oif, btl_wait_t *w, const char *call,
                                    ssize_t ret, btl_ofi_ep_t *oep)
 {
     util_status_t status;
@@ -502,7 +498,7 @@ static util_status_t btl_ofi_write_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
         .rma_iov = &rma, .rma_iov_count = 1, .context = req, .data = 0
     };
     uint64_t flags = oif->comp_flag | extra_flags | btl_ofi_take_fence(oep);
-    btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
+    btl_wait_t w = BTL_WAIT_INIT;
     util_status_t status;
     ssize_t ret;
 
@@ -618,7 +614,7 @@ static util_status_t btl_ofi_read_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, 
         .rma_iov = &rma, .rma_iov_count = 1, .context = req, .data = 0
     };
     uint64_t flags = btl_ofi_take_fence(oep) | (req != NULL ? FI_COMPLETION : 0);
-    btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
+    btl_wait_t w = BTL_WAIT_INIT;
     util_status_t status;
     ssize_t ret;
 
@@ -890,7 +886,7 @@ static util_status_t btl_ofi_amo_fetch_native(btl_ofi_iface_t *oif, btl_ofi_ep_t
     };
     void *res_desc = desc, *cmp_desc = desc;
     uint64_t flags = btl_ofi_take_fence(oep);
-    btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
+    btl_wait_t w = BTL_WAIT_INIT;
     util_status_t status;
     ssize_t ret;
 
@@ -1011,7 +1007,7 @@ static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
             .context = NULL, .data = 0
         };
         uint64_t flags = FI_INJECT | oif->comp_flag | btl_ofi_take_fence(oep);
-        btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
+        btl_wait_t w = BTL_WAIT_INIT;
         ssize_t ret;
 
         if (size == 8) {
@@ -1041,7 +1037,7 @@ static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
 static util_status_t btl_ofi_quiet(btl_iface_t *iface)
 {
     btl_ofi_iface_t *oif = btl_ofi_iface(iface);
-    btl_ofi_wait_t w = BTL_OFI_WAIT_INIT;
+    btl_wait_t w = BTL_WAIT_INIT;
     util_status_t status = btl_ofi_wait_writes(oif, "quiet", -1);
 
     if (status == UTIL_OK) {
@@ -1093,14 +1089,8 @@ static void btl_ofi_expire(btl_ofi_iface_t *oif)
     for (int i = BTL_OFI_SLOTS; i < BTL_OFI_REQS; i++) {
         btl_ofi_req_t *req = &oif->reqs[i];
 
-        if (req->in_use && req->comp != NULL && now - req->posted_ns > oif->bound.timeout_ns) {
-            util_error("btl/ofi: non-blocking operation to PE %d: no completion after %llu s "
-                       "(PE dead or provider stalled; %s)", req->peer,
-                       (unsigned long long)(oif->bound.timeout_ns / 1000000000u),
-                       oif->bound.variable);
-            if (req->comp->status == UTIL_OK) {
-                req->comp->status = UTIL_ERR_TIMEOUT;
-            }
+        if (req->in_use && req->comp != NULL &&
+            btl_wait_expire_comp(&oif->bound, req->comp, req->posted_ns, now, req->peer)) {
             btl_ofi_req_detach(oif, req->comp);
         }
     }

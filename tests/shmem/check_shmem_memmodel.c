@@ -5,7 +5,7 @@
  * mixed put/atomics to one word left in its memory) on 2 and 4 PEs with
  *   shm (the default on one node),
  *   ofi forced for every peer, FI_PROVIDER='tcp;ofi_rxm' and sockets,
- *   ucx forced for every peer (its own transports; TCP alone),
+ *   ucx forced for every peer (TCP loopback: peer error handling),
  *   2 emulated nodes (oshrun --nodes 2: shm within, tcp;ofi_rxm or UCX
  *   over TCP between),
  *   btl/mpi under Open MPI's mpirun (RMB_BOOTSTRAP=mpi RMB_BTL=mpi),
@@ -41,32 +41,33 @@ enum { L_OSHRUN, L_OMPI };
 static const struct {
     const char *name;
     int launcher, np, nodes;
-    const char *btl, *provider; /* provider: FI_PROVIDER, or UCX_TLS for ucx */
+    const char *btl;
+    const char *net;      /* the network backend the run needs (RMB_BTL_NET), or NULL */
+    const char *provider; /* FI_PROVIDER for ofi, UCX_TLS for ucx, or NULL */
     const char *env; /* one more NAME=VALUE, or NULL */
     long rounds;
 } runs[] = {
-    {"shm", L_OSHRUN, 2, 1, "auto", NULL, NULL, 5000},
-    {"shm", L_OSHRUN, 4, 1, "auto", NULL, NULL, 1000},
-    {"ofi tcp;ofi_rxm", L_OSHRUN, 2, 1, "ofi", "tcp;ofi_rxm", NULL, 1000},
-    {"ofi tcp;ofi_rxm", L_OSHRUN, 4, 1, "ofi", "tcp;ofi_rxm", NULL, 300},
-    {"ofi sockets", L_OSHRUN, 2, 1, "ofi", "sockets", NULL, 40},
-    {"ofi sockets", L_OSHRUN, 4, 1, "ofi", "sockets", NULL, 16},
-    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 2, 2, "auto", "tcp;ofi_rxm", NULL, 1000},
-    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "tcp;ofi_rxm", NULL, 300},
-    {"ucx", L_OSHRUN, 2, 1, "ucx", NULL, NULL, 2000},
-    {"ucx", L_OSHRUN, 4, 1, "ucx", NULL, NULL, 500},
-    {"ucx tcp", L_OSHRUN, 4, 1, "ucx", "tcp,self", NULL, 500},
-    {"shm + ucx tcp", L_OSHRUN, 2, 2, "auto", "tcp,self", NULL, 2000},
-    {"shm + ucx tcp", L_OSHRUN, 4, 2, "auto", "tcp,self", NULL, 500},
+    {"shm", L_OSHRUN, 2, 1, "auto", NULL, NULL, NULL, 5000},
+    {"shm", L_OSHRUN, 4, 1, "auto", NULL, NULL, NULL, 1000},
+    {"ofi tcp;ofi_rxm", L_OSHRUN, 2, 1, "ofi", "ofi", "tcp;ofi_rxm", NULL, 1000},
+    {"ofi tcp;ofi_rxm", L_OSHRUN, 4, 1, "ofi", "ofi", "tcp;ofi_rxm", NULL, 300},
+    {"ofi sockets", L_OSHRUN, 2, 1, "ofi", "ofi", "sockets", NULL, 40},
+    {"ofi sockets", L_OSHRUN, 4, 1, "ofi", "ofi", "sockets", NULL, 16},
+    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 2, 2, "auto", "ofi", "tcp;ofi_rxm", NULL, 1000},
+    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "ofi", "tcp;ofi_rxm", NULL, 300},
+    {"ucx", L_OSHRUN, 2, 1, "ucx", "ucx", NULL, NULL, 2000},
+    {"ucx", L_OSHRUN, 4, 1, "ucx", "ucx", NULL, NULL, 500},
+    {"shm + ucx tcp", L_OSHRUN, 2, 2, "auto", "ucx", "tcp,self", NULL, 2000},
+    {"shm + ucx tcp", L_OSHRUN, 4, 2, "auto", "ucx", "tcp,self", NULL, 500},
     /* every atomic through the network, puts to the node's peers mapped:
      * fence between a network atomic and a store on one word */
-    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "tcp;ofi_rxm", "RMB_AMO_NETWORK=yes", 300},
-    {"shm + ucx tcp", L_OSHRUN, 4, 2, "auto", "tcp,self", "RMB_AMO_NETWORK=yes", 500},
-    {"mpi (Open MPI)", L_OMPI, 2, 1, "mpi", NULL, NULL, 10000},
-    {"mpi (Open MPI)", L_OMPI, 4, 1, "mpi", NULL, NULL, 2000},
+    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "ofi", "tcp;ofi_rxm", "RMB_AMO_NETWORK=yes", 300},
+    {"shm + ucx tcp", L_OSHRUN, 4, 2, "auto", "ucx", "tcp,self", "RMB_AMO_NETWORK=yes", 500},
+    {"mpi (Open MPI)", L_OMPI, 2, 1, "mpi", NULL, NULL, NULL, 10000},
+    {"mpi (Open MPI)", L_OMPI, 4, 1, "mpi", NULL, NULL, NULL, 2000},
     /* btl/mpi's pure-RMA path: MPI RMA on the pool window, no loads/stores */
-    {"mpi (Open MPI)", L_OMPI, 2, 1, "mpi", NULL, "RMB_MPI_LOAD_STORE=no", 10000},
-    {"mpi (Open MPI)", L_OMPI, 4, 1, "mpi", NULL, "RMB_MPI_LOAD_STORE=no", 1000},
+    {"mpi (Open MPI)", L_OMPI, 2, 1, "mpi", NULL, NULL, "RMB_MPI_LOAD_STORE=no", 10000},
+    {"mpi (Open MPI)", L_OMPI, 4, 1, "mpi", NULL, NULL, "RMB_MPI_LOAD_STORE=no", 1000},
 };
 #define N_RUNS (int)(sizeof(runs) / sizeof(runs[0]))
 
@@ -128,19 +129,14 @@ START_TEST(test_memmodel)
     const char *mpirun = NULL;
     double elapsed = 0, scale, limit;
     char *before;
-    int status, is_ucx;
+    int status;
 
     snprintf(what, sizeof(what), "memmodel %s, %d PEs%s%s%s", runs[_i].name, runs[_i].np,
              runs[_i].nodes > 1 ? " on 2 nodes" : "", runs[_i].env ? ", " : "",
              runs[_i].env ? runs[_i].env : "");
-    /* which network backend the run needs: ucx rows name UCX transports */
-    is_ucx = strcmp(runs[_i].btl, "ucx") == 0 ||
-             (runs[_i].provider != NULL && strchr(runs[_i].provider, ';') == NULL &&
-              strcmp(runs[_i].provider, "sockets") != 0);
-    if ((runs[_i].provider != NULL || runs[_i].nodes > 1 || is_ucx) &&
-        btl_component_find(is_ucx ? "ucx" : "ofi") == NULL) {
-        printf("SKIP %s: btl/%s not built (apt-get install %s)\n", what, is_ucx ? "ucx" : "ofi",
-               is_ucx ? "libucx-dev" : "libfabric-dev");
+    if (runs[_i].net != NULL && btl_component_find(runs[_i].net) == NULL) {
+        printf("SKIP %s: btl/%s not built (apt-get install %s)\n", what, runs[_i].net,
+               strcmp(runs[_i].net, "ucx") == 0 ? "libucx-dev" : "libfabric-dev");
         return;
     }
     if (runs[_i].launcher == L_OMPI && (mpirun = ompi_mpirun(what)) == NULL) {
@@ -158,12 +154,11 @@ START_TEST(test_memmodel)
     unsetenv("FI_PROVIDER");
     unsetenv("UCX_TLS");
     if (runs[_i].provider != NULL) {
-        setenv(is_ucx ? "UCX_TLS" : "FI_PROVIDER", runs[_i].provider, 1);
+        setenv(strcmp(runs[_i].net, "ucx") == 0 ? "UCX_TLS" : "FI_PROVIDER", runs[_i].provider,
+               1);
     }
-    /* across nodes: the network backend the row names (a build without
-     * it skipped the row above) */
     if (runs[_i].nodes > 1) {
-        setenv("RMB_BTL_NET", is_ucx ? "ucx" : "ofi", 1);
+        setenv("RMB_BTL_NET", runs[_i].net, 1);
     }
     if (runs[_i].launcher == L_OMPI) {
         setenv("RMB_BOOTSTRAP", "mpi", 1);
