@@ -23,7 +23,7 @@ static void *btl_helper_main(void *arg)
                 sched_yield();
                 continue;
             }
-            if (helper->block(helper->arg, BTL_HELPER_BLOCK_MS)) {
+            if (helper->block != NULL && helper->block(helper->arg, BTL_HELPER_BLOCK_MS)) {
                 continue;
             }
         }

@@ -1,5 +1,5 @@
 /*
- * The helper thread of the network backends (btl/ofi, btl/ucx): one
+ * The helper thread of the network backends (btl/ofi, btl/ucx, btl/mpi): one
  * mechanism that serves peers' operations while the PE stays away from the
  * transport (computing, in a bootstrap barrier), on wires whose target must
  * progress for RMA and atomics to land (TCP, wire-up).
@@ -27,7 +27,7 @@ typedef struct {
     /* Sleeps until the transport has events or timeout_ms pass; 0 when it
      * cannot block (no fd, events queued): the helper then sleeps its
      * interval. */
-    int (*block)(void *arg, int timeout_ms);
+    int (*block)(void *arg, int timeout_ms); /* may be NULL: no fd to sleep in */
     void (*wake)(void *arg); /* may be NULL: ends a block early at stop */
     void *arg;
     long  interval_usec;

@@ -84,13 +84,12 @@
 #  define _GNU_SOURCE /* MREMAP_FIXED */
 #endif
 #include "btl/btl.h"
+#include "btl/btl_helper.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_mpi.h"
 #include "util/env.h"
 #include "util/log.h"
-#include "util/wait.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -159,11 +158,7 @@ typedef struct {
     unsigned                    ring_next; /* next free slot */
     unsigned                    progress_calls;
     int                         oversubscribed; /* more ranks on this node than CPUs */
-    uint64_t                    activity;  /* bumped by every progress call of the rank */
-    pthread_t                   thread;
-    int                         thread_running;
-    int                         thread_stop;
-    long                        progress_usec;
+    btl_helper_t                helper;    /* serves peers while the rank is away from MPI */
     uint8_t                     ring[BTL_MPI_RING_SLOTS][BTL_MPI_SLOT] __attribute__((aligned(8)));
 } btl_mpi_iface_t;
 
@@ -587,35 +582,22 @@ static util_status_t btl_mpi_progress(btl_iface_t *iface)
     /* A caller polling a flag lets the peers on its cores run now and then;
      * with a core each, yielding only hands the core to unrelated work and
      * delays the replies our peers wait for (their operations need us in MPI). */
-    __atomic_store_n(&mif->activity, mif->activity + 1, __ATOMIC_RELAXED);
+    btl_helper_touch(&mif->helper);
     if (mif->oversubscribed && ++mif->progress_calls % BTL_MPI_SPINS_BEFORE_YIELD == 0) {
         sched_yield();
     }
     return btl_mpi_check("MPI_Iprobe (progress)", mif->shim->progress());
 }
 
-/* Serves peers' operations while this process is busy outside MPI. While
- * the rank polls MPI itself (a wait calls progress) the thread stays out
- * of MPI: its calls would only contend for MPI's lock. */
-static void *btl_mpi_progress_thread(void *arg)
+/* The helper thread (btl_helper.h) serves peers' operations while this
+ * process is busy outside MPI; while the rank polls MPI itself it stays
+ * out (its calls would only contend for MPI's lock). MPI has no fd to
+ * sleep in: it looks every interval. */
+static void btl_mpi_drain(void *arg)
 {
     btl_mpi_iface_t *mif = arg;
-    uint64_t seen = ~(uint64_t)0;
 
-    while (!__atomic_load_n(&mif->thread_stop, __ATOMIC_ACQUIRE)) {
-        uint64_t activity = __atomic_load_n(&mif->activity, __ATOMIC_RELAXED);
-
-        if (activity == seen || util_wait_someone_naps() || mif->progress_usec < 0) {
-            (void)mif->shim->progress();
-        }
-        seen = activity;
-        if (mif->progress_usec > 0) {
-            usleep((useconds_t)mif->progress_usec);
-        } else {
-            sched_yield(); /* negative interval: poll continuously */
-        }
-    }
-    return NULL;
+    (void)mif->shim->progress();
 }
 
 /* RMB_MPI_PROGRESS_USEC (row in btl/btl_env.def; read directly until then). */
@@ -1066,11 +1048,7 @@ static util_status_t btl_mpi_teardown(btl_mpi_iface_t *mif)
 {
     util_status_t status = UTIL_OK, s;
 
-    if (mif->thread_running) {
-        __atomic_store_n(&mif->thread_stop, 1, __ATOMIC_RELEASE);
-        pthread_join(mif->thread, NULL);
-        mif->thread_running = 0;
-    }
+    btl_helper_stop(&mif->helper);
     if (mif->win != NULL) {
         /* ranges still registered go with the window */
         while (mif->regions != NULL) {
@@ -1266,23 +1244,22 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         goto err;
     }
     mif->oversubscribed = bootstrap_local_size() > sysconf(_SC_NPROCESSORS_ONLN);
-    mif->progress_usec = btl_mpi_progress_interval();
-    if (mif->progress_usec != 0 && bootstrap_mpi_thread_allowed()) {
-        int ret = pthread_create(&mif->thread, NULL, btl_mpi_progress_thread, mif);
-        if (ret != 0) {
-            util_error("btl/mpi: progress thread: %s", strerror(ret));
-            status = UTIL_ERR_NO_RESOURCE;
+    mif->helper.interval_usec = btl_mpi_progress_interval();
+    if (mif->helper.interval_usec != 0 && bootstrap_mpi_thread_allowed()) {
+        mif->helper.drain = btl_mpi_drain;
+        mif->helper.arg = mif;
+        status = btl_helper_start(&mif->helper, "btl/mpi");
+        if (status != UTIL_OK) {
             goto err;
         }
-        mif->thread_running = 1;
-    } else if (mif->progress_usec != 0 && ctx->rank == 0) {
+    } else if (mif->helper.interval_usec != 0 && ctx->rank == 0) {
         util_info("btl/mpi: the program initialized MPI below MPI_THREAD_MULTIPLE: no "
                   "progress thread; a PE busy outside MPI and rmb delays its peers");
     }
     util_debug("btl/mpi: %s, dynamic window, pool window of %zu bytes (%s), %d ranks, "
                "progress thread %s", mif->shim->name, mif->pool_size,
                mif->load_store ? "load/store" : "MPI RMA", size,
-               mif->thread_running ? "on" : "off");
+               mif->helper.running ? "on" : "off");
     *iface_p = &mif->super;
     return UTIL_OK;
 
