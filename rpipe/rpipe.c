@@ -639,9 +639,11 @@ int rpipe_close(rch_t ch)
         return R_ERR_INVALID;
     }
     *link = ch->next;
-    if (!rpipe_state.exiting) {
-        rpipe_flush_deferred(ch); /* best effort: the peer may be gone */
-    }
+    /* Deferred posts and frees are dropped, not sent: both ends close a
+     * channel, so the peer no longer needs them, and it may already have
+     * freed the memory they would reach. Over a software RMA transport
+     * (UCX or libfabric over TCP) such a late access crashes the peer
+     * while it serves it. */
     rpipe_state.deferred -= ch->deferred_n;
     free(ch->deferred);
     rmalloc_sync_destroy(ch->sync);
