@@ -10,6 +10,7 @@
 #include "util/env.h"
 
 #include <link.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,26 +156,78 @@ static void shmemi_setup_heap(void)
     memset(shmemi.coll_flags, 0, (size_t)shmemi.n_pes * 8);
 }
 
+/* A launcher ending the job (scancel, oshrun after a failure, Ctrl-C)
+ * sends SIGTERM/SIGINT/SIGHUP. Some libraries we load catch them and call
+ * exit(1) (libfabric's PSM provider does, at load time): the exit check
+ * must not take that for the program's own failure. The handler notes
+ * the signal and hands it on to whatever was there before. */
+static volatile sig_atomic_t shmemi_terminating;
+static const int shmemi_term_signals[] = {SIGTERM, SIGINT, SIGHUP};
+static struct sigaction shmemi_term_prev[3];
+
+static void shmemi_term_handler(int sig, siginfo_t *info, void *context)
+{
+    for (int i = 0; i < 3; i++) {
+        const struct sigaction *prev = &shmemi_term_prev[i];
+
+        if (shmemi_term_signals[i] != sig) {
+            continue;
+        }
+        shmemi_terminating = sig;
+        if (prev->sa_flags & SA_SIGINFO) {
+            prev->sa_sigaction(sig, info, context);
+        } else if (prev->sa_handler == SIG_DFL) {
+            signal(sig, SIG_DFL);
+            raise(sig);
+        } else if (prev->sa_handler != SIG_IGN) {
+            prev->sa_handler(sig);
+        }
+    }
+}
+
+static void shmemi_watch_termination(void)
+{
+    struct sigaction act;
+
+    memset(&act, 0, sizeof(act));
+    act.sa_sigaction = shmemi_term_handler;
+    act.sa_flags     = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&act.sa_mask);
+    for (int i = 0; i < 3; i++) {
+        if (sigaction(shmemi_term_signals[i], NULL, &shmemi_term_prev[i]) == 0 &&
+            !(shmemi_term_prev[i].sa_flags & SA_SIGINFO) && shmemi_term_prev[i].sa_handler == SIG_IGN) {
+            continue; /* ignored (nohup): leave it so */
+        }
+        sigaction(shmemi_term_signals[i], &act, NULL);
+    }
+}
+
 /* Registered once, at the first shmem_init. A PE of a multi-PE job that
- * exits with status 0 while still initialized left the others waiting in
- * whatever collective comes next (the spec requires shmem_finalize), and
- * the launcher sees a normal exit. Ending the job through the bootstrap
- * turns that hang into a failure that names the PE. A non-zero exit is the
- * launcher's to report; the MPI flavour is left to MPI_Finalize's rules. */
+ * exits while still initialized leaves the others waiting in whatever
+ * collective comes next: end the whole job through the bootstrap, with
+ * the PE's status. Exit status 0 there is an error too (the spec requires
+ * shmem_finalize). Launchers that do not end a job when one task fails
+ * (srun without -K) rely on this; the MPI flavour is left to MPI's rules. */
 static void shmemi_exit_check(int exit_status, void *arg)
 {
     char msg[160];
 
     (void)arg;
-    if (shmemi.initialized <= 0 || exit_status != 0 || shmemi.n_pes <= 1 ||
-        strcmp(bootstrap_flavour(), "mpi") == 0) {
+    if (shmemi.initialized <= 0 || shmemi.n_pes <= 1 || strcmp(bootstrap_flavour(), "mpi") == 0 ||
+        shmemi_terminating) {
         return;
     }
-    snprintf(msg, sizeof(msg), "PE %d exited without calling shmem_finalize", shmemi.my_pe);
-    fprintf(stderr, "shmem error (PE %d): the program exited (status 0) without calling "
-            "shmem_finalize; ending the job\n", shmemi.my_pe);
+    if (exit_status == 0) {
+        snprintf(msg, sizeof(msg), "PE %d exited without calling shmem_finalize", shmemi.my_pe);
+        fprintf(stderr, "shmem error (PE %d): the program exited (status 0) without calling "
+                "shmem_finalize; ending the job\n", shmemi.my_pe);
+    } else {
+        snprintf(msg, sizeof(msg), "PE %d exited with status %d", shmemi.my_pe, exit_status);
+        fprintf(stderr, "shmem error (PE %d): the program exited with status %d before "
+                "shmem_finalize; ending the job\n", shmemi.my_pe, exit_status);
+    }
     fflush(stderr);
-    bootstrap_abort(1, msg);
+    bootstrap_abort(exit_status == 0 ? 1 : exit_status, msg);
 }
 
 int shmem_init_thread(int requested, int *provided)
@@ -198,6 +251,7 @@ int shmem_init_thread(int requested, int *provided)
     }
     if (!exit_check_registered) {
         exit_check_registered = 1;
+        shmemi_watch_termination();
         on_exit(shmemi_exit_check, NULL);
     }
     shmemi_setup_heap();
