@@ -20,6 +20,24 @@ static bootstrap_job_t bootstrap_job;
 static int bootstrap_refcount;
 static unsigned bootstrap_allgather_seq;
 
+/* 1 (after one line on stderr) when this process is one task of a
+ * multi-task Slurm step started without a process-management interface
+ * (srun with no --mpi, or --mpi=none, where the site's MpiDefault is
+ * none): as a singleton, each task would run as its own 1-PE job and
+ * report success. */
+static int bootstrap_srun_without_pmi(void)
+{
+    const char *tasks = getenv("SLURM_STEP_NUM_TASKS");
+    const char *rank  = getenv("SLURM_PROCID");
+
+    if (tasks == NULL || rank == NULL || atol(tasks) <= 1) {
+        return 0;
+    }
+    util_error("task %s of %s of a Slurm step started without PMIx (srun with no --mpi, or "
+               "--mpi=none): each task would run alone; use srun --mpi=pmix", rank, tasks);
+    return 1;
+}
+
 static util_status_t bootstrap_choose(const bootstrap_flavour_ops_t **ops_p)
 {
     const char *choice;
@@ -39,6 +57,9 @@ static util_status_t bootstrap_choose(const bootstrap_flavour_ops_t **ops_p)
 #define BOOTSTRAP_CHOICES "auto, pmix or singleton (mpi: rmb was built without MPI)"
 #endif
     if (strcmp(choice, "auto") == 0) {
+        if (!bootstrap_pmix_detected() && bootstrap_srun_without_pmi()) {
+            return UTIL_ERR_RUNTIME;
+        }
         *ops_p = bootstrap_pmix_detected() ? &bootstrap_pmix_ops : &bootstrap_singleton_ops;
     } else if (strcmp(choice, "pmix") == 0) {
         *ops_p = &bootstrap_pmix_ops;
