@@ -57,6 +57,7 @@ static void oshrun_usage(FILE *out)
             "                      namespace, linked by veth to a bridge, so traffic\n"
             "                      between nodes crosses a network interface\n"
             "  --timeout SECONDS   terminate the job after SECONDS (exit status 124)\n"
+            "  --local             run the PEs on this machine even inside a Slurm job\n"
             "  -h, --help          this text\n"
             "  -V, --version       print the version\n"
             "\n"
@@ -64,7 +65,12 @@ static void oshrun_usage(FILE *out)
             "oshrun's; stdin goes to PE 0. The exit status is 0 only if every PE exits 0;\n"
             "otherwise the status given to shmem_global_exit()/abort, the first failing\n"
             "PE's exit code, or 128+signal; 2 for bad usage. When a PE fails, the others\n"
-            "are terminated at once and oshrun names the PE and the cause on stderr.\n");
+            "are terminated at once and oshrun names the PE and the cause on stderr.\n"
+            "\n"
+            "Inside a Slurm allocation (SLURM_JOB_ID set, not in a job step) oshrun runs\n"
+            "srun --mpi=pmix --ntasks=N [--nodes=K] --kill-on-bad-exit=1 program args\n"
+            "instead: the PEs run on the allocation's nodes (--timeout becomes --time,\n"
+            "in whole minutes).\n");
 }
 
 static int oshrun_bad_usage(const char *fmt, const char *arg)
@@ -154,11 +160,15 @@ static int oshrun_parse_args(int argc, char **argv, oshrun_job_t *job, long *tim
         } else if (strcmp(arg, "--nodes") == 0) {
             rc = oshrun_parse_count(++i < argc ? argv[i] : NULL, "--nodes", &job->nodes);
             if (rc != 0) return rc;
+            job->nodes_given = 1;
         } else if (strncmp(arg, "--nodes=", 8) == 0) {
             rc = oshrun_parse_count(arg + 8, "--nodes", &job->nodes);
             if (rc != 0) return rc;
+            job->nodes_given = 1;
         } else if (strcmp(arg, "--netns") == 0) {
             job->netns = 1;
+        } else if (strcmp(arg, "--local") == 0) {
+            job->local = 1;
         } else if (strcmp(arg, "--timeout") == 0 || strncmp(arg, "--timeout=", 10) == 0) {
             const char *text = arg[9] == '=' ? arg + 10 : (++i < argc ? argv[i] : NULL);
             int seconds;
@@ -469,6 +479,9 @@ int main(int argc, char **argv)
     rc = oshrun_resolve_program(job.argv[0], path, sizeof(path));
     if (rc != 0) {
         return rc;
+    }
+    if (oshrun_slurm_wanted(&job)) {
+        return oshrun_slurm_exec(&job, timeout_s);
     }
 
     /* Signals are read from a signalfd by the main loop; block them before

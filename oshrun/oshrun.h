@@ -23,6 +23,8 @@ typedef struct oshrun_job {
     int netns;           /* --netns: one network namespace per node */
     int *netns_fds;      /* node k's namespace (NULL without --netns) */
     int netns_hub;       /* the bridge's namespace; -1 without --netns */
+    int nodes_given;     /* --nodes was on the command line */
+    int local;           /* --local: on this machine even in a Slurm job */
 } oshrun_job_t;
 
 /* --netns: the PEs' interface and the hub's address (oshrun_netns.c). */
@@ -38,6 +40,12 @@ int oshrun_netns_leave_hub(void);
 /* In a PE's child before exec: joins its node's namespace. */
 int oshrun_netns_enter_node(const oshrun_job_t *job, int node);
 void oshrun_netns_close(oshrun_job_t *job);
+
+/* oshrun_slurm.c: 1 when the job goes to srun (in a Slurm allocation,
+ * not in a step, no --local); oshrun_slurm_exec returns only on failure,
+ * with oshrun's exit status, after one line on stderr. */
+int oshrun_slurm_wanted(const oshrun_job_t *job);
+int oshrun_slurm_exec(const oshrun_job_t *job, long timeout_s);
 
 /* Node of a PE under block placement. */
 int oshrun_node_of(const oshrun_job_t *job, int rank);
