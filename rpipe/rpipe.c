@@ -12,7 +12,6 @@
  */
 #include "rpipe/rpipe.h"
 #include "rpipe/rpipe_inl.h"
-#include "rpipe/rcoll_int.h"
 #include "btl/btl_inl.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -234,7 +233,9 @@ int rexit(void)
     btl_ctx_quiet(rpipe_state.btl);
     bootstrap_barrier();
     rpipe_state.exiting = 1;
-    rcoll_finalize(); /* handles the user did not free use these channels */
+    for (int i = 0; i < rpipe_state.finalize_nhooks; i++) {
+        rpipe_state.finalize_hooks[i]();
+    }
     while (rpipe_state.channels != NULL) {
         rpipe_close(rpipe_state.channels);
     }
@@ -243,6 +244,21 @@ int rexit(void)
     free(rpipe_state.msg_recv);
     memset(&rpipe_state, 0, sizeof(rpipe_state));
     return status;
+}
+
+util_status_t rpipe_finalize_hook_add(rpipe_finalize_hook_func_t hook)
+{
+    for (int i = 0; i < rpipe_state.finalize_nhooks; i++) {
+        if (rpipe_state.finalize_hooks[i] == hook) {
+            return UTIL_OK;
+        }
+    }
+    if (rpipe_state.finalize_nhooks == RPIPE_FINALIZE_HOOKS_MAX) {
+        util_error("rpipe: more than %d finalize hooks", RPIPE_FINALIZE_HOOKS_MAX);
+        return UTIL_ERR_OVERFLOW;
+    }
+    rpipe_state.finalize_hooks[rpipe_state.finalize_nhooks++] = hook;
+    return UTIL_OK;
 }
 
 /* ---- the rmalloc sync transport over the btl -------------------------------------------- */
