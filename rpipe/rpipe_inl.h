@@ -33,6 +33,13 @@ extern rpipe_state_t rpipe_state;
 /* Adds hook for this rinit..rexit (again is a no-op). Call after rinit. */
 util_status_t rpipe_finalize_hook_add(rpipe_finalize_hook_func_t hook);
 
+/* The sync layer's "not now" (its queue is full, or what we wait for is not
+ * there yet): the caller defers, or its _nb form returns R_PENDING. */
+static inline int rpipe_sync_not_now(util_status_t status)
+{
+    return status == UTIL_ERR_NO_RESOURCE || status == UTIL_IN_PROGRESS;
+}
+
 typedef struct {
     uint64_t    polls;
     util_wait_t idle; /* the yield/nap phase */

@@ -91,7 +91,7 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
         }
     }
     status = rmalloc_sync_alloc(ch->sync, size + RPIPE_UHDR_BYTES, 0, &desc);
-    if (status == UTIL_ERR_NO_RESOURCE || status == UTIL_IN_PROGRESS) {
+    if (rpipe_sync_not_now(status)) {
         return R_PENDING;
     }
     if (status != UTIL_OK) {
@@ -334,7 +334,7 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
     }
     if (!ch->pending) {
         status = rpipe_next_desc(ch, size, &ch->pending_desc);
-        if (status == UTIL_ERR_NO_RESOURCE || status == UTIL_IN_PROGRESS) {
+        if (rpipe_sync_not_now(status)) {
             rmalloc_sync_progress(ch->sync);
             return R_PENDING;
         }
