@@ -57,7 +57,7 @@ typedef enum {
     B_RAW_STORE,     /* memcpy 8 B + release fence into the mapping */
     B_RAW_STORE_SC,  /* memcpy 8 B + full fence */
     B_RAW_AMO,       /* __atomic_fetch_add on the mapping */
-    B_PUT_SHORT,     /* btl_put_short 8 B + btl_fence */
+    B_MAPPED_PUT,    /* memcpy 8 B into the mapping + btl_fence: rpipe_sym's on-node put */
     B_PUT,           /* btl_put (through the ops table) */
     B_PUT_QUIET,     /* btl_put + btl_quiet */
     B_GET,
@@ -95,11 +95,9 @@ static util_status_t b_loop(b_kind_t kind, btl_ep_t *ep, btl_rkey_t *rk, uint64_
             memcpy(direct, src, size);
             __asm__ __volatile__("" ::: "memory");
             break;
-        case B_PUT_SHORT:
-            status = btl_put_short(ep, &v, 8, raddr, rk);
-            if (status == UTIL_OK) {
-                status = btl_fence(ep);
-            }
+        case B_MAPPED_PUT:
+            memcpy(direct, &v, 8);
+            status = btl_fence(ep);
             break;
         case B_PUT:
             status = btl_put(ep, src, size, NULL, raddr, rk);
@@ -142,7 +140,7 @@ static void b_report(const char *backend, const char *what, size_t size, b_kind_
     util_status_t status = UTIL_OK;
 
     if (direct == NULL && (kind == B_RAW_STORE || kind == B_RAW_STORE_SC || kind == B_RAW_AMO ||
-                           kind == B_RAW_COPY)) {
+                           kind == B_RAW_COPY || kind == B_MAPPED_PUT)) {
         return;
     }
     for (int r = 0; r < B_RUNS && status == UTIL_OK; r++) {
@@ -211,7 +209,7 @@ static int b_backend(const btl_component_t *comp, long iters)
         printf("%-4s %-28s %9s %12s %12s\n", "btl", "operation", "bytes", "ns/op", "MB/s");
         b_report(name, "raw memcpy+fence(release)", 8, B_RAW_STORE, ep, rk, raddr, direct, src,
                  iters);
-        b_report(name, "put_short+fence", 8, B_PUT_SHORT, ep, rk, raddr, direct, src, iters);
+        b_report(name, "mapped put+fence", 8, B_MAPPED_PUT, ep, rk, raddr, direct, src, iters);
         b_report(name, "put (ops table)", 8, B_PUT, ep, rk, raddr, direct, src, iters);
         b_report(name, "raw memcpy+fence(seq_cst)", 8, B_RAW_STORE_SC, ep, rk, raddr, direct,
                  src, iters);

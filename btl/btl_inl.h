@@ -1,14 +1,13 @@
 /*
- * btl hot paths, inline. The small case comes first; anything it cannot do
- * goes through the ops table (btl.h), and connection set-up stays out of
- * line in btl.c.
+ * btl hot paths, inline: the endpoint lookup and the notified-flag load and
+ * wait. Connection set-up stays out of line in btl.c. The on-node put, get
+ * and atomic need no btl call at all: rpipe_sym resolves a peer's mapping
+ * once (btl_rkey_ptr) and uses plain memcpy and btl_cpu_amo.h on it.
  */
 #ifndef BTL_INL_H
 #define BTL_INL_H
 
 #include "btl/btl.h"
-
-#include <string.h>
 
 /* The ep serving peer, connecting on first use. */
 static inline util_status_t btl_ctx_ep(btl_ctx_t *ctx, int peer, btl_ep_t **ep_p)
@@ -21,28 +20,6 @@ static inline util_status_t btl_ctx_ep(btl_ctx_t *ctx, int peer, btl_ep_t **ep_p
         return UTIL_OK;
     }
     return btl_ctx_connect(ctx, peer, ep_p);
-}
-
-/* Short put, blocking to local completion. When the rkey maps the peer's
- * memory (shm) it is a memcpy into that mapping: no call at all. */
-static inline util_status_t btl_put_short(btl_ep_t *ep, const void *src, size_t len,
-                                          uint64_t raddr, btl_rkey_t *rkey)
-{
-    if (__builtin_expect(rkey->ls_valid, 1)) {
-        memcpy((void *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta), src, len);
-        return UTIL_OK;
-    }
-    return ep->iface->ops.put(ep, src, len, NULL, raddr, rkey, NULL);
-}
-
-static inline util_status_t btl_get_short(btl_ep_t *ep, void *dst, size_t len,
-                                          uint64_t raddr, btl_rkey_t *rkey)
-{
-    if (__builtin_expect(rkey->ls_valid, 1)) {
-        memcpy(dst, (const void *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta), len);
-        return UTIL_OK;
-    }
-    return ep->iface->ops.get(ep, dst, len, NULL, raddr, rkey, NULL);
 }
 
 /* Reads a local notified flag (acquire: data written before it is visible). */

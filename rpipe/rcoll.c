@@ -1009,7 +1009,9 @@ static void rcoll_destroy(rcoll_h h)
     }
 }
 
-void rcoll_finalize(void)
+/* rexit's finalize hook, before the channels close: frees every live
+ * handle and everything rcoll still holds (handles are invalid afterwards). */
+static void rcoll_finalize(void)
 {
     rcoll_state.active = NULL; /* whatever was in flight is abandoned */
     while (rcoll_state.all != NULL) {
@@ -1038,6 +1040,10 @@ int rcoll_init(rcoll_h *handle_p, const rcoll_config_t *cfg)
     }
     rcoll_state.all = h;
     status = rcoll_check_config(h, cfg);
+    if (status != R_SUCCESS) {
+        goto err;
+    }
+    status = rpipe_finalize_hook_add(rcoll_finalize);
     if (status != R_SUCCESS) {
         goto err;
     }

@@ -96,10 +96,6 @@ struct rcoll_handle {
     struct rcoll_handle *all_prev, *all_next; /* every live handle (for rexit) */
 };
 
-/* Called by rexit before the channels close: frees every live handle and
- * everything rcoll still holds (handles are invalid afterwards). */
-void rcoll_finalize(void);
-
 size_t rcoll_dtype_size(rcoll_dtype_t dtype);
 rcoll_user_op_func_t rcoll_ops_lookup(rcoll_dtype_t dtype, rcoll_op_t op);
 

@@ -12,7 +12,6 @@
  */
 #include "rpipe/rpipe.h"
 #include "rpipe/rpipe_inl.h"
-#include "rpipe/rcoll_int.h"
 #include "btl/btl_inl.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -27,16 +26,34 @@
 
 rpipe_state_t rpipe_state;
 
-_Static_assert((int)R_SUCCESS == (int)UTIL_OK && (int)R_PENDING == (int)UTIL_IN_PROGRESS &&
-               (int)R_ERR_NOMEM == (int)UTIL_ERR_NO_MEMORY &&
-               (int)R_ERR_INVALID == (int)UTIL_ERR_INVALID &&
-               (int)R_ERR_TIMEOUT == (int)UTIL_ERR_TIMEOUT &&
-               (int)R_ERR_NO_RESOURCE == (int)UTIL_ERR_NO_RESOURCE &&
-               (int)R_ERR_STATE == (int)UTIL_ERR_STATE && (int)R_ERR_EXISTS == (int)UTIL_ERR_EXISTS &&
-               (int)R_ERR_TRUNCATED == (int)UTIL_ERR_TRUNCATED &&
-               (int)R_ERR_UNSUPPORTED == (int)UTIL_ERR_UNSUPPORTED &&
-               (int)R_ERR_PEER_FAILED == (int)UTIL_ERR_PEER_FAILED,
-               "public status codes are the internal ones");
+/* The public codes (rmalloc.h, self-contained) are the internal util_status_t
+ * values, so a status crosses into the API untranslated. This is the one
+ * place that knows both lists: each pair is checked, and so is the count,
+ * so a new internal code cannot reach users without a public name. */
+#define RPIPE_SAME_STATUS(_public, _internal) \
+    _Static_assert((int)(_public) == (int)(_internal), #_public " is " #_internal)
+RPIPE_SAME_STATUS(R_SUCCESS,         UTIL_OK);
+RPIPE_SAME_STATUS(R_PENDING,         UTIL_IN_PROGRESS);
+RPIPE_SAME_STATUS(R_ERR_NOMEM,       UTIL_ERR_NO_MEMORY);
+RPIPE_SAME_STATUS(R_ERR_INVALID,     UTIL_ERR_INVALID);
+RPIPE_SAME_STATUS(R_ERR_NOT_FOUND,   UTIL_ERR_NOT_FOUND);
+RPIPE_SAME_STATUS(R_ERR_TIMEOUT,     UTIL_ERR_TIMEOUT);
+RPIPE_SAME_STATUS(R_ERR_IO,          UTIL_ERR_IO);
+RPIPE_SAME_STATUS(R_ERR_NO_RESOURCE, UTIL_ERR_NO_RESOURCE);
+RPIPE_SAME_STATUS(R_ERR_UNSUPPORTED, UTIL_ERR_UNSUPPORTED);
+RPIPE_SAME_STATUS(R_ERR_UNREACHABLE, UTIL_ERR_UNREACHABLE);
+RPIPE_SAME_STATUS(R_ERR_TRUNCATED,   UTIL_ERR_TRUNCATED);
+RPIPE_SAME_STATUS(R_ERR_BUSY,        UTIL_ERR_BUSY);
+RPIPE_SAME_STATUS(R_ERR_STATE,       UTIL_ERR_STATE);
+RPIPE_SAME_STATUS(R_ERR_RUNTIME,     UTIL_ERR_RUNTIME);
+RPIPE_SAME_STATUS(R_ERR_OVERFLOW,    UTIL_ERR_OVERFLOW);
+RPIPE_SAME_STATUS(R_ERR_PEER_FAILED, UTIL_ERR_PEER_FAILED);
+RPIPE_SAME_STATUS(R_ERR_EXISTS,      UTIL_ERR_EXISTS);
+#define RPIPE_COUNT_STATUS_(_name, _value, _text) +1
+_Static_assert(0 UTIL_STATUS_LIST(RPIPE_COUNT_STATUS_) == 17,
+               "every util_status_t code needs its R_ code in rmalloc.h and a line above");
+#undef RPIPE_COUNT_STATUS_
+#undef RPIPE_SAME_STATUS
 
 const char *rstrerror(int status)
 {
@@ -101,11 +118,6 @@ static util_status_t rpipe_sync_send(rch_t ch, const raddr_t *desc)
     return ch->producer ? rmalloc_sync_post(ch->sync, desc) : rmalloc_sync_free(ch->sync, desc);
 }
 
-static int rpipe_sync_refused(util_status_t status)
-{
-    return status == UTIL_ERR_NO_RESOURCE || status == UTIL_IN_PROGRESS;
-}
-
 util_status_t rpipe_flush_deferred(rch_t ch)
 {
     uint32_t done = 0;
@@ -113,7 +125,7 @@ util_status_t rpipe_flush_deferred(rch_t ch)
 
     while (done < ch->deferred_n) {
         status = rpipe_sync_send(ch, &ch->deferred[done]);
-        if (rpipe_sync_refused(status)) {
+        if (rpipe_sync_not_now(status)) {
             status = UTIL_OK;
             break;
         }
@@ -149,7 +161,7 @@ util_status_t rpipe_post_or_defer(rch_t ch, const raddr_t *desc)
     }
     if (ch->deferred_n == 0) { /* keep the order: nothing may overtake */
         status = rpipe_sync_send(ch, desc);
-        if (!rpipe_sync_refused(status)) {
+        if (!rpipe_sync_not_now(status)) {
             return status;
         }
     }
@@ -234,7 +246,9 @@ int rexit(void)
     btl_ctx_quiet(rpipe_state.btl);
     bootstrap_barrier();
     rpipe_state.exiting = 1;
-    rcoll_finalize(); /* handles the user did not free use these channels */
+    for (int i = 0; i < rpipe_state.finalize_nhooks; i++) {
+        rpipe_state.finalize_hooks[i]();
+    }
     while (rpipe_state.channels != NULL) {
         rpipe_close(rpipe_state.channels);
     }
@@ -243,6 +257,21 @@ int rexit(void)
     free(rpipe_state.msg_recv);
     memset(&rpipe_state, 0, sizeof(rpipe_state));
     return status;
+}
+
+util_status_t rpipe_finalize_hook_add(rpipe_finalize_hook_func_t hook)
+{
+    for (int i = 0; i < rpipe_state.finalize_nhooks; i++) {
+        if (rpipe_state.finalize_hooks[i] == hook) {
+            return UTIL_OK;
+        }
+    }
+    if (rpipe_state.finalize_nhooks == RPIPE_FINALIZE_HOOKS_MAX) {
+        util_error("rpipe: more than %d finalize hooks", RPIPE_FINALIZE_HOOKS_MAX);
+        return UTIL_ERR_OVERFLOW;
+    }
+    rpipe_state.finalize_hooks[rpipe_state.finalize_nhooks++] = hook;
+    return UTIL_OK;
 }
 
 /* ---- the rmalloc sync transport over the btl -------------------------------------------- */

@@ -8,6 +8,12 @@
 #include "rpipe/rpipe.h"
 #include "util/wait.h"
 
+/* Run by rexit after its barrier and before the channels close, in the
+ * order added: a client of the channels (rcoll) drops what still uses them.
+ * rpipe never calls its clients by name. */
+typedef void (*rpipe_finalize_hook_func_t)(void);
+#define RPIPE_FINALIZE_HOOKS_MAX 4
+
 typedef struct rpipe_state {
     int         refcount;
     int         rank, size;
@@ -18,9 +24,21 @@ typedef struct rpipe_state {
     uint64_t    deferred;        /* posts/frees deferred over all channels */
     int         exiting;         /* rexit past its barrier: peers may have unmapped */
     uint64_t   *msg_sent, *msg_recv; /* network_send/recv sequence per peer */
+    rpipe_finalize_hook_func_t finalize_hooks[RPIPE_FINALIZE_HOOKS_MAX];
+    int         finalize_nhooks;
 } rpipe_state_t;
 
 extern rpipe_state_t rpipe_state;
+
+/* Adds hook for this rinit..rexit (again is a no-op). Call after rinit. */
+util_status_t rpipe_finalize_hook_add(rpipe_finalize_hook_func_t hook);
+
+/* The sync layer's "not now" (its queue is full, or what we wait for is not
+ * there yet): the caller defers, or its _nb form returns R_PENDING. */
+static inline int rpipe_sync_not_now(util_status_t status)
+{
+    return status == UTIL_ERR_NO_RESOURCE || status == UTIL_IN_PROGRESS;
+}
 
 typedef struct {
     uint64_t    polls;

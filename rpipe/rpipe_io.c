@@ -91,7 +91,7 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
         }
     }
     status = rmalloc_sync_alloc(ch->sync, size + RPIPE_UHDR_BYTES, 0, &desc);
-    if (status == UTIL_ERR_NO_RESOURCE || status == UTIL_IN_PROGRESS) {
+    if (rpipe_sync_not_now(status)) {
         return R_PENDING;
     }
     if (status != UTIL_OK) {
@@ -265,7 +265,7 @@ static int rpipe_take_guessed(rch_t ch)
     const uint64_t *flag = rpipe_guessed_flag(ch, &g);
 
     return flag != NULL &&
-           __atomic_load_n(flag, __ATOMIC_ACQUIRE) ==
+           btl_flag_load(flag) ==
                rpipe_flag_value(ch, &g, g.payload - RPIPE_UHDR_BYTES, rpipe_msg_seq(ch, &g)) &&
            rmalloc_sync_take_early(ch->sync, g.start, g.end - g.start, g.payload,
                                    &ch->pending_desc) == UTIL_OK;
@@ -277,7 +277,7 @@ static util_status_t rpipe_load_flag(rch_t ch, const raddr_t *desc, uint64_t *fl
     uint64_t off = rpipe_flag_offset(desc);
 
     if (ch->owner || ch->peer_region != NULL) {
-        *flag_p = __atomic_load_n((uint64_t *)(rpipe_view(ch) + off), __ATOMIC_ACQUIRE);
+        *flag_p = btl_flag_load((const uint64_t *)(rpipe_view(ch) + off));
         return UTIL_OK;
     }
     return btl_get(ch->ep, flag_p, 8, NULL, ch->peer_region_addr + off, ch->peer_region_rkey);
@@ -334,7 +334,7 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
     }
     if (!ch->pending) {
         status = rpipe_next_desc(ch, size, &ch->pending_desc);
-        if (status == UTIL_ERR_NO_RESOURCE || status == UTIL_IN_PROGRESS) {
+        if (rpipe_sync_not_now(status)) {
             rmalloc_sync_progress(ch->sync);
             return R_PENDING;
         }

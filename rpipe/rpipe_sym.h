@@ -14,6 +14,7 @@
 #ifndef RPIPE_SYM_H
 #define RPIPE_SYM_H
 
+#include "btl/btl_cpu_amo.h"
 #include "btl/btl_inl.h"
 
 #include <pthread.h>
@@ -219,42 +220,7 @@ static inline util_status_t rpipe_sym_amo_fetch(rpipe_sym_t *sym, int pe, size_t
     }
     status = rpipe_sym_peer(sym, pe, &peer);
     if (__builtin_expect(peer->ptr != NULL, 1)) {
-        void *p = peer->ptr + offset;
-        if (size == 8) {
-            uint64_t *w = p, old;
-            switch (op) {
-            case BTL_AMO_FETCH: old = __atomic_load_n(w, __ATOMIC_SEQ_CST); break;
-            case BTL_AMO_SET:
-            case BTL_AMO_SWAP:  old = __atomic_exchange_n(w, operand, __ATOMIC_SEQ_CST); break;
-            case BTL_AMO_CSWAP:
-                old = compare;
-                __atomic_compare_exchange_n(w, &old, operand, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-                break;
-            case BTL_AMO_ADD:   old = __atomic_fetch_add(w, operand, __ATOMIC_SEQ_CST); break;
-            case BTL_AMO_AND:   old = __atomic_fetch_and(w, operand, __ATOMIC_SEQ_CST); break;
-            case BTL_AMO_OR:    old = __atomic_fetch_or(w, operand, __ATOMIC_SEQ_CST); break;
-            case BTL_AMO_XOR:   old = __atomic_fetch_xor(w, operand, __ATOMIC_SEQ_CST); break;
-            default: return UTIL_ERR_INVALID;
-            }
-            *old_p = old;
-        } else {
-            uint32_t *w = p, old, v = (uint32_t)operand;
-            switch (op) {
-            case BTL_AMO_FETCH: old = __atomic_load_n(w, __ATOMIC_SEQ_CST); break;
-            case BTL_AMO_SET:
-            case BTL_AMO_SWAP:  old = __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST); break;
-            case BTL_AMO_CSWAP:
-                old = (uint32_t)compare;
-                __atomic_compare_exchange_n(w, &old, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-                break;
-            case BTL_AMO_ADD:   old = __atomic_fetch_add(w, v, __ATOMIC_SEQ_CST); break;
-            case BTL_AMO_AND:   old = __atomic_fetch_and(w, v, __ATOMIC_SEQ_CST); break;
-            case BTL_AMO_OR:    old = __atomic_fetch_or(w, v, __ATOMIC_SEQ_CST); break;
-            case BTL_AMO_XOR:   old = __atomic_fetch_xor(w, v, __ATOMIC_SEQ_CST); break;
-            default: return UTIL_ERR_INVALID;
-            }
-            *old_p = old;
-        }
+        *old_p = btl_cpu_amo_fetch(op, size, peer->ptr + offset, operand, compare);
         return UTIL_OK;
     }
     if (status != UTIL_OK) {
@@ -272,14 +238,14 @@ static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t 
 {
     rpipe_sym_peer_t *peer;
     util_status_t status;
-    uint64_t old;
 
     if (__builtin_expect(rpipe_sym_amo_network, 0)) {
         return rpipe_sym_amo_post_net(sym, pe, offset, op, size, operand);
     }
     status = rpipe_sym_peer(sym, pe, &peer);
     if (__builtin_expect(peer->ptr != NULL, 1)) {
-        return rpipe_sym_amo_fetch(sym, pe, offset, op, size, operand, 0, &old);
+        btl_cpu_amo_post(op, size, peer->ptr + offset, operand);
+        return UTIL_OK;
     }
     if (status != UTIL_OK) {
         return status;

@@ -1,5 +1,5 @@
 /*
- * OpenSHMEM setup, exit, queries and the symmetric heap.
+ * OpenSHMEM setup, exit, library queries and the symmetric heap.
  */
 #define _GNU_SOURCE
 #include "shmem/shmem.h"
@@ -11,7 +11,6 @@
 
 #include <link.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,44 +20,6 @@ rpipe_sym_t shmemi_no_segment;
 shmemi_state_t shmemi = {.heap = &shmemi_no_segment};
 
 #define SHMEMI_INTERNAL_HEAP (1u << 20) /* sync objects and collective scratch */
-
-void shmemi_fatal(const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "shmem error (PE %d): %s\n", shmemi.my_pe, msg);
-    fflush(stderr);
-    bootstrap_abort(1, msg);
-}
-
-void shmemi_not_initialized(const char *call)
-{
-    fprintf(stderr, "shmem error: %s called %s shmem_init\n", call,
-            shmemi.finalized ? "after shmem_finalize, without a new" : "before");
-    fflush(stderr);
-    exit(1);
-}
-
-void shmemi_bad_pe(const char *call, int pe)
-{
-    if (shmemi.initialized <= 0) {
-        shmemi_not_initialized(call);
-    }
-    shmemi_fatal("%s: PE %d is not in 0..%d", call, pe, shmemi.n_pes - 1);
-}
-
-void shmemi_not_symmetric(const char *call, const void *addr, size_t len)
-{
-    if (shmemi.initialized <= 0) {
-        shmemi_not_initialized(call);
-    }
-    shmemi_fatal("%s: %p (+%zu bytes) is not symmetric (neither in the symmetric heap nor in "
-                 "static data)", call, addr, len);
-}
 
 /* One line with the sizes: what was asked, what is free, and the knob. */
 static void shmemi_heap_exhausted(const char *call, size_t size)
@@ -325,33 +286,6 @@ int _num_pes(void) { return shmem_n_pes(); }
 void start_pes(int npes)
 {
     shmem_init();
-}
-
-int shmem_pe_accessible(int pe)
-{
-    return shmemi.initialized > 0 && pe >= 0 && pe < shmemi.n_pes;
-}
-
-int shmem_addr_accessible(const void *addr, int pe)
-{
-    if (!shmem_pe_accessible(pe)) {
-        return 0;
-    }
-    return rpipe_sym_contains(shmemi.heap, addr, 1) ||
-           (shmemi.data != NULL && rpipe_sym_contains(shmemi.data, addr, 1));
-}
-
-void *shmem_ptr(const void *dest, int pe)
-{
-    rpipe_sym_t *seg;
-    size_t off;
-
-    if (!shmem_addr_accessible(dest, pe)) {
-        return NULL;
-    }
-    seg = rpipe_sym_contains(shmemi.heap, dest, 1) ? shmemi.heap : shmemi.data;
-    off = (size_t)((const char *)dest - seg->base);
-    return rpipe_sym_ptr(seg, pe, off);
 }
 
 void shmem_query_thread(int *provided)

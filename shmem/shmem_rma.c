@@ -4,14 +4,12 @@
  * Every routine is one call into shmemi_put/shmemi_get (shmemi.h), which
  * reach a symmetric offset through rpipe_sym; on node that is a memcpy.
  * The _nbi forms complete before they return (allowed by the spec: they
- * may complete any time before the next quiet).
+ * may complete any time before the next quiet). The address queries
+ * (shmem_ptr, shmem_addr_accessible) are here too.
  */
 #include "shmem/shmem.h"
 #include "shmem/shmem_types.h"
 #include "shmem/shmemi.h"
-
-/* shmem_ctx.c: the world PE of a context's team PE (fatal on
- * SHMEM_CTX_INVALID). Wanted in shmemi.h. */
 
 static inline void shmemi_iput(const char *call, char *dest, const char *src, ptrdiff_t dst,
                                ptrdiff_t sst, size_t nelems, size_t elem, int pe)
@@ -105,3 +103,32 @@ void shmem_ctx_putmem(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) {
 void shmem_ctx_getmem(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) { shmemi_get("shmem_ctx_getmem", d, s, n, SHMEMI_CPE(c, "shmem_ctx_getmem")); }
 void shmem_ctx_putmem_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) { shmemi_put("shmem_ctx_putmem_nbi", d, s, n, SHMEMI_CPE(c, "shmem_ctx_putmem_nbi")); }
 void shmem_ctx_getmem_nbi(shmem_ctx_t c, void *d, const void *s, size_t n, int pe) { shmemi_get("shmem_ctx_getmem_nbi", d, s, n, SHMEMI_CPE(c, "shmem_ctx_getmem_nbi")); }
+
+/* ---- address queries ---- */
+
+int shmem_pe_accessible(int pe)
+{
+    return shmemi.initialized > 0 && pe >= 0 && pe < shmemi.n_pes;
+}
+
+int shmem_addr_accessible(const void *addr, int pe)
+{
+    if (!shmem_pe_accessible(pe)) {
+        return 0;
+    }
+    return rpipe_sym_contains(shmemi.heap, addr, 1) ||
+           (shmemi.data != NULL && rpipe_sym_contains(shmemi.data, addr, 1));
+}
+
+void *shmem_ptr(const void *dest, int pe)
+{
+    rpipe_sym_t *seg;
+    size_t off;
+
+    if (!shmem_addr_accessible(dest, pe)) {
+        return NULL;
+    }
+    seg = rpipe_sym_contains(shmemi.heap, dest, 1) ? shmemi.heap : shmemi.data;
+    off = (size_t)((const char *)dest - seg->base);
+    return rpipe_sym_ptr(seg, pe, off);
+}

@@ -76,9 +76,9 @@ static inline int shmemi_team_world_pe(const struct shmemi_team *team, int i)
 void shmemi_team_init(void);
 void shmemi_team_finalize(void);
 
-/* Prints "shmem error: <what>" (with the PE) and ends the job with status
- * 1: the OpenSHMEM routines have no error return, and silent corruption is
- * worse than stopping. */
+/* shmem_error.c. Prints "shmem error: <what>" (with the PE) and ends the
+ * job with status 1: the OpenSHMEM routines have no error return, and
+ * silent corruption is worse than stopping. */
 void shmemi_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
 /* Not initialized: one clear line instead of a crash. */

@@ -84,6 +84,7 @@
 #  define _GNU_SOURCE /* MREMAP_FIXED */
 #endif
 #include "btl/btl.h"
+#include "btl/btl_cpu_amo.h"
 #include "btl/btl_helper.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_mpi.h"
@@ -424,43 +425,6 @@ static void btl_mpi_amo_value(uint64_t value, unsigned size, uint64_t *word)
     }
 }
 
-/* A CPU atomic on a word of the shared pool; returns the old value. Every
- * access to pool memory is a CPU one when its key says so (BTL_MPI_KEY_LS),
- * so these never meet an MPI accumulate on the same word. */
-static uint64_t btl_mpi_amo_cpu(btl_amo_op_t op, unsigned size, void *ptr, uint64_t operand,
-                                uint64_t compare)
-{
-    if (size == 8) {
-        uint64_t *w = ptr, old = compare;
-        switch (op) {
-        case BTL_AMO_FETCH: return __atomic_load_n(w, __ATOMIC_SEQ_CST);
-        case BTL_AMO_SET:
-        case BTL_AMO_SWAP:  return __atomic_exchange_n(w, operand, __ATOMIC_SEQ_CST);
-        case BTL_AMO_CSWAP:
-            __atomic_compare_exchange_n(w, &old, operand, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-            return old;
-        case BTL_AMO_ADD:   return __atomic_fetch_add(w, operand, __ATOMIC_SEQ_CST);
-        case BTL_AMO_AND:   return __atomic_fetch_and(w, operand, __ATOMIC_SEQ_CST);
-        case BTL_AMO_OR:    return __atomic_fetch_or(w, operand, __ATOMIC_SEQ_CST);
-        default:            return __atomic_fetch_xor(w, operand, __ATOMIC_SEQ_CST);
-        }
-    } else {
-        uint32_t *w = ptr, v = (uint32_t)operand, old = (uint32_t)compare;
-        switch (op) {
-        case BTL_AMO_FETCH: return __atomic_load_n(w, __ATOMIC_SEQ_CST);
-        case BTL_AMO_SET:
-        case BTL_AMO_SWAP:  return __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST);
-        case BTL_AMO_CSWAP:
-            __atomic_compare_exchange_n(w, &old, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-            return old;
-        case BTL_AMO_ADD:   return __atomic_fetch_add(w, v, __ATOMIC_SEQ_CST);
-        case BTL_AMO_AND:   return __atomic_fetch_and(w, v, __ATOMIC_SEQ_CST);
-        case BTL_AMO_OR:    return __atomic_fetch_or(w, v, __ATOMIC_SEQ_CST);
-        default:            return __atomic_fetch_xor(w, v, __ATOMIC_SEQ_CST);
-        }
-    }
-}
-
 static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
 {
@@ -476,8 +440,10 @@ static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
         util_error("btl/mpi: atomic op %d has no non-fetching form", (int)op);
         return UTIL_ERR_INVALID;
     }
+    /* A key with ls_valid (BTL_MPI_KEY_LS) makes every access to the pool a
+     * CPU one, so CPU atomics never meet an MPI accumulate on the same word. */
     if (rkey->ls_valid) {
-        (void)btl_mpi_amo_cpu(op, size, btl_mpi_ls_ptr(rkey, raddr), operand, 0);
+        btl_cpu_amo_post(op, size, btl_mpi_ls_ptr(rkey, raddr), operand);
         return UTIL_OK;
     }
     btl_mpi_amo_value(operand, size, &word);
@@ -507,7 +473,7 @@ static util_status_t btl_mpi_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
         return status;
     }
     if (rkey->ls_valid) {
-        *result_p = btl_mpi_amo_cpu(op, size, btl_mpi_ls_ptr(rkey, raddr), operand, compare);
+        *result_p = btl_cpu_amo_fetch(op, size, btl_mpi_ls_ptr(rkey, raddr), operand, compare);
         return UTIL_OK;
     }
     btl_mpi_amo_value(operand, size, &src);

@@ -26,6 +26,7 @@
 #  define _GNU_SOURCE /* memfd_create, process_vm_readv/writev */
 #endif
 #include "btl/btl.h"
+#include "btl/btl_cpu_amo.h"
 #include "bootstrap/bootstrap.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -377,47 +378,6 @@ static util_status_t btl_shm_amo_check(btl_amo_op_t op, unsigned size, uint64_t 
     return UTIL_OK;
 }
 
-/* One atomic on a pointer we can reach; returns the old value. */
-static uint64_t btl_shm_amo_cpu(btl_amo_op_t op, unsigned size, void *ptr, uint64_t operand,
-                                uint64_t compare)
-{
-    if (size == 8) {
-        uint64_t *p = ptr;
-        uint64_t old;
-        switch (op) {
-        case BTL_AMO_FETCH: return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-        case BTL_AMO_SET:
-        case BTL_AMO_SWAP:  return __atomic_exchange_n(p, operand, __ATOMIC_SEQ_CST);
-        case BTL_AMO_CSWAP:
-            old = compare;
-            __atomic_compare_exchange_n(p, &old, operand, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-            return old;
-        case BTL_AMO_ADD:   return __atomic_fetch_add(p, operand, __ATOMIC_SEQ_CST);
-        case BTL_AMO_AND:   return __atomic_fetch_and(p, operand, __ATOMIC_SEQ_CST);
-        case BTL_AMO_OR:    return __atomic_fetch_or(p, operand, __ATOMIC_SEQ_CST);
-        case BTL_AMO_XOR:   return __atomic_fetch_xor(p, operand, __ATOMIC_SEQ_CST);
-        default:            return 0;
-        }
-    } else {
-        uint32_t *p = ptr;
-        uint32_t v = (uint32_t)operand, old;
-        switch (op) {
-        case BTL_AMO_FETCH: return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-        case BTL_AMO_SET:
-        case BTL_AMO_SWAP:  return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-        case BTL_AMO_CSWAP:
-            old = (uint32_t)compare;
-            __atomic_compare_exchange_n(p, &old, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-            return old;
-        case BTL_AMO_ADD:   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-        case BTL_AMO_AND:   return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);
-        case BTL_AMO_OR:    return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
-        case BTL_AMO_XOR:   return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);
-        default:            return 0;
-        }
-    }
-}
-
 static uint64_t btl_shm_amo_apply(btl_amo_op_t op, uint64_t old, uint64_t operand,
                                   uint64_t compare)
 {
@@ -486,9 +446,9 @@ static util_status_t btl_shm_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
         return status;
     }
     if (rkey->ls_valid && !btl_shm_rkey(rkey)->amo_locked) {
-        *result_p = btl_shm_amo_cpu(op, size,
-                                    (void *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta),
-                                    operand, compare);
+        *result_p = btl_cpu_amo_fetch(op, size,
+                                      (void *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta),
+                                      operand, compare);
         return UTIL_OK;
     }
     return btl_shm_amo_locked(ep, op, size, raddr, rkey, operand, compare, result_p);
@@ -497,19 +457,22 @@ static util_status_t btl_shm_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
 static util_status_t btl_shm_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
 {
+    util_status_t status = btl_shm_amo_check(op, size, raddr);
     uint64_t old;
 
+    if (status != UTIL_OK) {
+        return status;
+    }
     if (op == BTL_AMO_FETCH || op == BTL_AMO_SWAP || op == BTL_AMO_CSWAP) {
         util_error("btl/shm: atomic op %d has no non-fetching form", (int)op);
         return UTIL_ERR_INVALID;
     }
-    if (op == BTL_AMO_SET && size == 8 && (raddr & 7) == 0 && rkey->ls_valid &&
-        !btl_shm_rkey(rkey)->amo_locked) {
-        __atomic_store_n((uint64_t *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta), operand,
-                         __ATOMIC_RELEASE);
+    if (rkey->ls_valid && !btl_shm_rkey(rkey)->amo_locked) {
+        btl_cpu_amo_post(op, size, (void *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta),
+                         operand);
         return UTIL_OK;
     }
-    return btl_shm_amo_fetch(ep, op, size, raddr, rkey, operand, 0, &old);
+    return btl_shm_amo_locked(ep, op, size, raddr, rkey, operand, 0, &old);
 }
 
 /* ---- ordering ---- */

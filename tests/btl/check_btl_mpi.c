@@ -53,7 +53,7 @@ static int t_have(int mpi)
     char plugin[4096];
     const char *builddir = getenv("TESTS_BUILDDIR");
 
-    snprintf(plugin, sizeof(plugin), "%s/../btl/mpi/.libs/rmb_mpi_%s.so",
+    snprintf(plugin, sizeof(plugin), "%s/../bootstrap/.libs/rmb_mpi_%s.so",
              builddir ? builddir : ".", t_mpi_name[mpi]);
     if (access(plugin, R_OK) != 0) {
         printf("SKIP %s: no plugin built (configure found no %s)\n", t_mpi_name[mpi],

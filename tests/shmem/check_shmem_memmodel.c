@@ -78,7 +78,7 @@ static const char *ompi_mpirun(const char *what)
     char plugin[4096];
     const char *builddir = getenv("TESTS_BUILDDIR"), *mpirun = getenv("OMPI_MPIRUN");
 
-    snprintf(plugin, sizeof(plugin), "%s/../btl/mpi/.libs/rmb_mpi_openmpi.so",
+    snprintf(plugin, sizeof(plugin), "%s/../bootstrap/.libs/rmb_mpi_openmpi.so",
              builddir ? builddir : ".");
     if (access(plugin, R_OK) != 0) { /* btl_component_find("mpi") needs MPI running */
         printf("SKIP %s: btl/mpi not built for Open MPI (no rmb_mpi_openmpi.so)\n", what);

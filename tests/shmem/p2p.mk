@@ -1,8 +1,5 @@
-# p2p tests and sources (owned by the p2p work; included from shmem/Makefile.include)
-# Contexts, signals, set waits, locks (docs/shmem_p2p.md).
-librmb_internal_la_SOURCES += shmem/shmem_signal.c shmem/shmem_lock.c
-EXTRA_DIST += docs/shmem_p2p.md
-
+# Tests of contexts, signals, set waits and locks (docs/shmem_p2p.md);
+# included from shmem/Makefile.include.
 if HAVE_CHECK
 check_PROGRAMS += tests/check_shmem_p2p tests/shmem/mp_shmem_p2p
 TESTS += tests/check_shmem_p2p

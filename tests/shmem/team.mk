@@ -1,9 +1,6 @@
-# team tests and sources (owned by the team work; included from shmem/Makefile.include)
-librmb_internal_la_SOURCES += shmem/shmem_team_coll.c
-noinst_HEADERS += shmem/shmem_coll_types.h
-EXTRA_DIST += docs/shmem_teams.md
-
-# Tests: the Check driver runs mp_shmem_team under oshrun (public API only).
+# Tests of teams and team collectives (docs/shmem_teams.md); included from
+# shmem/Makefile.include. The Check driver runs mp_shmem_team under oshrun
+# (public API only).
 if HAVE_CHECK
 check_PROGRAMS += tests/check_shmem_team tests/shmem/mp_shmem_team
 TESTS += tests/check_shmem_team
