@@ -52,7 +52,7 @@ long mp_scaled_count(long count)
  * test that runs the same program at the same time (make -j check). */
 #define MP_OWNER_VAR "MP_RUN_OWNER"
 
-static void mp_mark_owner(void)
+void mp_mark_owner(void)
 {
     char pid_text[24];
 
@@ -217,18 +217,19 @@ int mp_count_alive(const char *prog)
     return count;
 }
 
-char *mp_shm_snapshot(void)
+char *mp_dir_snapshot(const char *path, int (*keep)(const char *name))
 {
-    DIR *dir = opendir("/dev/shm");
+    DIR *dir = opendir(path);
     struct dirent *entry;
     size_t len = 1;
     char *list = calloc(1, 1);
 
     while (dir != NULL && list != NULL && (entry = readdir(dir)) != NULL) {
         size_t add = strlen(entry->d_name) + 1;
-        char *grown = realloc(list, len + add);
-        if (grown == NULL) {
-            break;
+        char *grown;
+
+        if ((keep != NULL && !keep(entry->d_name)) || (grown = realloc(list, len + add)) == NULL) {
+            continue;
         }
         list = grown;
         strcat(list, entry->d_name);
@@ -241,21 +242,21 @@ char *mp_shm_snapshot(void)
     return list;
 }
 
-int mp_shm_new_entries(const char *before)
+int mp_dir_new_entries(const char *path, const char *before, int (*keep)(const char *name))
 {
-    DIR *dir = opendir("/dev/shm");
+    DIR *dir = opendir(path);
     struct dirent *entry;
     int fresh = 0;
 
     while (dir != NULL && (entry = readdir(dir)) != NULL) {
         char needle[300];
 
-        if (strncmp(entry->d_name, "rmb", 3) != 0) {
+        if (keep != NULL && !keep(entry->d_name)) {
             continue;
         }
         snprintf(needle, sizeof(needle), "%s\n", entry->d_name);
         if (before == NULL || strstr(before, needle) == NULL) {
-            fprintf(stderr, "mp_run: /dev/shm/%s was left behind\n", entry->d_name);
+            fprintf(stderr, "mp_run: %s/%s was left behind\n", path, entry->d_name);
             fresh++;
         }
     }
@@ -263,6 +264,43 @@ int mp_shm_new_entries(const char *before)
         closedir(dir);
     }
     return fresh;
+}
+
+char *mp_shm_snapshot(void)
+{
+    return mp_dir_snapshot("/dev/shm", NULL);
+}
+
+static int mp_is_rmb(const char *name)
+{
+    return strncmp(name, "rmb", 3) == 0;
+}
+
+int mp_shm_new_entries(const char *before)
+{
+    return mp_dir_new_entries("/dev/shm", before, mp_is_rmb);
+}
+
+int mp_count_owned(int report)
+{
+    DIR *proc = opendir("/proc");
+    struct dirent *entry;
+    int count = 0;
+
+    while (proc != NULL && (entry = readdir(proc)) != NULL) {
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9' || atol(entry->d_name) == getpid() ||
+            !mp_owned(entry->d_name)) {
+            continue;
+        }
+        if (report) {
+            fprintf(stderr, "mp_run: process %s was left running\n", entry->d_name);
+        }
+        count++;
+    }
+    if (proc != NULL) {
+        closedir(proc);
+    }
+    return count;
 }
 
 int mp_run_suite(Suite *suite)

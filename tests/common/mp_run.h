@@ -47,6 +47,19 @@ int mp_count_alive(const char *prog);
 char *mp_shm_snapshot(void);
 int mp_shm_new_entries(const char *before);
 
+/* The same for any directory and names keep() accepts (NULL: all): a
+ * snapshot to free, and the count of new names, each named on stderr. */
+char *mp_dir_snapshot(const char *path, int (*keep)(const char *name));
+int mp_dir_new_entries(const char *path, const char *before, int (*keep)(const char *name));
+
+/* Marks this process (MP_RUN_OWNER=<pid> in its environment) so that what
+ * it starts, and their descendants, can be counted; mp_run/mp_start do it. */
+void mp_mark_owner(void);
+
+/* Live processes other than this one that carry this test's mark (zombies
+ * do not count), each named on stderr when report is set. */
+int mp_count_owned(int report);
+
 /* Runs a Check suite (normal output); returns the process exit status. */
 typedef struct Suite Suite;
 int mp_run_suite(Suite *suite);

@@ -8,7 +8,7 @@
  *
  * Skipped (exit 77, one line) when not root, when Slurm or munge is not
  * installed, or when rmb was built without a network backend.
- * SLURM_STRESS_REPS (default 10) sets the number of runs of each stress
+ * CHECK_SLURM_REPS (default 10) sets the number of runs of each stress
  * configuration; docs/launcher.md has the long run.
  */
 #define _GNU_SOURCE
@@ -452,7 +452,7 @@ END_TEST
  * (shm and network peers mixed). Each run well under 5 s. */
 static void stress(const char *net)
 {
-    const char *text = getenv("SLURM_STRESS_REPS");
+    const char *text = getenv("CHECK_SLURM_REPS");
     long reps = mp_scaled_count(text ? atol(text) : 10);
     double slowest = 0;
     cmd_result_t res;
@@ -482,48 +482,6 @@ END_TEST
 
 /* ---- main -------------------------------------------------------------------------- */
 
-/* Nothing of the cluster survives it: no process carries our mark
- * (named on stderr when report is set). */
-static int leftover_processes(int report)
-{
-    char want[64], path[300], env[65536];
-    DIR *proc;
-    struct dirent *entry;
-    int count = 0;
-
-    snprintf(want, sizeof(want), "MP_RUN_OWNER=%ld", (long)getpid());
-    proc = opendir("/proc");
-    while (proc != NULL && (entry = readdir(proc)) != NULL) {
-        size_t len;
-        FILE *f;
-
-        if (entry->d_name[0] < '0' || entry->d_name[0] > '9' || atol(entry->d_name) == getpid()) {
-            continue;
-        }
-        snprintf(path, sizeof(path), "/proc/%s/environ", entry->d_name);
-        f = fopen(path, "r");
-        if (f == NULL) {
-            continue;
-        }
-        len = fread(env, 1, sizeof(env) - 1, f);
-        fclose(f);
-        env[len] = '\0';
-        for (size_t pos = 0; pos < len; pos += strlen(env + pos) + 1) {
-            if (strcmp(env + pos, want) == 0) {
-                if (report) {
-                    fprintf(stderr, "check_slurm: process %s was left running\n", entry->d_name);
-                }
-                count++;
-                break;
-            }
-        }
-    }
-    if (proc != NULL) {
-        closedir(proc);
-    }
-    return count;
-}
-
 /* Names in /tmp of what a Slurm job or PMIx could leave there. */
 static int tmp_is_ours(const char *name)
 {
@@ -535,52 +493,6 @@ static int tmp_is_ours(const char *name)
         }
     }
     return 0;
-}
-
-/* A newline-separated list of such names in /tmp (caller frees). */
-static char *tmp_snapshot(void)
-{
-    DIR *dir = opendir("/tmp");
-    struct dirent *entry;
-    size_t len = 1;
-    char *list = calloc(1, 1);
-
-    while (dir != NULL && list != NULL && (entry = readdir(dir)) != NULL) {
-        size_t add = strlen(entry->d_name) + 1;
-        char *grown;
-
-        if (!tmp_is_ours(entry->d_name) || (grown = realloc(list, len + add)) == NULL) {
-            continue;
-        }
-        list = grown;
-        strcat(list, entry->d_name);
-        strcat(list, "\n");
-        len += add;
-    }
-    if (dir != NULL) {
-        closedir(dir);
-    }
-    return list;
-}
-
-static int tmp_new_entries(const char *before)
-{
-    char *after = tmp_snapshot();
-    int fresh = 0;
-
-    for (char *name = after, *end; name != NULL && *name != '\0'; name = end + 1) {
-        char needle[300];
-
-        end = strchr(name, '\n');
-        *end = '\0';
-        snprintf(needle, sizeof(needle), "%s\n", name);
-        if (before == NULL || strstr(before, needle) == NULL) {
-            fprintf(stderr, "check_slurm: /tmp/%s was left behind\n", name);
-            fresh++;
-        }
-    }
-    free(after);
-    return fresh;
 }
 
 /* The job must not inherit an outer Slurm job's or launcher's identity. */
@@ -612,7 +524,7 @@ static void clean_environment(void)
 int main(void)
 {
     const char *dir = getenv("TESTS_BUILDDIR");
-    char conf[4200], tmp[4200], pid_text[24];
+    char conf[4200], tmp[4200];
     Suite *s;
     TCase *jobs, *ends, *stress_tc;
     char *tmp_before;
@@ -636,9 +548,8 @@ int main(void)
         return 1;
     }
     clean_environment();
-    tmp_before = tmp_snapshot();
-    snprintf(pid_text, sizeof(pid_text), "%ld", (long)getpid());
-    setenv("MP_RUN_OWNER", pid_text, 1); /* every process of the cluster carries it */
+    tmp_before = mp_dir_snapshot("/tmp", tmp_is_ours);
+    mp_mark_owner(); /* every process of the cluster carries the mark */
     rc = cluster_start();
     if (rc != 0) {
         cluster_stop();
@@ -681,10 +592,10 @@ int main(void)
     rc = mp_run_suite(s);
 
     cluster_stop();
-    for (int i = 0; i < 20 && leftover_processes(0) > 0; i++) {
+    for (int i = 0; i < 20 && mp_count_owned(0) > 0; i++) {
         usleep(100000); /* the kernel ends the cluster's processes; reaping takes a moment */
     }
-    if (leftover_processes(1) > 0 || tmp_new_entries(tmp_before) > 0) {
+    if (mp_count_owned(1) > 0 || mp_dir_new_entries("/tmp", tmp_before, tmp_is_ours) > 0) {
         rc = EXIT_FAILURE;
     }
     free(tmp_before);

@@ -24,15 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(cond, ...)                                                                         \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            fprintf(stderr, "PE %d: %s:%d: ", shmem_my_pe(), __FILE__, __LINE__);                \
-            fprintf(stderr, __VA_ARGS__);                                                        \
-            fprintf(stderr, "\n");                                                               \
-            shmem_global_exit(1);                                                                \
-        }                                                                                        \
-    } while (0)
+static int me, errors; /* for CHECK */
+#include "tests/common/mp_check.h"
 
 #define MAX_PES 64
 #define HOST_LEN 64
@@ -40,12 +33,15 @@
 static char hosts[MAX_PES][HOST_LEN];
 static long ring_in, counter, adds, sum_in, sum_out;
 
-static int check(void)
+static void check(void)
 {
-    int me = shmem_my_pe(), npes = shmem_n_pes(), same = 0, nodes = 0;
+    int npes = shmem_n_pes(), same = 0, nodes = 0;
     long fetched;
 
-    CHECK(npes <= MAX_PES, "at most %d PEs", MAX_PES);
+    if (npes > MAX_PES) {
+        fprintf(stderr, "mp_slurm: at most %d PEs\n", MAX_PES);
+        shmem_global_exit(2);
+    }
     /* Locality: on-node peers are those with my host name (each Slurm node
      * of the test is its own UTS namespace); they and only they are
      * reachable by load/store, and they make up SHMEM_TEAM_SHARED. */
@@ -82,10 +78,13 @@ static int check(void)
     CHECK(me != 0 || counter == npes, "fetch_add counter: %ld", counter);
     CHECK(sum_out == (long)npes * (npes + 1) / 2, "sum reduction: %ld", sum_out);
     shmem_barrier_all();
+    if (errors > 0) {
+        shmem_global_exit(1);
+    }
+    shmem_barrier_all();
     if (me == 0) {
         printf("slurm check: PEs %d nodes %d ok\n", npes, nodes);
     }
-    return 0;
 }
 
 static void leaving(void)
@@ -101,7 +100,7 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "check";
     int arg = argc > 2 ? atoi(argv[2]) : 0;
-    int me, last;
+    int last;
 
     shmem_init();
     me   = shmem_my_pe();
