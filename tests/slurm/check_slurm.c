@@ -416,6 +416,7 @@ START_TEST(test_sigkill_pe)
 }
 END_TEST
 
+#if RMB_HAVE_MPI
 START_TEST(test_pmi2)
 {
     cmd_result_t res;
@@ -425,6 +426,7 @@ START_TEST(test_pmi2)
     EXPECT_OUT(&res, "slurm check: PEs 4 nodes 2 ok");
 }
 END_TEST
+#endif
 
 /* srun without a process-management interface: every task says what to
  * do, and the step fails at once (never 4 silent 1-PE jobs). */
@@ -449,12 +451,15 @@ END_TEST
 
 /* First contact between nodes, repeated: every PE's first operation to
  * every other at the same instant, on nodes with their own host names
- * (shm and network peers mixed). Each run well under 5 s. */
+ * (shm and network peers mixed). The documented stress run
+ * (CHECK_SLURM_REPS set, a quiet machine) wants each run under 5 s; in
+ * make check, where other suites load the cores, a run only has to end
+ * (bounded waits end a stuck one after 10 s). */
 static void stress(const char *net)
 {
     const char *text = getenv("CHECK_SLURM_REPS");
     long reps = mp_scaled_count(text ? atol(text) : 10);
-    double slowest = 0;
+    double bound = text ? 5.0 : 30.0, slowest = 0;
     cmd_result_t res;
     char command[512];
 
@@ -466,19 +471,23 @@ static void stress(const char *net)
         cmd(command, JOB_LIMIT_S, &res);
         ck_assert_msg(res.status == 0, "run %ld of %ld: status %d:\n%s", r + 1, reps, res.status,
                       res.out);
-        ck_assert_msg(res.elapsed < mp_scaled_time(5.0), "run %ld of %ld took %.2f s", r + 1, reps,
-                      res.elapsed);
+        ck_assert_msg(res.elapsed < mp_scaled_time(bound), "run %ld of %ld took %.2f s", r + 1,
+                      reps, res.elapsed);
         slowest = res.elapsed > slowest ? res.elapsed : slowest;
     }
     fprintf(stderr, "--- first contact over %s: %ld runs, slowest %.2f s\n", net, reps, slowest);
     expect_no_pes("multinode/mp_first_contact");
 }
 
+#if RMB_HAVE_BTL_UCX
 START_TEST(test_stress_ucx) { stress("ucx"); }
 END_TEST
+#endif
 
+#if RMB_HAVE_BTL_OFI
 START_TEST(test_stress_ofi) { stress("ofi"); }
 END_TEST
+#endif
 
 /* ---- main -------------------------------------------------------------------------- */
 
