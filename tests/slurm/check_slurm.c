@@ -34,6 +34,9 @@
 #define CLUSTER_START_S 60.0 /* daemons up and both nodes idle */
 #define JOB_LIMIT_S     30.0 /* any one command of a case */
 #define END_WITHIN_S    2.0  /* a failing PE, scancel, SIGKILL: the step is gone after */
+/* Other suites of make check share the cores: a time bound missed once is
+ * tried again (the outcome itself is checked on every try). */
+#define TIMING_ATTEMPTS 2
 
 static char cluster_dir[4096]; /* tmpfs inside the cluster's mount namespace */
 static pid_t cluster_keeper = -1; /* unshare, in our namespaces */
@@ -337,20 +340,26 @@ static void expect_job_end(const char *srun, const char *mode, int want)
     cmd_result_t res;
     char command[512];
     const char *left;
-    double left_at;
+    double left_at = 0;
 
     snprintf(command, sizeof(command), "%s slurm/mp_slurm %s", srun, mode);
-    cmd(command, JOB_LIMIT_S, &res);
-    ck_assert_msg(res.status == want, "%s: status %d, expected %d:\n%s", command, res.status, want,
-                  res.out);
-    left = strstr(res.out, " leaves at ");
-    ck_assert_msg(left != NULL && sscanf(left, " leaves at %lf", &left_at) == 1,
-                  "%s: the PE did not say when it left:\n%s", command, res.out);
-    fprintf(stderr, "--- %s: the step ended %.3f s after the PE left\n", command,
-            res.ended - left_at);
+    for (int attempt = 1; attempt <= TIMING_ATTEMPTS; attempt++) {
+        cmd(command, JOB_LIMIT_S, &res);
+        ck_assert_msg(res.status == want, "%s: status %d, expected %d:\n%s", command, res.status,
+                      want, res.out);
+        left = strstr(res.out, " leaves at ");
+        ck_assert_msg(left != NULL && sscanf(left, " leaves at %lf", &left_at) == 1,
+                      "%s: the PE did not say when it left:\n%s", command, res.out);
+        fprintf(stderr, "--- %s: the step ended %.3f s after the PE left\n", command,
+                res.ended - left_at);
+        expect_no_pes("slurm/mp_slurm");
+        if (res.ended - left_at < mp_scaled_time(END_WITHIN_S)) {
+            break;
+        }
+    }
     ck_assert_msg(res.ended - left_at < mp_scaled_time(END_WITHIN_S),
-                  "%s: the step ended %.2f s after the PE left", command, res.ended - left_at);
-    expect_no_pes("slurm/mp_slurm");
+                  "%s: the step ended %.2f s after the PE left (%d tries)", command,
+                  res.ended - left_at, TIMING_ATTEMPTS);
 }
 
 START_TEST(test_exit_status)
@@ -366,9 +375,26 @@ START_TEST(test_exit_status)
 END_TEST
 
 /* Starts `hold` on 2x2, waits for the 4 "ready" lines, then runs how (a
- * command on the control host; %s gets the pid of PE 3 in the cluster):
+ * command on the control host; %ld gets the pid of PE 3 in the cluster):
  * the step must be gone within END_WITHIN_S. */
+static double hold_ended_by(const char *how);
+
 static void expect_hold_ended_by(const char *how)
+{
+    double took = 0;
+
+    for (int attempt = 1; attempt <= TIMING_ATTEMPTS; attempt++) {
+        took = hold_ended_by(how);
+        if (took < mp_scaled_time(END_WITHIN_S)) {
+            break;
+        }
+    }
+    ck_assert_msg(took < mp_scaled_time(END_WITHIN_S), "%s: the step ended %.2f s later (%d tries)",
+                  how, took, TIMING_ATTEMPTS);
+}
+
+/* One try: the seconds from the action to srun's end. */
+static double hold_ended_by(const char *how)
 {
     cmd_result_t res, act;
     char command[512], line[256];
@@ -399,9 +425,8 @@ static void expect_hold_ended_by(const char *how)
             res.status);
     ck_assert_msg(res.status != 0 && res.status != MP_RUN_TIMEOUT, "%s: srun status %d:\n%s",
                   command, res.status, res.out);
-    ck_assert_msg(res.ended - acted < mp_scaled_time(END_WITHIN_S),
-                  "%s: the step ended %.2f s later", command, res.ended - acted);
     expect_no_pes("slurm/mp_slurm");
+    return res.ended - acted;
 }
 
 START_TEST(test_scancel)
