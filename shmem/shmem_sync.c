@@ -17,8 +17,8 @@
  * through its pSync[1]; every word ends at SHMEM_SYNC_VALUE again.
  */
 #include "shmem/shmem.h"
-#include "shmem/shmem_types.h"
 #include "shmem/shmemi.h"
+#include "shmem/shmem_sync_inl.h"
 
 
 void shmemi_quiet(void)
@@ -168,92 +168,7 @@ void shmem_barrier(int start, int log_stride, int size, long *pSync)
     shmemi_barrier_psync(start, log_stride, size, pSync);
 }
 
-/* ---- wait_until / test ---------------------------------------------------------------- */
-
-/* Inlined into each typed routine, so that size and signedness are
- * constants there and a poll is one load and one compare. */
-#define SHMEMI_INLINE static inline __attribute__((always_inline))
-
-/* x (the loaded ivar) against y, both as size-byte values (2, 4 or 8). */
-SHMEMI_INLINE int shmemi_compare_bits(uint64_t x, int cmp, const void *value, unsigned size,
-                                      int is_signed)
-{
-    int64_t a, b;
-
-    if (size == 8) {
-        uint64_t y;
-        __builtin_memcpy(&y, value, 8);
-        if (!is_signed) {
-            switch (cmp) {
-            case SHMEM_CMP_EQ: return x == y;
-            case SHMEM_CMP_NE: return x != y;
-            case SHMEM_CMP_GT: return x > y;
-            case SHMEM_CMP_LE: return x <= y;
-            case SHMEM_CMP_LT: return x < y;
-            case SHMEM_CMP_GE: return x >= y;
-            }
-        }
-        a = (int64_t)x;
-        b = (int64_t)y;
-    } else if (size == 4) {
-        uint32_t y;
-        __builtin_memcpy(&y, value, 4);
-        a = is_signed ? (int64_t)(int32_t)x : (int64_t)(uint32_t)x;
-        b = is_signed ? (int64_t)(int32_t)y : (int64_t)y;
-    } else {
-        uint16_t y;
-        __builtin_memcpy(&y, value, 2);
-        a = is_signed ? (int64_t)(int16_t)x : (int64_t)(uint16_t)x;
-        b = is_signed ? (int64_t)(int16_t)y : (int64_t)y;
-    }
-    switch (cmp) {
-    case SHMEM_CMP_EQ: return a == b;
-    case SHMEM_CMP_NE: return a != b;
-    case SHMEM_CMP_GT: return a > b;
-    case SHMEM_CMP_LE: return a <= b;
-    case SHMEM_CMP_LT: return a < b;
-    case SHMEM_CMP_GE: return a >= b;
-    }
-    shmemi_fatal("shmem wait/test: comparison %d is not a SHMEM_CMP_* value", cmp);
-}
-
-/* Acquire load: what was written before the update is visible after it. */
-SHMEMI_INLINE uint64_t shmemi_load(const volatile void *ivar, unsigned size)
-{
-    if (size == 8) {
-        return __atomic_load_n((const volatile uint64_t *)ivar, __ATOMIC_ACQUIRE);
-    }
-    if (size == 4) {
-        return __atomic_load_n((const volatile uint32_t *)ivar, __ATOMIC_ACQUIRE);
-    }
-    return __atomic_load_n((const volatile uint16_t *)ivar, __ATOMIC_ACQUIRE);
-}
-
-SHMEMI_INLINE int shmemi_compare(const volatile void *ivar, int cmp, const void *value,
-                                 unsigned size, int is_signed)
-{
-    return shmemi_compare_bits(shmemi_load(ivar, size), cmp, value, size, is_signed);
-}
-
-SHMEMI_INLINE int shmemi_test_inl(const volatile void *ivar, int cmp, const void *value,
-                                  unsigned size, int is_signed)
-{
-    if (shmemi_compare(ivar, cmp, value, size, is_signed)) {
-        return 1;
-    }
-    rpipe_sym_progress();
-    return 0;
-}
-
-SHMEMI_INLINE void shmemi_wait_inl(const volatile void *ivar, int cmp, const void *value,
-                                   unsigned size, int is_signed)
-{
-    util_wait_t polls = UTIL_WAIT_INIT;
-
-    while (!shmemi_compare(ivar, cmp, value, size, is_signed)) {
-        shmemi_relax(&polls);
-    }
-}
+/* ---- wait_until / test (the typed routines: shmem_typed_sync.c) ------------------------ */
 
 int shmemi_test(const volatile void *ivar, int cmp, const void *value, unsigned size, int is_signed)
 {
@@ -281,24 +196,7 @@ uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value
     return v;
 }
 
-/* ---- wait/test over sets of ivars (1.5): _all, _any, _some, and _vector ------------------
- * One scan helper serves them all: element i takes part unless status[i]
- * is non-zero, and is compared with values[i] (vector forms) or with the
- * one value. _any scans from a rotating start, so that a series of calls
- * eventually returns every satisfied element, not always the first. */
-
-enum { SHMEMI_SET_ALL, SHMEMI_SET_ANY, SHMEMI_SET_SOME };
-
-typedef struct {
-    const char *ivars;
-    size_t      nelems;
-    const int  *status;
-    int         cmp;
-    const char *values;
-    size_t      vstride; /* 0: one value for every element */
-    unsigned    size;
-    int         is_signed;
-} shmemi_set_t;
+/* ---- wait/test over sets of ivars (1.5): see shmem_sync_inl.h ---------------------------- */
 
 static _Thread_local size_t shmemi_any_start;
 
@@ -313,10 +211,7 @@ static inline int shmemi_set_ok(const shmemi_set_t *set, size_t i)
                           set->size, set->is_signed);
 }
 
-/* One pass. ALL: 1 if every member is satisfied; ANY: a satisfied index
- * or SIZE_MAX; SOME: the number of satisfied indices written to indices.
- * *members_p: whether the set has members at all. */
-static size_t shmemi_set_scan(const shmemi_set_t *set, int kind, size_t *indices, int *members_p)
+size_t shmemi_set_scan(const shmemi_set_t *set, int kind, size_t *indices, int *members_p)
 {
     size_t n = set->nelems, count = 0;
     int members = 0;
@@ -354,18 +249,7 @@ static size_t shmemi_set_scan(const shmemi_set_t *set, int kind, size_t *indices
     return kind == SHMEMI_SET_ALL ? 1 : count;
 }
 
-static size_t shmemi_set_test(const shmemi_set_t *set, int kind, size_t *indices)
-{
-    int members;
-    size_t r = shmemi_set_scan(set, kind, indices, &members);
-
-    if (members && r == (kind == SHMEMI_SET_ANY ? SIZE_MAX : 0)) {
-        rpipe_sym_progress(); /* not yet: let the btl move (as shmemi_test) */
-    }
-    return r;
-}
-
-static size_t shmemi_set_wait(const shmemi_set_t *set, int kind, size_t *indices)
+size_t shmemi_set_wait(const shmemi_set_t *set, int kind, size_t *indices)
 {
     util_wait_t polls = UTIL_WAIT_INIT;
     int members;
@@ -388,30 +272,3 @@ static size_t shmemi_set_wait(const shmemi_set_t *set, int kind, size_t *indices
         shmemi_relax(&polls);
     }
 }
-
-#define SHMEMI_SIGNED(T) (!((T)-1 > (T)0)) /* no "unsigned < 0" warning */
-#define SHMEMI_SET(T, iv, n, st, c, vals, vec)                                                   \
-    const shmemi_set_t set = {(const char *)(iv), (n), (st), (c), (const char *)(vals),          \
-                              (vec) ? sizeof(T) : 0, sizeof(T), SHMEMI_SIGNED(T)}
-#define SHMEMI_DEFINE_SYNC(T, N)                                                                 \
-    void shmem_##N##_wait_until(T *ivar, int cmp, T value) { shmemi_check_init("shmem_" #N "_wait_until"); shmemi_wait_inl(ivar, cmp, &value, sizeof(T), SHMEMI_SIGNED(T)); } \
-    int shmem_##N##_test(T *ivar, int cmp, T value) { shmemi_check_init("shmem_" #N "_test"); return shmemi_test_inl(ivar, cmp, &value, sizeof(T), SHMEMI_SIGNED(T)); } \
-    void shmem_##N##_wait_until_all(T *iv, size_t n, const int *st, int cmp, T value) { SHMEMI_SET(T, iv, n, st, cmp, &value, 0); shmemi_check_init("shmem_" #N "_wait_until_all"); (void)shmemi_set_wait(&set, SHMEMI_SET_ALL, NULL); } \
-    size_t shmem_##N##_wait_until_any(T *iv, size_t n, const int *st, int cmp, T value) { SHMEMI_SET(T, iv, n, st, cmp, &value, 0); shmemi_check_init("shmem_" #N "_wait_until_any"); return shmemi_set_wait(&set, SHMEMI_SET_ANY, NULL); } \
-    size_t shmem_##N##_wait_until_some(T *iv, size_t n, size_t *idx, const int *st, int cmp, T value) { SHMEMI_SET(T, iv, n, st, cmp, &value, 0); shmemi_check_init("shmem_" #N "_wait_until_some"); return shmemi_set_wait(&set, SHMEMI_SET_SOME, idx); } \
-    void shmem_##N##_wait_until_all_vector(T *iv, size_t n, const int *st, int cmp, T *values) { SHMEMI_SET(T, iv, n, st, cmp, values, 1); shmemi_check_init("shmem_" #N "_wait_until_all_vector"); (void)shmemi_set_wait(&set, SHMEMI_SET_ALL, NULL); } \
-    size_t shmem_##N##_wait_until_any_vector(T *iv, size_t n, const int *st, int cmp, T *values) { SHMEMI_SET(T, iv, n, st, cmp, values, 1); shmemi_check_init("shmem_" #N "_wait_until_any_vector"); return shmemi_set_wait(&set, SHMEMI_SET_ANY, NULL); } \
-    size_t shmem_##N##_wait_until_some_vector(T *iv, size_t n, size_t *idx, const int *st, int cmp, T *values) { SHMEMI_SET(T, iv, n, st, cmp, values, 1); shmemi_check_init("shmem_" #N "_wait_until_some_vector"); return shmemi_set_wait(&set, SHMEMI_SET_SOME, idx); } \
-    int shmem_##N##_test_all(T *iv, size_t n, const int *st, int cmp, T value) { SHMEMI_SET(T, iv, n, st, cmp, &value, 0); shmemi_check_init("shmem_" #N "_test_all"); return (int)shmemi_set_test(&set, SHMEMI_SET_ALL, NULL); } \
-    size_t shmem_##N##_test_any(T *iv, size_t n, const int *st, int cmp, T value) { SHMEMI_SET(T, iv, n, st, cmp, &value, 0); shmemi_check_init("shmem_" #N "_test_any"); return shmemi_set_test(&set, SHMEMI_SET_ANY, NULL); } \
-    size_t shmem_##N##_test_some(T *iv, size_t n, size_t *idx, const int *st, int cmp, T value) { SHMEMI_SET(T, iv, n, st, cmp, &value, 0); shmemi_check_init("shmem_" #N "_test_some"); return shmemi_set_test(&set, SHMEMI_SET_SOME, idx); } \
-    int shmem_##N##_test_all_vector(T *iv, size_t n, const int *st, int cmp, T *values) { SHMEMI_SET(T, iv, n, st, cmp, values, 1); shmemi_check_init("shmem_" #N "_test_all_vector"); return (int)shmemi_set_test(&set, SHMEMI_SET_ALL, NULL); } \
-    size_t shmem_##N##_test_any_vector(T *iv, size_t n, const int *st, int cmp, T *values) { SHMEMI_SET(T, iv, n, st, cmp, values, 1); shmemi_check_init("shmem_" #N "_test_any_vector"); return shmemi_set_test(&set, SHMEMI_SET_ANY, NULL); } \
-    size_t shmem_##N##_test_some_vector(T *iv, size_t n, size_t *idx, const int *st, int cmp, T *values) { SHMEMI_SET(T, iv, n, st, cmp, values, 1); shmemi_check_init("shmem_" #N "_test_some_vector"); return shmemi_set_test(&set, SHMEMI_SET_SOME, idx); }
-SHMEMI_SYNC_TYPES(SHMEMI_DEFINE_SYNC)
-
-void shmem_short_wait(short *ivar, short value) { shmem_short_wait_until(ivar, SHMEM_CMP_NE, value); }
-void shmem_int_wait(int *ivar, int value) { shmem_int_wait_until(ivar, SHMEM_CMP_NE, value); }
-void shmem_long_wait(long *ivar, long value) { shmem_long_wait_until(ivar, SHMEM_CMP_NE, value); }
-void shmem_longlong_wait(long long *ivar, long long value) { shmem_longlong_wait_until(ivar, SHMEM_CMP_NE, value); }
-void shmem_wait(long *ivar, long value) { shmem_long_wait_until(ivar, SHMEM_CMP_NE, value); }

@@ -46,7 +46,6 @@
  */
 #include "shmem/shmem.h"
 #include "shmem/shmemi.h"
-#include "shmem/shmem_types.h"
 #include "shmem/shmem_coll_types.h"
 #include "bootstrap/bootstrap.h"
 #include "util/env.h"
@@ -636,37 +635,6 @@ void shmemi_tc_allreduce_and(struct shmemi_team *team, uint64_t *words, int nwor
     memcpy(words, &misc[SHMEMI_MISC_SPLIT_DST], sizeof(uint64_t) * (size_t)nwords);
 }
 
-#define SHMEMI_DEFINE_TC_REDUCE(T, N, OP)                                                        \
-    SHMEMI_DEFINE_TC_OP(T, N, OP)                                                                \
-    int shmem_##N##_##OP##_reduce(shmem_team_t team, T *dest, const T *source, size_t nreduce)  \
-    {                                                                                            \
-        return shmemi_tc_reduce("shmem_" #N "_" #OP "_reduce", team, dest, source, nreduce,     \
-                                sizeof(T), shmemi_tc_##N##_##OP, SHMEMI_TC_REDUCE);              \
-    }
-
-#define SHMEMI_DEFINE_TC_BIT(T, N)                                                               \
-    SHMEMI_DEFINE_TC_REDUCE(T, N, and) SHMEMI_DEFINE_TC_REDUCE(T, N, or)                         \
-    SHMEMI_DEFINE_TC_REDUCE(T, N, xor)
-#define SHMEMI_DEFINE_TC_MINMAX(T, N)                                                            \
-    SHMEMI_DEFINE_TC_REDUCE(T, N, max) SHMEMI_DEFINE_TC_REDUCE(T, N, min)                        \
-    SHMEMI_DEFINE_TC_REDUCE(T, N, sum) SHMEMI_DEFINE_TC_REDUCE(T, N, prod)                       \
-    int shmem_##N##_sum_inscan(shmem_team_t team, T *dest, const T *source, size_t nelems)      \
-    {                                                                                            \
-        return shmemi_tc_reduce("shmem_" #N "_sum_inscan", team, dest, source, nelems,          \
-                                sizeof(T), shmemi_tc_##N##_sum, SHMEMI_TC_INSCAN);               \
-    }                                                                                            \
-    int shmem_##N##_sum_exscan(shmem_team_t team, T *dest, const T *source, size_t nelems)      \
-    {                                                                                            \
-        return shmemi_tc_reduce("shmem_" #N "_sum_exscan", team, dest, source, nelems,          \
-                                sizeof(T), shmemi_tc_##N##_sum, SHMEMI_TC_EXSCAN);               \
-    }
-#define SHMEMI_DEFINE_TC_COMPLEX(T, N)                                                           \
-    SHMEMI_DEFINE_TC_REDUCE(T, N, sum) SHMEMI_DEFINE_TC_REDUCE(T, N, prod)
-
-SHMEMI_RED_BIT_TYPES(SHMEMI_DEFINE_TC_BIT)
-SHMEMI_RED_MINMAX_TYPES(SHMEMI_DEFINE_TC_MINMAX)
-SHMEMI_RED_COMPLEX_TYPES(SHMEMI_DEFINE_TC_COMPLEX)
-
 /* ---- broadcast ------------------------------------------------------------------------- */
 
 /* update_root: 1.5 team semantics (the root's dest gets the data too);
@@ -750,8 +718,8 @@ int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const v
  * their owner's source, and then (everyone saw the same counts) all wait
  * at a barrier so no owner changes its source early. Without it (large
  * teams) counts are published in the slot and read after a barrier. */
-static int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const void *source,
-                             size_t nelems, size_t elem, int fixed)
+int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const void *source,
+                      size_t nelems, size_t elem, int fixed)
 {
     struct shmemi_team_coll *c;
     size_t off = 0, mine = nelems * elem;
@@ -851,8 +819,8 @@ static void shmemi_tc_unpack(char *dst, const char *in, ptrdiff_t stride, size_t
     }
 }
 
-static int shmemi_tc_alltoall(const char *call, shmem_team_t team, void *dest, const void *source,
-                              ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t elem)
+int shmemi_tc_alltoall(const char *call, shmem_team_t team, void *dest, const void *source,
+                       ptrdiff_t dst, ptrdiff_t sst, size_t nelems, size_t elem)
 {
     const char *src = source;
     char *out = dest;
@@ -947,33 +915,3 @@ int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source, ptrdif
 {
     return shmemi_tc_alltoall("shmem_alltoallsmem", team, dest, source, dst, sst, nelems, 1);
 }
-
-#define SHMEMI_DEFINE_TC_DATA(T, N)                                                              \
-    int shmem_##N##_broadcast(shmem_team_t team, T *dest, const T *source, size_t nelems,       \
-                              int root)                                                          \
-    {                                                                                            \
-        return shmemi_tc_broadcast("shmem_" #N "_broadcast", team, dest, source,                \
-                                   nelems * sizeof(T), root, 1);                                    \
-    }                                                                                            \
-    int shmem_##N##_collect(shmem_team_t team, T *dest, const T *source, size_t nelems)         \
-    {                                                                                            \
-        return shmemi_tc_collect("shmem_" #N "_collect", team, dest, source, nelems, sizeof(T), \
-                                 0);                                                             \
-    }                                                                                            \
-    int shmem_##N##_fcollect(shmem_team_t team, T *dest, const T *source, size_t nelems)        \
-    {                                                                                            \
-        return shmemi_tc_collect("shmem_" #N "_fcollect", team, dest, source, nelems,           \
-                                 sizeof(T), 1);                                                  \
-    }                                                                                            \
-    int shmem_##N##_alltoall(shmem_team_t team, T *dest, const T *source, size_t nelems)        \
-    {                                                                                            \
-        return shmemi_tc_alltoall("shmem_" #N "_alltoall", team, dest, source, 1, 1, nelems,    \
-                                  sizeof(T));                                                    \
-    }                                                                                            \
-    int shmem_##N##_alltoalls(shmem_team_t team, T *dest, const T *source, ptrdiff_t dst,       \
-                              ptrdiff_t sst, size_t nelems)                                      \
-    {                                                                                            \
-        return shmemi_tc_alltoall("shmem_" #N "_alltoalls", team, dest, source, dst, sst,       \
-                                  nelems, sizeof(T));                                            \
-    }
-SHMEMI_RMA_TYPES(SHMEMI_DEFINE_TC_DATA)

@@ -1,0 +1,44 @@
+/*
+ * Put-with-signal: the helper that the typed routines of
+ * shmem_typed_signal.c and the putmem forms of shmem_signal.c call. The
+ * payload and the 8-byte signal are one rpipe_sym_put_signal: memcpy then
+ * a release store or add on node, the btl's ordered put_flag (SET) or put,
+ * fence, atomic add (ADD) across nodes, so a PE that sees the signal sees
+ * the data. The _nbi forms complete before they return.
+ */
+#ifndef SHMEM_SIGNAL_INL_H
+#define SHMEM_SIGNAL_INL_H
+
+#include "shmem/shmemi.h"
+
+static inline rpipe_sym_t *shmemi_locate_signal(const char *call, uint64_t *sig_addr,
+                                                size_t *offset_p)
+{
+#ifdef RMB_ARG_CHECKS
+    if (__builtin_expect(((uintptr_t)sig_addr & 7) != 0, 0)) {
+        shmemi_fatal("%s: signal address %p is not 8-byte aligned", call, (void *)sig_addr);
+    }
+#endif
+    return shmemi_locate(call, sig_addr, sizeof(uint64_t), offset_p);
+}
+
+static inline void shmemi_put_signal(const char *call, void *dest, const void *src, size_t len,
+                                     uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
+{
+    size_t off = 0, sig_off;
+    rpipe_sym_t *seg, *sig_seg;
+
+    shmemi_check_pe(call, pe);
+    if (__builtin_expect(sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD, 0)) {
+        shmemi_fatal("%s: sig_op %d is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD", call,
+                     sig_op);
+    }
+    sig_seg = shmemi_locate_signal(call, sig_addr, &sig_off);
+    seg = len > 0 ? shmemi_locate(call, dest, len, &off) : sig_seg;
+    shmemi_check_status(call,
+                        rpipe_sym_put_signal(seg, pe, off, src, len, sig_seg, sig_off,
+                                             sig_op == SHMEM_SIGNAL_ADD, signal),
+                        pe);
+}
+
+#endif
