@@ -124,11 +124,12 @@ static void shmemi_setup_heap(void)
  * the signal and hands it on to whatever was there before. */
 static volatile sig_atomic_t shmemi_terminating;
 static const int shmemi_term_signals[] = {SIGTERM, SIGINT, SIGHUP};
-static struct sigaction shmemi_term_prev[3];
+#define SHMEMI_TERM_SIGNALS (int)(sizeof(shmemi_term_signals) / sizeof(shmemi_term_signals[0]))
+static struct sigaction shmemi_term_prev[SHMEMI_TERM_SIGNALS];
 
 static void shmemi_term_handler(int sig, siginfo_t *info, void *context)
 {
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < SHMEMI_TERM_SIGNALS; i++) {
         const struct sigaction *prev = &shmemi_term_prev[i];
 
         if (shmemi_term_signals[i] != sig) {
@@ -154,7 +155,7 @@ static void shmemi_watch_termination(void)
     act.sa_sigaction = shmemi_term_handler;
     act.sa_flags     = SA_SIGINFO | SA_RESTART;
     sigemptyset(&act.sa_mask);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < SHMEMI_TERM_SIGNALS; i++) {
         if (sigaction(shmemi_term_signals[i], NULL, &shmemi_term_prev[i]) == 0 &&
             !(shmemi_term_prev[i].sa_flags & SA_SIGINFO) && shmemi_term_prev[i].sa_handler == SIG_IGN) {
             continue; /* ignored (nohup): leave it so */

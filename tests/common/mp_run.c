@@ -303,6 +303,21 @@ int mp_count_owned(int report)
     return count;
 }
 
+int mp_count_lines(const char *text, const char *what)
+{
+    int count = 0;
+
+    for (const char *line = text; line != NULL && *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len      = end != NULL ? (size_t)(end - line) : strlen(line);
+        const char *hit = strstr(line, what);
+
+        count += hit != NULL && (size_t)(hit - line) < len;
+        line = end != NULL ? end + 1 : NULL;
+    }
+    return count;
+}
+
 int mp_run_suite(Suite *suite)
 {
     SRunner *runner = srunner_create(suite);

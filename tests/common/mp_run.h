@@ -60,6 +60,9 @@ void mp_mark_owner(void);
  * do not count), each named on stderr when report is set. */
 int mp_count_owned(int report);
 
+/* Lines of text (a job's captured output) that contain what. */
+int mp_count_lines(const char *text, const char *what);
+
 /* Runs a Check suite (normal output); returns the process exit status. */
 typedef struct Suite Suite;
 int mp_run_suite(Suite *suite);

@@ -89,21 +89,6 @@ static void run_job(int np, const char *mode, job_result_t *res)
 }
 
 /* Lines of text containing `what`. */
-static int count_lines(const char *text, const char *what)
-{
-    int count = 0;
-
-    for (const char *line = text; line != NULL && *line != '\0';) {
-        const char *end = strchr(line, '\n');
-        size_t len      = end != NULL ? (size_t)(end - line) : strlen(line);
-        const char *hit = strstr(line, what);
-
-        count += hit != NULL && (size_t)(hit - line) < len;
-        line = end != NULL ? end + 1 : NULL;
-    }
-    return count;
-}
-
 /* Every "shmem error" line names the problem (each needle), and there are
  * between 1 and max of them (collective mistakes: each PE may report). */
 static void expect_error(int np, const char *mode, int max_lines, const char *const needles[])
@@ -113,7 +98,7 @@ static void expect_error(int np, const char *mode, int max_lines, const char *co
 
     run_job(np, mode, &res);
     ck_assert_msg(res.status == 1, "%s: exit status %d, expected 1", mode, res.status);
-    lines = count_lines(res.err, "shmem error");
+    lines = mp_count_lines(res.err, "shmem error");
     ck_assert_msg(lines >= 1 && lines <= max_lines, "%s: %d 'shmem error' lines", mode, lines);
     for (int i = 0; needles[i] != NULL; i++) {
         int with = 0;
@@ -217,7 +202,7 @@ START_TEST(test_invalid_team)
 
     run_job(3, "team", &res); /* error codes, checked by the program */
     ck_assert_msg(res.status == 0, "team: exit status %d", res.status);
-    ck_assert_int_eq(count_lines(res.err, "FAILED"), 0);
+    ck_assert_int_eq(mp_count_lines(res.err, "FAILED"), 0);
 }
 END_TEST
 
@@ -232,7 +217,7 @@ static void expect_fault(const char *mode, int status, const char *needle)
     run_job(3, mode, &res);
     ck_assert_msg(res.status == status, "%s: exit status %d, expected %d", mode, res.status,
                   status);
-    ck_assert_msg(count_lines(res.err, "oshrun: PE 1 ") == 1, "%s: oshrun does not name PE 1",
+    ck_assert_msg(mp_count_lines(res.err, "oshrun: PE 1 ") == 1, "%s: oshrun does not name PE 1",
                   mode);
     ck_assert_msg(strstr(res.err, needle) != NULL, "%s: stderr lacks \"%s\"", mode, needle);
     left = strstr(res.err, "PE 1 leaves at ");

@@ -223,16 +223,6 @@ static void cmd(const char *command, double limit_s, cmd_result_t *res)
     }
 }
 
-static int count_lines(const char *text, const char *needle)
-{
-    int count = 0;
-
-    for (const char *p = strstr(text, needle); p != NULL; p = strstr(p + 1, needle)) {
-        count++;
-    }
-    return count;
-}
-
 #define EXPECT_OUT(res, needle)                                                                  \
     ck_assert_msg(strstr((res)->out, needle) != NULL, "output lacks \"%s\":\n%s", needle,         \
                   (res)->out)
@@ -465,7 +455,7 @@ START_TEST(test_no_pmi)
         snprintf(command, sizeof(command), "%s -N 2 -n 4 slurm/mp_slurm check", ways[i]);
         cmd(command, JOB_LIMIT_S, &res);
         ck_assert_msg(res.status != 0, "%s: status 0:\n%s", command, res.out);
-        ck_assert_msg(count_lines(res.out, "use srun --mpi=pmix") == 4,
+        ck_assert_msg(mp_count_lines(res.out, "use srun --mpi=pmix") == 4,
                       "%s: not one line per PE:\n%s", command, res.out);
         ck_assert_msg(strstr(res.out, "slurm check:") == NULL, "%s: a PE ran alone", command);
         ck_assert_msg(res.elapsed < mp_scaled_time(5.0), "%s: took %.1f s", command, res.elapsed);
@@ -535,23 +525,23 @@ static void clean_environment(void)
     static const char *const prefixes[] = {"SLURM_", "SALLOC_", "SBATCH_", "SRUN_", "PMIX_",
                                            "PMI_", "OMPI_", "RMB_BTL"};
     extern char **environ;
-    int again = 1;
+    char name[256];
 
-    while (again) {
-        again = 0;
-        for (char **e = environ; *e != NULL && !again; e++) {
-            for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-                if (strncmp(*e, prefixes[i], strlen(prefixes[i])) == 0) {
-                    char name[256];
-                    size_t len = strcspn(*e, "=");
+    /* unsetenv moves the entries after the one removed: look again from the start */
+    for (char **e = environ; *e != NULL;) {
+        size_t i = 0;
 
-                    snprintf(name, sizeof(name), "%.*s", (int)len, *e);
-                    unsetenv(name);
-                    again = 1;
-                    break;
-                }
-            }
+        while (i < sizeof(prefixes) / sizeof(prefixes[0]) &&
+               strncmp(*e, prefixes[i], strlen(prefixes[i])) != 0) {
+            i++;
         }
+        if (i == sizeof(prefixes) / sizeof(prefixes[0])) {
+            e++;
+            continue;
+        }
+        snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
+        unsetenv(name);
+        e = environ;
     }
 }
 
