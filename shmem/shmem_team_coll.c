@@ -12,7 +12,11 @@
  *               barriers done;
  *   xcnt[2]     arrival counters of the exchange, one per parity;
  *   misc        the count a collect publishes, the words a split reduces;
- *   xbuf[2][m]  exchange buffers: block j is written only by member j.
+ *   ring_flag[r] broadcast ring: entry r's flag, broadcast seq + 1 once
+ *               its data is in ring_data[r] (written only by that
+ *               broadcast's root);
+ *   xbuf[2][m]  exchange buffers: block j is written only by member j;
+ *   ring_data[r] the ring's data (SHMEMI_TC_RING_DATA bytes each).
  *
  * Signals are remote atomic adds on counters that only grow while the team
  * lives, and waits are "counter >= expected": an add from a fast member
@@ -27,6 +31,12 @@
  * that everyone has entered. Two buffers suffice: a member writing a
  * buffer for exchange k + 2 has finished exchange k + 1, which needed my
  * signal of exchange k + 1, sent after I finished reading exchange k.
+ * Small broadcasts do not wait for the others: the root puts its data with
+ * the entry's flag into ring entry seq % R of every member and returns, so
+ * consecutive broadcasts overlap. A root reuses an entry R broadcasts
+ * later; every R/2 broadcasts the members join a barrier after reading
+ * theirs, so by then everybody has read the entry (the root of broadcast s
+ * has passed the barrier after broadcast s - s % (R/2) - 1 >= s - R).
  * Larger messages synchronize with the barrier and move the data straight
  * between the user's symmetric objects (each member pulls or pushes its own
  * share, so nobody serializes the whole team's traffic).
@@ -47,6 +57,7 @@
 #include "shmem/shmem.h"
 #include "shmem/shmemi.h"
 #include "shmem/shmem_coll_types.h"
+#include "shmem/shmem_signal_inl.h"
 #include "bootstrap/bootstrap.h"
 #include "util/env.h"
 
@@ -60,12 +71,15 @@
 #define SHMEMI_TC_XCHG_TEAM  16     /* teams up to this size use the exchange */
 #define SHMEMI_TC_CHUNK_MAX  512u   /* bytes one member contributes to an exchange */
 #define SHMEMI_TC_STAGE      4096u  /* staging buffers of the large-message paths */
+#define SHMEMI_TC_RING       16     /* broadcast ring entries (a barrier every half) */
+#define SHMEMI_TC_RING_DATA  256u   /* bytes of a ring entry: larger broadcasts wait */
 
 /* The pool (same layout on every PE: allocated at init in the same order). */
 static struct {
     char               *base;
     size_t              slot_bytes;
-    size_t              off_xcnt, off_misc, off_hcnt, off_xbuf; /* offsets inside a slot */
+    size_t              off_xcnt, off_misc, off_hcnt, off_ring_flag, off_xbuf, off_ring_data;
+                                                      /* offsets inside a slot */
     size_t              chunk;                        /* xbuf block size */
     size_t              members;                      /* xbuf blocks per parity */
     uint64_t            used;                         /* slots in use by my teams */
@@ -119,6 +133,16 @@ static inline char *shmemi_tc_xbuf(const struct shmemi_team_coll *c, int parity,
            ((size_t)parity * shmemi_tc.members + (size_t)member) * shmemi_tc.chunk;
 }
 
+static inline uint64_t *shmemi_tc_ring_flag(const struct shmemi_team_coll *c, uint64_t seq)
+{
+    return (uint64_t *)(c->sym + shmemi_tc.off_ring_flag) + seq % SHMEMI_TC_RING;
+}
+
+static inline char *shmemi_tc_ring_data(const struct shmemi_team_coll *c, uint64_t seq)
+{
+    return c->sym + shmemi_tc.off_ring_data + seq % SHMEMI_TC_RING * SHMEMI_TC_RING_DATA;
+}
+
 static inline size_t shmemi_tc_round_up(size_t x, size_t to)
 {
     return (x + to - 1) / to * to;
@@ -150,15 +174,17 @@ void shmemi_tc_init(void)
     shmemi_tc.off_xcnt = shmemi_tc_round_up((size_t)(rounds > 0 ? rounds : 1) * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_misc = shmemi_tc.off_xcnt + 2 * SHMEMI_TC_LINE;
     shmemi_tc.off_hcnt = shmemi_tc.off_misc + SHMEMI_TC_LINE;
-    shmemi_tc.off_xbuf = shmemi_tc.off_hcnt + 2 * SHMEMI_TC_LINE;
+    shmemi_tc.off_ring_flag = shmemi_tc.off_hcnt + 2 * SHMEMI_TC_LINE;
+    shmemi_tc.off_xbuf = shmemi_tc.off_ring_flag + shmemi_tc_round_up(SHMEMI_TC_RING * 8, SHMEMI_TC_LINE);
     header = shmemi_tc.off_xbuf;
     shmemi_tc.members = shmemi.n_pes < SHMEMI_TC_XCHG_TEAM ? (size_t)shmemi.n_pes : SHMEMI_TC_XCHG_TEAM;
     shmemi_tc.chunk = (SHMEMI_TC_SLOT_BYTES - header) / (2 * shmemi_tc.members) / 16 * 16;
     if (shmemi_tc.chunk > SHMEMI_TC_CHUNK_MAX) {
         shmemi_tc.chunk = SHMEMI_TC_CHUNK_MAX;
     }
-    shmemi_tc.slot_bytes =
+    shmemi_tc.off_ring_data =
         shmemi_tc_round_up(header + 2 * shmemi_tc.members * shmemi_tc.chunk, SHMEMI_TC_LINE);
+    shmemi_tc.slot_bytes = shmemi_tc.off_ring_data + SHMEMI_TC_RING * SHMEMI_TC_RING_DATA;
     if (rmalloc_symm_alloc(shmemi.symm, shmemi_tc.slot_bytes * SHMEMI_TC_SLOTS, 64,
                            (void **)&shmemi_tc.base) != UTIL_OK) {
         shmemi_fatal("shmem_init: cannot place the team pool in the symmetric heap");
@@ -258,6 +284,7 @@ int shmemi_tc_attach(struct shmemi_team *team, int slot)
     c->slot = slot;
     c->sym  = shmemi_tc.base + (size_t)slot * shmemi_tc.slot_bytes;
     c->xchg_max = team->size <= SHMEMI_TC_XCHG_TEAM ? shmemi_tc.chunk : 0;
+    c->ring = team->size <= SHMEMI_TC_XCHG_TEAM; /* the root sends to each member */
     c->all_mapped = -1; /* known after the first exchange has connected the peers */
     team->coll = c;
     shmemi_tc.used |= 1ULL << slot;
@@ -637,6 +664,32 @@ void shmemi_tc_allreduce_and(struct shmemi_team *team, uint64_t *words, int nwor
 
 /* ---- broadcast ------------------------------------------------------------------------- */
 
+/* A small broadcast through the ring (see the top of the file). */
+static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team, void *dest,
+                                     const void *source, size_t bytes, int root, int update_root)
+{
+    struct shmemi_team_coll *c = team->coll;
+    uint64_t seq = c->bcast_count++, *flag = shmemi_tc_ring_flag(c, seq);
+    char *data = shmemi_tc_ring_data(c, seq);
+    int n = team->size, me = team->my_pe;
+
+    if (me == root) {
+        for (int i = 1; i < n; i++) {
+            shmemi_put_signal(call, data, source, bytes, flag, seq + 1, SHMEM_SIGNAL_SET,
+                              shmemi_tc_pe(team, (me + i) % n));
+        }
+        if (update_root && dest != source) {
+            memmove(dest, source, bytes);
+        }
+    } else {
+        shmemi_tc_wait_ge(flag, seq + 1);
+        memcpy(dest, data, bytes);
+    }
+    if ((seq + 1) % (SHMEMI_TC_RING / 2) == 0) {
+        shmemi_tc_barrier(call, team);
+    }
+}
+
 /* update_root: 1.5 team semantics (the root's dest gets the data too);
  * 0 for the deprecated active-set forms, which leave it alone. */
 int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const void *source,
@@ -653,6 +706,10 @@ int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const v
     }
     if (team->size == 1) {
         if (dest != source && update_root) memmove(dest, source, bytes);
+        return 0;
+    }
+    if (bytes <= SHMEMI_TC_RING_DATA && team->coll->ring) {
+        shmemi_tc_ring_broadcast(call, team, dest, source, bytes, root, update_root);
         return 0;
     }
     if (bytes <= team->coll->xchg_max && team->coll->hier != NULL) {

@@ -68,6 +68,22 @@ START_TEST(test_ofi)
 }
 END_TEST
 
+/* Overlapping collectives under skew: on shm at 2 and 4 PEs, and across
+ * 2 emulated nodes (peers on the network) */
+START_TEST(test_skew)
+{
+    static const int np[] = {2, 4, 4};
+    int nodes = _i == 2 ? 2 : 1;
+
+    if (nodes > 1 && btl_component_find("ofi") == NULL && btl_component_find("ucx") == NULL) {
+        printf("SKIP skewed collectives on two emulated nodes: no network backend\n");
+        return;
+    }
+    ck_assert_msg(run(np[_i], nodes, "auto", "skew") == 0, "%d PEs on %d nodes, skewed", np[_i],
+                  nodes);
+}
+END_TEST
+
 START_TEST(test_destroy_world)
 {
     ck_assert_int_eq(run(2, 1, "auto", "destroyworld"), 1);
@@ -84,6 +100,7 @@ int main(void)
     tcase_add_test(tc, test_two_nodes);
     tcase_add_test(tc, test_large_team);
     tcase_add_loop_test(tc, test_ofi, 0, 2);
+    tcase_add_loop_test(tc, test_skew, 0, 3);
     tcase_add_test(tc, test_destroy_world);
     suite_add_tcase(s, tc);
     return mp_run_suite(s);

@@ -2,7 +2,7 @@
  * OpenSHMEM teams and team-based collectives, launched as N PEs under
  * oshrun; one mode per run.
  *   mp_shmem_team all [nodes]   every check below (nodes: oshrun --nodes value)
- *   mp_shmem_team split|split2d|shared [nodes]|reuse|coll|b2b|deprecated
+ *   mp_shmem_team split|split2d|shared [nodes]|reuse|coll|b2b|deprecated|skew
  *   mp_shmem_team destroyworld  must end the job with a clear error
  *   mp_shmem_team bench [iters] timings (PE 0 prints ns per call)
  * Every check compares real values on every PE; exit 0 only if all matched.
@@ -625,6 +625,73 @@ static void mode_b2b(void)
     if (sub != SHMEM_TEAM_INVALID) shmem_team_destroy(sub);
 }
 
+/* Back-to-back collectives that may overlap (the broadcast ring lets a
+ * root run ahead): 10^4 iterations of broadcast (roots and sizes vary,
+ * ring-sized and not), sum reduction and fcollect on the world and the
+ * sub-team, while one PE (it changes every 1000 iterations) sleeps a
+ * random few microseconds between calls. Every value is checked. */
+static void mode_skew(void)
+{
+    shmem_team_t sub = make_sub();
+    long *s = (long *)src, *d = (long *)dst, *a = (long *)aux;
+    unsigned seed = 12345u + (unsigned)me;
+    static const size_t bsizes[] = {1, 2, 32, 33, 100};
+
+    for (int it = 0; it < 10000; it++) {
+        shmem_team_t t = it % 4 == 3 ? sub : SHMEM_TEAM_WORLD;
+        if (t == SHMEM_TEAM_INVALID) {
+            continue; /* not a member of the sub-team */
+        }
+        int tn = shmem_team_n_pes(t), root = (it / 3) % tn;
+        int wroot = shmem_team_translate_pe(t, root, SHMEM_TEAM_WORLD);
+        size_t n = bsizes[it % 5];
+        long e;
+
+        if (me == (it / 1000) % npes && rand_r(&seed) % 4 == 0) {
+            struct timespec nap = {0, (long)(rand_r(&seed) % 20000)};
+            nanosleep(&nap, NULL);
+        }
+        for (size_t i = 0; i < n; i++) s[i] = lval(me, i) ^ it;
+        CHECK(shmem_long_broadcast(t, d, s, n, root) == 0, "skew broadcast");
+        for (size_t i = 0; i < n; i++) {
+            if (d[i] != (lval(wroot, i) ^ it)) {
+                CHECK(0, "skew %d broadcast(n %zu, root %d)[%zu] = %ld, expected %ld", it, n, root, i,
+                      d[i], lval(wroot, i) ^ it);
+                break;
+            }
+        }
+        if (it % 50 == 0) {
+            /* a burst of broadcasts only: the root may run a whole ring ahead */
+            for (int b = 0; b < 40; b++) {
+                if (me == (it / 1000) % npes && b % 8 == 3) {
+                    struct timespec nap = {0, (long)(rand_r(&seed) % 50000)};
+                    nanosleep(&nap, NULL);
+                }
+                s[0] = lval(me, (size_t)b) + it;
+                CHECK(shmem_long_broadcast(t, d, s, 1, root) == 0, "skew burst");
+                CHECK(d[0] == lval(wroot, (size_t)b) + it, "skew %d burst %d = %ld, expected %ld", it,
+                      b, d[0], lval(wroot, (size_t)b) + it);
+            }
+        }
+        if (it % 3 == 0) {
+            s[0] = me + it;
+            CHECK(shmem_long_sum_reduce(t, d, s, 1) == 0, "skew reduce");
+            e = 0;
+            for (int j = 0; j < tn; j++) e += shmem_team_translate_pe(t, j, SHMEM_TEAM_WORLD) + it;
+            CHECK(d[0] == e, "skew %d reduce = %ld, expected %ld", it, d[0], e);
+        } else if (it % 3 == 1) {
+            s[0] = me * 7 + it;
+            CHECK(shmem_long_fcollect(t, a, s, 1) == 0, "skew fcollect");
+            for (int j = 0; j < tn; j++) {
+                e = shmem_team_translate_pe(t, j, SHMEM_TEAM_WORLD) * 7 + it;
+                CHECK(a[j] == e, "skew %d fcollect[%d] = %ld, expected %ld", it, j, a[j], e);
+            }
+        }
+        if (errors > 10) break;
+    }
+    if (sub != SHMEM_TEAM_INVALID) shmem_team_destroy(sub);
+}
+
 /* Slot reuse: 200 split/destroy cycles next to a long-lived team, then
  * the pool runs out (a clean error) and recovers. */
 static void mode_reuse(void)
@@ -815,6 +882,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "all") || !strcmp(mode, "coll")) mode_coll();
     if (!strcmp(mode, "all") || !strcmp(mode, "b2b")) mode_b2b();
     if (!strcmp(mode, "all") || !strcmp(mode, "deprecated")) mode_deprecated();
+    if (!strcmp(mode, "skew")) mode_skew();
 
     shmem_free(pWrk);
     shmem_free(pSync2);
