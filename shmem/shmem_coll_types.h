@@ -53,7 +53,6 @@ struct shmemi_team_coll {
     uint64_t bar_count;   /* barriers done on this team */
     uint64_t xchg_count;  /* exchanges done on this team */
     size_t   xchg_max;    /* bytes a member sends in one exchange; 0: none for this team */
-    int      all_mapped;  /* every member's heap is plain memory here; -1: not known yet */
     uint64_t xdone[2];    /* flat exchanges done per parity (the hierarchical ones share the parity) */
     uint64_t bcast_count; /* broadcasts done through the ring */
     int      ring;        /* the team is small enough for the broadcast ring */

@@ -10,7 +10,9 @@
  *   bar[r]      dissemination barrier: member i adds 1 to bar[r] of member
  *               i + 2^r and waits for its own bar[r] to reach the number of
  *               barriers done;
- *   xcnt[2]     arrival counters of the exchange, one per parity;
+ *   xflag[2][m] the exchange's flags, one per parity and member: member j
+ *               sets xflag[parity][j] to the number of exchanges of that
+ *               parity it has sent;
  *   misc        the count a collect publishes, the words a split reduces;
  *   ring_flag[r] broadcast ring: entry r's flag, broadcast seq + 1 once
  *               its data is in ring_data[r] (written only by that
@@ -26,8 +28,9 @@
  * counters go back to zero for the next team of the slot.
  *
  * The exchange is the small-message engine: each member puts its block
- * (up to xchg_max bytes) into xbuf[parity][me] of every member, then adds
- * 1 to their xcnt[parity]. It costs one one-way latency and also proves
+ * (up to xchg_max bytes) into xbuf[parity][me] of every member with its
+ * flag xflag[parity][me] (a put with signal: one ordered message, no
+ * round trip between data and flag). It costs one one-way latency and also proves
  * that everyone has entered. Two buffers suffice: a member writing a
  * buffer for exchange k + 2 has finished exchange k + 1, which needed my
  * signal of exchange k + 1, sent after I finished reading exchange k.
@@ -78,7 +81,7 @@
 static struct {
     char               *base;
     size_t              slot_bytes;
-    size_t              off_xcnt, off_misc, off_hcnt, off_ring_flag, off_xbuf, off_ring_data;
+    size_t              off_xflag, off_misc, off_hcnt, off_ring_flag, off_xbuf, off_ring_data;
                                                       /* offsets inside a slot */
     size_t              chunk;                        /* xbuf block size */
     size_t              members;                      /* xbuf blocks per parity */
@@ -104,7 +107,6 @@ struct shmemi_tc_hier {
     int     *leaders;      /* every node's leader, ascending */
     int     *leader_of;    /* each member's leader */
     uint64_t hdone[2];     /* hierarchical exchanges done per parity */
-    int      local_mapped; /* my node's members' heaps are plain memory here; -1: not known yet */
 };
 
 static inline uint64_t *shmemi_tc_bar(const struct shmemi_team_coll *c)
@@ -112,9 +114,10 @@ static inline uint64_t *shmemi_tc_bar(const struct shmemi_team_coll *c)
     return (uint64_t *)c->sym;
 }
 
-static inline uint64_t *shmemi_tc_xcnt(const struct shmemi_team_coll *c, int parity)
+static inline uint64_t *shmemi_tc_xflag(const struct shmemi_team_coll *c, int parity, int member)
 {
-    return (uint64_t *)(c->sym + shmemi_tc.off_xcnt + (size_t)parity * SHMEMI_TC_LINE);
+    return (uint64_t *)(c->sym + shmemi_tc.off_xflag) + (size_t)parity * shmemi_tc.members +
+           (size_t)member;
 }
 
 static inline uint64_t *shmemi_tc_misc(const struct shmemi_team_coll *c)
@@ -171,13 +174,13 @@ void shmemi_tc_init(void)
         rounds++;
     }
     /* one line per counter family: members spin on their own lines */
-    shmemi_tc.off_xcnt = shmemi_tc_round_up((size_t)(rounds > 0 ? rounds : 1) * 8, SHMEMI_TC_LINE);
-    shmemi_tc.off_misc = shmemi_tc.off_xcnt + 2 * SHMEMI_TC_LINE;
+    shmemi_tc.members = shmemi.n_pes < SHMEMI_TC_XCHG_TEAM ? (size_t)shmemi.n_pes : SHMEMI_TC_XCHG_TEAM;
+    shmemi_tc.off_xflag = shmemi_tc_round_up((size_t)(rounds > 0 ? rounds : 1) * 8, SHMEMI_TC_LINE);
+    shmemi_tc.off_misc = shmemi_tc.off_xflag + shmemi_tc_round_up(2 * shmemi_tc.members * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_hcnt = shmemi_tc.off_misc + SHMEMI_TC_LINE;
     shmemi_tc.off_ring_flag = shmemi_tc.off_hcnt + 2 * SHMEMI_TC_LINE;
     shmemi_tc.off_xbuf = shmemi_tc.off_ring_flag + shmemi_tc_round_up(SHMEMI_TC_RING * 8, SHMEMI_TC_LINE);
     header = shmemi_tc.off_xbuf;
-    shmemi_tc.members = shmemi.n_pes < SHMEMI_TC_XCHG_TEAM ? (size_t)shmemi.n_pes : SHMEMI_TC_XCHG_TEAM;
     shmemi_tc.chunk = (SHMEMI_TC_SLOT_BYTES - header) / (2 * shmemi_tc.members) / 16 * 16;
     if (shmemi_tc.chunk > SHMEMI_TC_CHUNK_MAX) {
         shmemi_tc.chunk = SHMEMI_TC_CHUNK_MAX;
@@ -261,7 +264,6 @@ static int shmemi_tc_hier_create(const struct shmemi_team *team, struct shmemi_t
             h->my_leader_rank = k;
         }
     }
-    h->local_mapped = -1;
     *hier_p = h;
     return 0;
 }
@@ -285,7 +287,6 @@ int shmemi_tc_attach(struct shmemi_team *team, int slot)
     c->sym  = shmemi_tc.base + (size_t)slot * shmemi_tc.slot_bytes;
     c->xchg_max = team->size <= SHMEMI_TC_XCHG_TEAM ? shmemi_tc.chunk : 0;
     c->ring = team->size <= SHMEMI_TC_XCHG_TEAM; /* the root sends to each member */
-    c->all_mapped = -1; /* known after the first exchange has connected the peers */
     team->coll = c;
     shmemi_tc.used |= 1ULL << slot;
     shmemi_tc.owner[slot] = team;
@@ -350,29 +351,16 @@ static void shmemi_tc_wait_ge(const uint64_t *word, uint64_t value)
     }
 }
 
-/* Sends xbuf[parity][from] of mine (len bytes) into slot xbuf[parity][to]
- * of each member in list[first..count), then adds 1 to their counter word. */
-static void shmemi_tc_fan_out(const char *call, const struct shmemi_team *team, int mapped,
-                              char *to, const char *from, size_t len, uint64_t *word,
-                              const int *list, int first, int count, int rotate)
+/* Sends len bytes at from into to of each member in list[first..count),
+ * each with an add of 1 to their counter word (a put with signal: the
+ * data is there when the count says so, with no round trip between). */
+static void shmemi_tc_fan_out(const char *call, const struct shmemi_team *team, char *to,
+                              const char *from, size_t len, uint64_t *word, const int *list,
+                              int first, int count, int rotate)
 {
-    if (mapped) {
-        /* plain stores, and the atomic orders them: no quiet */
-        for (int i = first; i < count; i++) {
-            int pe = shmemi_tc_pe(team, list[(rotate + i) % count]);
-            if (len) shmemi_put(call, to, from, len, pe);
-            shmemi_amo_post(call, word, BTL_AMO_ADD, 8, 1, pe);
-        }
-        return;
-    }
-    if (len > 0) {
-        for (int i = first; i < count; i++) {
-            shmemi_put(call, to, from, len, shmemi_tc_pe(team, list[(rotate + i) % count]));
-        }
-        shmemi_quiet(); /* the data lands before the signal */
-    }
     for (int i = first; i < count; i++) {
-        shmemi_amo_post(call, word, BTL_AMO_ADD, 8, 1, shmemi_tc_pe(team, list[(rotate + i) % count]));
+        shmemi_put_signal(call, to, from, len, word, 1, SHMEM_SIGNAL_ADD,
+                          shmemi_tc_pe(team, list[(rotate + i) % count]));
     }
 }
 
@@ -394,13 +382,12 @@ static const char *shmemi_tc_hier_exchange(const char *call, struct shmemi_team 
     uint64_t done = ++h->hdone[parity], *cnt = shmemi_tc_hcnt(c, parity);
     char *mine = shmemi_tc_xbuf(c, parity, me);
     const char *result = mine;
-    int mapped = h->local_mapped == 1;
 
     __atomic_thread_fence(__ATOMIC_RELEASE);
     if (me != h->leader) {
         size_t up = root < 0 || root == me ? len : 0;
 
-        shmemi_tc_fan_out(call, team, mapped, mine, mine, up, &cnt[SHMEMI_HCNT_UP], &h->leader, 0, 1, 0);
+        shmemi_tc_fan_out(call, team, mine, mine, up, &cnt[SHMEMI_HCNT_UP], &h->leader, 0, 1, 0);
         shmemi_tc_wait_ge(&cnt[SHMEMI_HCNT_DOWN], done);
         result = shmemi_tc_xbuf(c, parity, h->leader);
     } else {
@@ -416,26 +403,31 @@ static const char *shmemi_tc_hier_exchange(const char *call, struct shmemi_team 
         if (nl > 1) {
             if (op != NULL && len > 0) {
                 /* my node's raw blocks, from their own slots of mine: one
-                 * put per leader when the node's members are consecutive */
+                 * put per leader when the node's members are consecutive,
+                 * the last carrying the signal */
                 int first = h->local[0], last = h->local[h->n_local - 1];
                 char *from = shmemi_tc_xbuf(c, parity, first);
 
                 for (int k = 1; k < nl; k++) {
                     int pe = shmemi_tc_pe(team, h->leaders[(h->my_leader_rank + k) % nl]);
-                    if (last - first + 1 == h->n_local) {
-                        shmemi_put(call, from, from, (size_t)(last - first) * shmemi_tc.chunk + len, pe);
-                    } else {
-                        for (int i = 0; i < h->n_local; i++) {
-                            char *block = shmemi_tc_xbuf(c, parity, h->local[i]);
+                    char *block = from;
+                    size_t span = (size_t)(last - first) * shmemi_tc.chunk + len;
+
+                    if (last - first + 1 != h->n_local) {
+                        for (int i = 0; i < h->n_local - 1; i++) {
+                            block = shmemi_tc_xbuf(c, parity, h->local[i]);
                             shmemi_put(call, block, block, len, pe);
                         }
+                        block = shmemi_tc_xbuf(c, parity, last);
+                        span = len;
                     }
+                    shmemi_put_signal(call, block, block, span, &cnt[SHMEMI_HCNT_ACROSS], 1,
+                                      SHMEM_SIGNAL_ADD, pe);
                 }
-                shmemi_quiet();
-                across = 0; /* sent: the fan-out below only signals */
+            } else {
+                shmemi_tc_fan_out(call, team, mine, mine, across, &cnt[SHMEMI_HCNT_ACROSS],
+                                  h->leaders, 1, nl, h->my_leader_rank);
             }
-            shmemi_tc_fan_out(call, team, 0, mine, mine, across, &cnt[SHMEMI_HCNT_ACROSS], h->leaders,
-                              1, nl, h->my_leader_rank);
             shmemi_tc_wait_ge(&cnt[SHMEMI_HCNT_ACROSS], (uint64_t)(nl - 1) * done);
             if (root >= 0) {
                 result = shmemi_tc_xbuf(c, parity, h->leader_of[root]);
@@ -455,16 +447,8 @@ static const char *shmemi_tc_hier_exchange(const char *call, struct shmemi_team 
         }
         /* into each member's slot of me (mine's offset) */
         __atomic_thread_fence(__ATOMIC_RELEASE);
-        shmemi_tc_fan_out(call, team, mapped, mine, result, len, &cnt[SHMEMI_HCNT_DOWN], h->local, 1,
+        shmemi_tc_fan_out(call, team, mine, result, len, &cnt[SHMEMI_HCNT_DOWN], h->local, 1,
                           h->n_local, 0);
-    }
-    if (h->local_mapped < 0) {
-        h->local_mapped = 1;
-        for (int i = 0; i < h->n_local; i++) {
-            if (rpipe_sym_ptr(shmemi.heap, shmemi_tc_pe(team, h->local[i]), 0) == NULL) {
-                h->local_mapped = 0;
-            }
-        }
     }
     return result;
 }
@@ -502,36 +486,17 @@ static inline char *shmemi_tc_mine(const struct shmemi_team *team)
 static const char *shmemi_tc_exchange(const char *call, struct shmemi_team *team, size_t len)
 {
     struct shmemi_team_coll *c = team->coll;
-    uint64_t seq = c->xchg_count++;
-    int parity = (int)(seq & 1), n = team->size, me = team->my_pe;
+    int parity = (int)(c->xchg_count++ & 1), n = team->size, me = team->my_pe;
+    uint64_t done = ++c->xdone[parity];
     char *mine = shmemi_tc_xbuf(c, parity, me);
-    uint64_t *cnt = shmemi_tc_xcnt(c, parity);
 
-    if (c->all_mapped == 1) {
-        /* plain stores, and the atomic orders them: no quiet */
-        for (int i = 1; i < n; i++) {
-            int pe = shmemi_tc_pe(team, (me + i) % n);
-            shmemi_put(call, mine, mine, len, pe);
-            shmemi_amo_post(call, cnt, BTL_AMO_ADD, 8, 1, pe);
-        }
-    } else {
-        for (int i = 1; i < n; i++) {
-            shmemi_put(call, mine, mine, len, shmemi_tc_pe(team, (me + i) % n));
-        }
-        shmemi_quiet(); /* the data lands before the signal */
-        for (int i = 1; i < n; i++) {
-            shmemi_amo_post(call, cnt, BTL_AMO_ADD, 8, 1, shmemi_tc_pe(team, (me + i) % n));
-        }
-        if (c->all_mapped < 0) {
-            c->all_mapped = 1;
-            for (int i = 0; i < n; i++) {
-                if (rpipe_sym_ptr(shmemi.heap, shmemi_tc_pe(team, i), 0) == NULL) {
-                    c->all_mapped = 0;
-                }
-            }
-        }
+    for (int i = 1; i < n; i++) {
+        shmemi_put_signal(call, mine, mine, len, shmemi_tc_xflag(c, parity, me), done,
+                          SHMEM_SIGNAL_SET, shmemi_tc_pe(team, (me + i) % n));
     }
-    shmemi_tc_wait_ge(cnt, (uint64_t)(n - 1) * ++c->xdone[parity]);
+    for (int i = 1; i < n; i++) {
+        shmemi_tc_wait_ge(shmemi_tc_xflag(c, parity, (me + i) % n), done);
+    }
     return shmemi_tc_xbuf(c, parity, 0);
 }
 
