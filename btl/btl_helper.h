@@ -44,6 +44,13 @@ static inline void btl_helper_touch(btl_helper_t *helper)
     __atomic_store_n(&helper->activity, helper->activity + 1, __ATOMIC_RELAXED);
 }
 
+/* The PE's activity count: a drain that sees it move stops, so that the
+ * helper does not fight the returning PE over the transport's lock. */
+static inline uint64_t btl_helper_activity(const btl_helper_t *helper)
+{
+    return __atomic_load_n(&helper->activity, __ATOMIC_RELAXED);
+}
+
 /* Starts the thread; `backend` names it in the one-line error. */
 util_status_t btl_helper_start(btl_helper_t *helper, const char *backend);
 

@@ -64,6 +64,7 @@
 #define BTL_UCX_ADDR_MAX     4096 /* bytes of a published worker address */
 #define BTL_UCX_PENDING_INIT 64
 #define BTL_UCX_REAP_EVERY   64   /* progress calls between scans of the pending list */
+#define BTL_UCX_DRAIN_PASSES 1024 /* progress calls of one helper drain, at most */
 
 /* Head of our packed key; the UCP rkey bytes follow. */
 typedef struct {
@@ -548,11 +549,20 @@ static util_status_t btl_ucx_progress(btl_iface_t *iface)
 }
 
 /* ---- helper thread (btl_helper.h) ---- */
+/* Progress until the worker is idle, the PE is back (with peers' traffic
+ * flowing the worker is never idle, and each call takes the MULTI worker's
+ * lock from the PE: that halved random access) or a bounded number of
+ * passes (so a stop is seen). */
 static void btl_ucx_drain(void *arg)
 {
     btl_ucx_iface_t *uif = arg;
+    uint64_t activity = btl_helper_activity(&uif->helper);
 
-    while (ucp_worker_progress(uif->worker) != 0) {
+    for (int pass = 0; pass < BTL_UCX_DRAIN_PASSES; pass++) {
+        if (ucp_worker_progress(uif->worker) == 0 ||
+            btl_helper_activity(&uif->helper) != activity) {
+            return;
+        }
     }
 }
 
