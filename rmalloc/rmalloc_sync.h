@@ -30,14 +30,15 @@
  *     Alg. 8) only when its shadow is full or above the watermark. The
  *     consumer learns allocations by placing the same sizes in the same
  *     order (rmalloc_sync_accept()), which gives the same offsets.
- *   TAG (deferred, any heuristic): bounded tag queues in the owner's sync
- *     buffer, one context per direction (alloc tags in the producer's, free
- *     tags in the consumer's), with tag state VALID/INV and sync state
- *     READY/SYNC (Algorithms 10 and 11). A full queue pushes back
- *     (UTIL_ERR_NO_RESOURCE) until the reader has drained it and set SYNC.
- *     Frees of the consumer's oldest live message (post order) are counted
- *     instead of tagged, like BLOCK's counter; only frees out of that order
- *     are tags (see rmalloc_sync.c).
+ *   TAG (deferred, any heuristic): bounded tag queues in the writer's sync
+ *     buffer, one per direction (alloc tags in the producer's, free tags in
+ *     the consumer's; Algorithms 10 and 11, as rings read by their stamps).
+ *     A full queue pushes back (UTIL_ERR_NO_RESOURCE) until the reader
+ *     reports the oldest tags taken. Frees of the consumer's oldest live
+ *     message (post order) are counted instead of tagged, like BLOCK's
+ *     counter; only frees out of that order are tags.
+ * Each protocol is one file (rmalloc_sync_block.c, _tag.c, _channel.c)
+ * that fills a table of operations per role; see rmalloc_sync_int.h.
  *
  * Non-blocking. No call waits. Results:
  *   UTIL_OK              done;
