@@ -395,22 +395,6 @@ static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, int sfd, int wa
                 }
             }
         }
-        if (!reported_abort &&
-            oshrun_server_abort_info(&abort_rank, &abort_status, abort_msg, sizeof(abort_msg))) {
-            reported_abort = 1;
-            if (!failed) {
-                /* Status 0 is a deliberate successful end of the whole job
-                 * (shmem_global_exit(0)): nothing to report. */
-                if (abort_status != 0) {
-                    fprintf(stderr,
-                            "oshrun: PE %d called abort with status %d%s%s; terminating the job\n",
-                            abort_rank, abort_status, abort_msg[0] ? ": " : "", abort_msg);
-                }
-                failed    = 1;
-                exit_code = abort_status;
-                oshrun_signal_all(pes, job->np, SIGKILL);
-            }
-        }
         for (;;) {
             int wstatus;
             pid_t pid = waitpid(-1, &wstatus, WNOHANG);
@@ -427,10 +411,13 @@ static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, int sfd, int wa
                 if (!failed && !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
                     char how[128];
 
-                    /* An abort may have raced with the exit it causes. */
-                    if (oshrun_server_abort_info(&abort_rank, &abort_status, abort_msg,
+                    /* An abort may have raced with the exit it causes. A
+                     * PE killed by a signal is reported first: the aborts
+                     * of peers that lost it follow from the crash. */
+                    if (!WIFSIGNALED(wstatus) &&
+                        oshrun_server_abort_info(&abort_rank, &abort_status, abort_msg,
                                                  sizeof(abort_msg))) {
-                        break; /* handled on the next pass, with the abort's status */
+                        break; /* reported below, with the abort's status */
                     }
                     oshrun_describe(wstatus, how, sizeof(how));
                     fprintf(stderr, "oshrun: PE %d (pid %ld) %s; terminating the other %d PE(s)\n", r,
@@ -443,6 +430,22 @@ static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, int sfd, int wa
                     oshrun_signal_all(pes, job->np, SIGKILL);
                 }
                 break;
+            }
+        }
+        if (!reported_abort &&
+            oshrun_server_abort_info(&abort_rank, &abort_status, abort_msg, sizeof(abort_msg))) {
+            reported_abort = 1;
+            if (!failed) {
+                /* Status 0 is a deliberate successful end of the whole job
+                 * (shmem_global_exit(0)): nothing to report. */
+                if (abort_status != 0) {
+                    fprintf(stderr,
+                            "oshrun: PE %d called abort with status %d%s%s; terminating the job\n",
+                            abort_rank, abort_status, abort_msg[0] ? ": " : "", abort_msg);
+                }
+                failed    = 1;
+                exit_code = abort_status;
+                oshrun_signal_all(pes, job->np, SIGKILL);
             }
         }
         if (!failed && timeout_s > 0 && oshrun_now_ms() - start > timeout_s * 1000) {
