@@ -2,7 +2,7 @@
  * The PE side of tests/check_tools (oshrun's options):
  *   tag     50 lines on stdout, written in pieces, one on stderr, and a last
  *           line without a newline (--tag-output, -x FOO)
- *   segv    PE 1 writes through a null pointer; the others wait in a barrier
+ *   segv    PE 1 writes to a page it may not touch; the others wait in a barrier
  *   shared  the world PEs of my node (SHMEM_TEAM_SHARED: --map-by)
  *   cpus    how many CPUs I may run on (--bind-to)
  */
@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static void mode_tag(int me)
@@ -56,8 +57,10 @@ int main(int argc, char **argv)
         mode_tag(me);
     } else if (strcmp(mode, "segv") == 0) {
         if (me == 1) {
-            volatile int *null = NULL;
-            *null = 1;
+            /* a real fault, on a page with no access (a null pointer
+             * would stop an UBSan build before the fault) */
+            volatile int *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            *page = 1;
         }
         shmem_barrier_all();
         sleep(30); /* never reached by the test's end: oshrun ends the job */
