@@ -38,30 +38,74 @@ static char tmp_dir[PATH_MAX];
 static char *shm_before;
 static run_t run_result; /* large: not on the stack */
 
-static void setup(void)
+/* One private directory per test case, made and removed by the process
+ * that forks the tests (unchecked fixtures), so that a failing test, whose
+ * checked teardown does not run, leaves nothing behind either. It is the
+ * jobs' TMPDIR: oshrun's private directory must be gone after each job. */
+static void case_setup(void)
 {
     snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/rmb-tools.XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-    setenv("TMPDIR", tmp_dir, 1); /* oshrun's private directory goes here */
+    setenv("TMPDIR", tmp_dir, 1);
+}
+
+/* What the tests write themselves (names given to tmp_path). */
+static const char *const made[] = {"out", "err", "powl", "powl.o", NULL};
+
+static void remove_made(void)
+{
+    for (int i = 0; made[i] != NULL; i++) {
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof(path), "%s/%s", tmp_dir, made[i]);
+        unlink(path);
+    }
+}
+
+static void remove_tree(const char *path)
+{
+    DIR *dir = opendir(path);
+    struct dirent *entry;
+
+    while (dir != NULL && (entry = readdir(dir)) != NULL) {
+        char child[PATH_MAX + 256];
+        struct stat st;
+
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) {
+            continue;
+        }
+        snprintf(child, sizeof(child), "%s/%s", path, entry->d_name);
+        if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode)) {
+            remove_tree(child);
+        } else {
+            unlink(child);
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    rmdir(path);
+}
+
+static void case_teardown(void)
+{
+    remove_tree(tmp_dir); /* what a failed test may have left */
+    unsetenv("TMPDIR");
+}
+
+static void setup(void)
+{
     shm_before = mp_shm_snapshot();
 }
 
-/* Removes what a test made itself (names it passed to tmp_path); anything
- * else in tmp_dir was left behind by a job. */
-static const char *const made[] = {"out", "err", "powl", "powl.o", NULL};
-
+/* After each passing test: nothing but the test's own files in tmp_dir,
+ * nothing new in /dev/shm, no PE alive. */
 static void teardown(void)
 {
     DIR *dir = opendir(tmp_dir);
     struct dirent *entry;
     int left = 0;
 
-    unsetenv("TMPDIR");
-    for (int i = 0; made[i] != NULL; i++) {
-        char path[PATH_MAX + 16];
-        snprintf(path, sizeof(path), "%s/%s", tmp_dir, made[i]);
-        unlink(path);
-    }
+    remove_made();
     while (dir != NULL && (entry = readdir(dir)) != NULL) {
         if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) {
             fprintf(stderr, "left in %s: %s\n", tmp_dir, entry->d_name);
@@ -71,7 +115,6 @@ static void teardown(void)
     if (dir != NULL) {
         closedir(dir);
     }
-    rmdir(tmp_dir);
     ck_assert_int_eq(left, 0);
     ck_assert_int_eq(mp_shm_new_entries(shm_before), 0);
     ck_assert_int_eq(mp_count_alive(PROG), 0);
@@ -509,6 +552,7 @@ int main(void)
     TCase *cc = tcase_create("oshcc");
     TCase *launch = tcase_create("oshrun");
 
+    tcase_add_unchecked_fixture(info, case_setup, case_teardown);
     tcase_add_checked_fixture(info, setup, teardown);
     tcase_add_test(info, test_oshinfo_version_help);
     tcase_add_test(info, test_oshinfo_default);
@@ -518,12 +562,14 @@ int main(void)
     tcase_set_timeout(info, 120);
     suite_add_tcase(s, info);
 
+    tcase_add_unchecked_fixture(cc, case_setup, case_teardown);
     tcase_add_checked_fixture(cc, setup, teardown);
     tcase_add_test(cc, test_oshcc_showme);
     tcase_add_test(cc, test_oshcc_powl);
     tcase_set_timeout(cc, 300);
     suite_add_tcase(s, cc);
 
+    tcase_add_unchecked_fixture(launch, case_setup, case_teardown);
     tcase_add_checked_fixture(launch, setup, teardown);
     tcase_add_test(launch, test_oshrun_segv);
     tcase_add_test(launch, test_oshrun_compat_options);
