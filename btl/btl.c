@@ -101,6 +101,15 @@ const btl_component_t *btl_component_find(const char *name)
     return NULL;
 }
 
+void btl_describe(btl_describe_func_t report, void *arg)
+{
+    for (int i = 0; btl_registry[i] != NULL; i++) {
+        const btl_component_t *comp = btl_registry[i];
+
+        report(arg, comp->name, "usable", comp->describe(report, arg) ? "yes" : "no");
+    }
+}
+
 /* ---- shared stubs ---- */
 void *btl_map_aligned(size_t size, int fd)
 {

@@ -160,13 +160,22 @@ typedef struct btl_ops {
     util_status_t (*progress)(btl_iface_t *iface);
 } btl_ops_t;
 
+/* One fact a backend's describe reports about this machine, e.g. what
+ * "provider", value "tcp;ofi_rxm (fabric 127.0.0.0/8, domain lo)". */
+typedef void (*btl_describe_func_t)(void *arg, const char *backend, const char *what,
+                                    const char *value);
+
 /* A backend in the registry. iface_open is collective over the job: it
  * creates the iface and publishes its address with bootstrap_put under keys
- * built by btl_iface_key(); the context commits and fences once for all. */
+ * built by btl_iface_key(); the context commits and fences once for all.
+ * describe says what the backend could use on this machine now (devices,
+ * providers, transports), one report call per fact, without a job or a
+ * bootstrap (for oshinfo); it returns 1 when the backend could run here. */
 struct btl_component {
     const char *name; /* "shm", "ofi", ... (RMB_BTL values) */
     int         on_node_only; /* reaches only peers on my node */
     util_status_t (*iface_open)(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
+    int (*describe)(btl_describe_func_t report, void *arg);
 };
 
 /* A backend's struct from the base object embedded in it. */
@@ -260,6 +269,9 @@ util_status_t btl_stub_ep(btl_ep_t *ep);
 int btl_component_count(void);
 const btl_component_t *btl_component_at(int i);
 const btl_component_t *btl_component_find(const char *name);
+/* Every backend built into this library, usable now or not: its describe
+ * facts, then ("usable", "yes"/"no"). */
+void btl_describe(btl_describe_func_t report, void *arg);
 
 /* ---- context (collective calls say so) ---- */
 /* Collective. Calls bootstrap_init (counted), opens the ifaces chosen by

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,9 +54,19 @@ static void oshrun_usage(FILE *out)
             "  -n, -np, --np N     number of PEs (required, >= 1)\n"
             "  --nodes K           emulate K nodes: PEs are placed in consecutive blocks,\n"
             "                      and each block reports its own node id (default 1)\n"
+            "  --map-by node       place PE r on emulated node r mod K (round robin)\n"
+            "  --map-by ppr:M:node M PEs per emulated node (K = ceil(N/M) unless --nodes)\n"
+            "  --map-by slot|core  consecutive blocks (the default)\n"
             "  --netns             (root) put each emulated node in its own network\n"
             "                      namespace, linked by veth to a bridge, so traffic\n"
             "                      between nodes crosses a network interface\n"
+            "  -x VAR[=value]      set VAR in the PEs' environment (without a value:\n"
+            "                      pass oshrun's VAR, as every variable is passed anyway)\n"
+            "  --tag-output        prefix every line of output with \"[PE r] \"\n"
+            "  --bind-to none|core none (default): no binding; core: PE r is bound to the\n"
+            "                      r-th CPU oshrun may use (round robin)\n"
+            "  --oversubscribe     accepted: more PEs than cores is always allowed\n"
+            "  --allow-run-as-root accepted: root is always allowed\n"
             "  --timeout SECONDS   terminate the job after SECONDS (exit status 124)\n"
             "  --local             run the PEs on this machine even inside a Slurm job\n"
             "  -h, --help          this text\n"
@@ -70,7 +81,9 @@ static void oshrun_usage(FILE *out)
             "Inside a Slurm allocation (SLURM_JOB_ID set, not in a job step) oshrun runs\n"
             "srun --mpi=pmix --ntasks=N [--nodes=K] --kill-on-bad-exit=1 program args\n"
             "instead: the PEs run on the allocation's nodes (--timeout becomes --time,\n"
-            "in whole minutes).\n");
+            "in whole minutes; --map-by, --bind-to, --tag-output and --oversubscribe\n"
+            "become srun's --distribution/--ntasks-per-node, --cpu-bind, --label and\n"
+            "--overcommit; -x values go through the environment).\n");
 }
 
 static int oshrun_bad_usage(const char *fmt, const char *arg)
@@ -131,6 +144,49 @@ static int oshrun_resolve_program(const char *name, char *path, size_t len)
     return 0;
 }
 
+/* -x VAR[=value]: the PEs inherit oshrun's environment, so setting it
+ * here reaches them (and srun's tasks inside Slurm). */
+static int oshrun_parse_export(const char *text)
+{
+    const char *eq = text ? strchr(text, '=') : NULL;
+    size_t len = text ? (eq ? (size_t)(eq - text) : strlen(text)) : 0;
+    char name[256];
+
+    if (len == 0 || len >= sizeof(name) || strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                        "abcdefghijklmnopqrstuvwxyz"
+                                                        "0123456789_") != len ||
+        (text[0] >= '0' && text[0] <= '9')) {
+        return oshrun_bad_usage("-x takes VAR or VAR=value, got '%s'", text ? text : "");
+    }
+    if (eq != NULL) {
+        memcpy(name, text, len);
+        name[len] = '\0';
+        setenv(name, eq + 1, 1);
+    }
+    return 0;
+}
+
+/* --map-by: only placements onto emulated nodes mean something here. */
+static int oshrun_parse_map(const char *text, oshrun_job_t *job)
+{
+    int n;
+    char tail;
+
+    if (text != NULL && strcmp(text, "node") == 0) {
+        job->map_cyclic = 1;
+    } else if (text != NULL && (strcmp(text, "slot") == 0 || strcmp(text, "core") == 0)) {
+        job->map_cyclic = 0;
+    } else if (text != NULL && sscanf(text, "ppr:%d:nod%c", &n, &tail) == 2 && tail == 'e' &&
+               n >= 1 && strcmp(strrchr(text, ':'), ":node") == 0) {
+        job->per_node   = n;
+        job->map_cyclic = 0;
+    } else {
+        return oshrun_bad_usage("--map-by takes node, ppr:N:node, slot or core (placement on "
+                                "emulated nodes), got '%s'", text ? text : "");
+    }
+    return 0;
+}
+
 static int oshrun_parse_args(int argc, char **argv, oshrun_job_t *job, long *timeout_p)
 {
     int i, rc;
@@ -165,6 +221,28 @@ static int oshrun_parse_args(int argc, char **argv, oshrun_job_t *job, long *tim
             rc = oshrun_parse_count(arg + 8, "--nodes", &job->nodes);
             if (rc != 0) return rc;
             job->nodes_given = 1;
+        } else if (strcmp(arg, "-x") == 0) {
+            rc = oshrun_parse_export(++i < argc ? argv[i] : NULL);
+            if (rc != 0) return rc;
+        } else if (strcmp(arg, "--map-by") == 0 || strncmp(arg, "--map-by=", 9) == 0) {
+            rc = oshrun_parse_map(arg[8] == '=' ? arg + 9 : (++i < argc ? argv[i] : NULL), job);
+            if (rc != 0) return rc;
+        } else if (strcmp(arg, "--bind-to") == 0 || strncmp(arg, "--bind-to=", 10) == 0) {
+            const char *text = arg[9] == '=' ? arg + 10 : (++i < argc ? argv[i] : NULL);
+
+            if (text != NULL && strcmp(text, "none") == 0) {
+                job->bind = OSHRUN_BIND_NONE;
+            } else if (text != NULL && strcmp(text, "core") == 0) {
+                job->bind = OSHRUN_BIND_CORE;
+            } else {
+                return oshrun_bad_usage("--bind-to takes none or core, got '%s'", text ? text : "");
+            }
+        } else if (strcmp(arg, "--tag-output") == 0) {
+            job->tag_output = 1;
+        } else if (strcmp(arg, "--oversubscribe") == 0) {
+            job->oversubscribe = 1;
+        } else if (strcmp(arg, "--allow-run-as-root") == 0) {
+            /* root may always run PEs here */
         } else if (strcmp(arg, "--netns") == 0) {
             job->netns = 1;
         } else if (strcmp(arg, "--local") == 0) {
@@ -186,6 +264,16 @@ static int oshrun_parse_args(int argc, char **argv, oshrun_job_t *job, long *tim
     }
     if (job->np == 0) {
         return oshrun_bad_usage("%sthe number of PEs is missing: give -n N", "");
+    }
+    if (job->per_node > 0) {
+        if (!job->nodes_given) {
+            job->nodes = (job->np + job->per_node - 1) / job->per_node;
+        } else if ((long)job->per_node * job->nodes < job->np) {
+            fprintf(stderr, "oshrun: --map-by ppr:%d:node places at most %ld of the %d PEs on "
+                            "%d nodes\n", job->per_node, (long)job->per_node * job->nodes,
+                    job->np, job->nodes);
+            return OSHRUN_EXIT_USAGE;
+        }
     }
     if (job->nodes > job->np) {
         fprintf(stderr, "oshrun: --nodes %d is more than the %d PEs\n", job->nodes, job->np);
@@ -277,6 +365,29 @@ static void oshrun_free_environ(char **env)
     free(env);
 }
 
+/* --bind-to core: PE r on the (r mod n)-th of the n CPUs oshrun may use. */
+static void oshrun_bind_core(int rank)
+{
+    cpu_set_t allowed, mine;
+    int n = 0, want;
+
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) == 0) {
+        return;
+    }
+    want = rank % CPU_COUNT(&allowed);
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (CPU_ISSET(cpu, &allowed) && n++ == want) {
+            CPU_ZERO(&mine);
+            CPU_SET(cpu, &mine);
+            if (sched_setaffinity(0, sizeof(mine), &mine) != 0) {
+                fprintf(stderr, "oshrun: PE %d cannot be bound to CPU %d: %s\n", rank, cpu,
+                        strerror(errno));
+            }
+            return;
+        }
+    }
+}
+
 static pid_t oshrun_spawn(oshrun_job_t *job, int rank, const char *path, char **env,
                           const sigset_t *old_mask)
 {
@@ -297,6 +408,12 @@ static pid_t oshrun_spawn(oshrun_job_t *job, int rank, const char *path, char **
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) {
         _exit(127); /* oshrun died before we armed the death signal */
+    }
+    if (job->tag_output) {
+        oshrun_output_child(job, rank);
+    }
+    if (job->bind == OSHRUN_BIND_CORE) {
+        oshrun_bind_core(rank);
     }
     if (rank != 0) {
         int null = open("/dev/null", O_RDONLY);
@@ -358,18 +475,29 @@ static void oshrun_describe(int wstatus, char *buf, size_t len)
     }
 }
 
-/* Supervises the PEs until all have ended; returns oshrun's exit status. */
-static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, int sfd, int wake_rd, long timeout_s)
+/* Supervises the PEs until all have ended; returns oshrun's exit status.
+ * pfd has room for 2 + 2 * np entries (the --tag-output pipes). */
+static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, struct pollfd *pfd, int sfd,
+                            int wake_rd, long timeout_s)
 {
     long start = oshrun_now_ms(), kill_at = -1;
     int exit_code = 0, failed = 0, reported_abort = 0;
 
+    int nout = 0;
+
     while (oshrun_count_running(pes, job->np) > 0) {
-        struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {wake_rd, POLLIN, 0}};
         int abort_rank, abort_status;
         char abort_msg[512];
 
-        poll(pfd, 2, 100);
+        pfd[0] = (struct pollfd){sfd, POLLIN, 0};
+        pfd[1] = (struct pollfd){wake_rd, POLLIN, 0};
+        if (job->tag_output) {
+            nout = oshrun_output_pollfds(job, pfd + 2);
+        }
+        poll(pfd, 2 + (nfds_t)nout, 100);
+        if (nout > 0) {
+            oshrun_output_forward(job, pfd + 2, nout, 0);
+        }
         if (pfd[1].revents & POLLIN) {
             char drain[64];
             while (read(wake_rd, drain, sizeof(drain)) > 0) {
@@ -395,22 +523,6 @@ static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, int sfd, int wa
                 }
             }
         }
-        if (!reported_abort &&
-            oshrun_server_abort_info(&abort_rank, &abort_status, abort_msg, sizeof(abort_msg))) {
-            reported_abort = 1;
-            if (!failed) {
-                /* Status 0 is a deliberate successful end of the whole job
-                 * (shmem_global_exit(0)): nothing to report. */
-                if (abort_status != 0) {
-                    fprintf(stderr,
-                            "oshrun: PE %d called abort with status %d%s%s; terminating the job\n",
-                            abort_rank, abort_status, abort_msg[0] ? ": " : "", abort_msg);
-                }
-                failed    = 1;
-                exit_code = abort_status;
-                oshrun_signal_all(pes, job->np, SIGKILL);
-            }
-        }
         for (;;) {
             int wstatus;
             pid_t pid = waitpid(-1, &wstatus, WNOHANG);
@@ -427,10 +539,13 @@ static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, int sfd, int wa
                 if (!failed && !(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
                     char how[128];
 
-                    /* An abort may have raced with the exit it causes. */
-                    if (oshrun_server_abort_info(&abort_rank, &abort_status, abort_msg,
+                    /* An abort may have raced with the exit it causes. A
+                     * PE killed by a signal is reported first: the aborts
+                     * of peers that lost it follow from the crash. */
+                    if (!WIFSIGNALED(wstatus) &&
+                        oshrun_server_abort_info(&abort_rank, &abort_status, abort_msg,
                                                  sizeof(abort_msg))) {
-                        break; /* handled on the next pass, with the abort's status */
+                        break; /* reported below, with the abort's status */
                     }
                     oshrun_describe(wstatus, how, sizeof(how));
                     fprintf(stderr, "oshrun: PE %d (pid %ld) %s; terminating the other %d PE(s)\n", r,
@@ -445,6 +560,22 @@ static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, int sfd, int wa
                 break;
             }
         }
+        if (!reported_abort &&
+            oshrun_server_abort_info(&abort_rank, &abort_status, abort_msg, sizeof(abort_msg))) {
+            reported_abort = 1;
+            if (!failed) {
+                /* Status 0 is a deliberate successful end of the whole job
+                 * (shmem_global_exit(0)): nothing to report. */
+                if (abort_status != 0) {
+                    fprintf(stderr,
+                            "oshrun: PE %d called abort with status %d%s%s; terminating the job\n",
+                            abort_rank, abort_status, abort_msg[0] ? ": " : "", abort_msg);
+                }
+                failed    = 1;
+                exit_code = abort_status;
+                oshrun_signal_all(pes, job->np, SIGKILL);
+            }
+        }
         if (!failed && timeout_s > 0 && oshrun_now_ms() - start > timeout_s * 1000) {
             fprintf(stderr, "oshrun: job exceeded --timeout %ld s; terminating %d PE(s)\n", timeout_s,
                     oshrun_count_running(pes, job->np));
@@ -457,6 +588,9 @@ static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, int sfd, int wa
             kill_at = -1;
         }
     }
+    if (job->tag_output) {
+        oshrun_output_forward(job, NULL, 0, 1); /* what the PEs wrote last */
+    }
     return exit_code;
 }
 
@@ -464,6 +598,7 @@ int main(int argc, char **argv)
 {
     oshrun_job_t job;
     oshrun_pe_t *pes = NULL;
+    struct pollfd *pfd = NULL;
     char path[PATH_MAX], **env;
     sigset_t mask, old_mask;
     int rc, sfd, wake[2], watchdog_wr = -1, exit_code;
@@ -531,7 +666,12 @@ int main(int argc, char **argv)
         }
     }
     pes = calloc((size_t)job.np, sizeof(*pes));
-    if (pes == NULL || oshrun_server_start(&job) != 0) {
+    pfd = calloc(2 + 2 * (size_t)job.np, sizeof(*pfd));
+    if (pes == NULL || pfd == NULL) {
+        fprintf(stderr, "oshrun: out of memory\n");
+        goto out_cleanup;
+    }
+    if ((job.tag_output && oshrun_output_open(&job) != 0) || oshrun_server_start(&job) != 0) {
         goto out_cleanup;
     }
     for (int r = 0; r < job.np; r++) {
@@ -549,8 +689,11 @@ int main(int argc, char **argv)
             goto out_reap;
         }
         pes[r].running = 1;
+        if (job.tag_output) {
+            oshrun_output_spawned(&job, r);
+        }
     }
-    exit_code = oshrun_supervise(&job, pes, sfd, wake[0], timeout_s);
+    exit_code = oshrun_supervise(&job, pes, pfd, sfd, wake[0], timeout_s);
     goto out_server;
 
 out_reap:
@@ -562,6 +705,10 @@ out_reap:
 out_server:
     oshrun_server_stop(&job, exit_code == 0);
 out_cleanup:
+    if (job.tag_output) {
+        oshrun_output_forward(&job, NULL, 0, 1); /* closes whatever is still open */
+    }
+    free(pfd);
     free(pes);
     if (job.netns) {
         oshrun_netns_close(&job);

@@ -11,6 +11,7 @@
 
 #include <limits.h>
 #include <pmix_server.h>
+#include <poll.h>
 #include <sys/types.h>
 
 typedef struct oshrun_job {
@@ -25,7 +26,29 @@ typedef struct oshrun_job {
     int netns_hub;       /* the bridge's namespace; -1 without --netns */
     int nodes_given;     /* --nodes was on the command line */
     int local;           /* --local: on this machine even in a Slurm job */
+    int per_node;        /* PEs per node (--map-by ppr:N:node); 0: ceil(np/nodes) */
+    int map_cyclic;      /* --map-by node: PE r on node r mod nodes */
+    int bind;            /* --bind-to: OSHRUN_BIND_* */
+    int oversubscribe;   /* --oversubscribe (always allowed here; srun --overcommit) */
+    int tag_output;      /* --tag-output: "[PE r] " before each line */
+    int *out_fds;        /* --tag-output: per PE the read ends of stdout, stderr */
 } oshrun_job_t;
+
+enum { OSHRUN_BIND_DEFAULT, OSHRUN_BIND_NONE, OSHRUN_BIND_CORE };
+
+/* --tag-output (oshrun_output.c): every PE's stdout and stderr go through
+ * a pipe; oshrun writes each whole line with the PE's tag in one write(),
+ * so lines of different PEs never mix inside a line. */
+int oshrun_output_open(oshrun_job_t *job);
+/* In PE rank's child before exec: its stdout and stderr onto its pipes. */
+void oshrun_output_child(const oshrun_job_t *job, int rank);
+/* In oshrun after PE rank is forked: closes the PE's ends of its pipes. */
+void oshrun_output_spawned(const oshrun_job_t *job, int rank);
+/* Adds the open read ends to pfd (at most 2 * np); returns how many. */
+int oshrun_output_pollfds(const oshrun_job_t *job, struct pollfd *pfd);
+/* Forwards what is readable on the fds that pfd reports (from
+ * oshrun_output_pollfds); finish: read to the end, flush and close all. */
+void oshrun_output_forward(oshrun_job_t *job, const struct pollfd *pfd, int n, int finish);
 
 /* --netns: the PEs' interface and the hub's address (oshrun_netns.c). */
 #define OSHRUN_NETNS_IFACE    "rmb0"

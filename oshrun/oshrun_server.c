@@ -119,8 +119,9 @@ static pmix_server_module_t oshrun_module = {
 
 int oshrun_node_of(const oshrun_job_t *job, int rank)
 {
-    int per_node = (job->np + job->nodes - 1) / job->nodes;
-    return rank / per_node;
+    int per_node = job->per_node > 0 ? job->per_node : (job->np + job->nodes - 1) / job->nodes;
+
+    return job->map_cyclic ? rank % job->nodes : rank / per_node;
 }
 
 /* "0,1,2" style list of the ranks satisfying node_of == node (node < 0: all). */

@@ -21,11 +21,11 @@ int oshrun_slurm_wanted(const oshrun_job_t *job)
     return !job->local && jobid != NULL && *jobid != '\0' && getenv("SLURM_STEP_ID") == NULL;
 }
 
-#define OSHRUN_SRUN_ARGS 8 /* srun and its options, at most */
+#define OSHRUN_SRUN_ARGS 14 /* srun and its options, at most */
 
 int oshrun_slurm_exec(const oshrun_job_t *job, long timeout_s)
 {
-    char ntasks[32], nodes[32], minutes[32], **argv;
+    char ntasks[32], nodes[32], minutes[32], per_node[48], **argv;
     int argc = 0, nargs = 0;
 
     if (job->netns) {
@@ -49,6 +49,24 @@ int oshrun_slurm_exec(const oshrun_job_t *job, long timeout_s)
     if (job->nodes_given) {
         snprintf(nodes, sizeof(nodes), "--nodes=%d", job->nodes);
         argv[argc++] = nodes;
+    }
+    /* oshrun's placement and output options in srun's words; -x values
+     * are already in the environment, which srun passes to every task. */
+    if (job->per_node > 0) {
+        snprintf(per_node, sizeof(per_node), "--ntasks-per-node=%d", job->per_node);
+        argv[argc++] = per_node;
+    }
+    if (job->map_cyclic) {
+        argv[argc++] = "--distribution=cyclic";
+    }
+    if (job->bind != OSHRUN_BIND_DEFAULT) {
+        argv[argc++] = job->bind == OSHRUN_BIND_CORE ? "--cpu-bind=cores" : "--cpu-bind=none";
+    }
+    if (job->oversubscribe) {
+        argv[argc++] = "--overcommit";
+    }
+    if (job->tag_output) {
+        argv[argc++] = "--label"; /* srun's tag: "r: line" */
     }
     argv[argc++] = "--kill-on-bad-exit=1"; /* like oshrun: one failing PE ends the job */
     if (timeout_s > 0) {

@@ -1,12 +1,13 @@
 #!/bin/sh
 # Checks that the library's layers include only layers below them
 # (STYLE.md: shmem -> rpipe -> {rmalloc, btl} -> bootstrap -> util; oshrun,
-# the launcher, uses util and bootstrap). Prints one line per bad #include
+# the launcher, uses util and bootstrap; tools/ (oshinfo) uses util, bootstrap
+# and btl, never a backend). Prints one line per bad #include
 # and exits 1 if there is any. Usage: check-layers.sh [top_srcdir]
 top=${1:-.}
 cd "$top" || exit 2
 
-find util bootstrap btl rmalloc rpipe shmem oshrun -type f \
+find util bootstrap btl rmalloc rpipe shmem oshrun tools -type f \
      \( -name '*.c' -o -name '*.h' \) | sort |
 awk '
 BEGIN {
@@ -19,6 +20,7 @@ BEGIN {
     may["rpipe"]     = "util bootstrap btl rmalloc rpipe"
     may["shmem"]     = "util bootstrap btl rmalloc rpipe shmem"
     may["oshrun"]    = "util bootstrap oshrun"
+    may["tools"]     = "util bootstrap btl tools"
     bad = 0
 }
 function allowed(from, to,    n, i, list) {

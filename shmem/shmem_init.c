@@ -164,6 +164,101 @@ static void shmemi_watch_termination(void)
     }
 }
 
+/* A crash (SIGSEGV, SIGBUS, ...) must end the PE by its signal, so that
+ * the launcher reports 128+signal and names it. Libraries we load install
+ * handlers of their own: UCX prints a backtrace and hands the signal on,
+ * and libfabric's PSM provider then calls exit(1), which would make the
+ * crash look like an ordinary failure with status 1. Our handler,
+ * installed after those libraries are loaded, says which PE got which
+ * signal, lets the earlier handlers print what they print, and then dies
+ * by the signal; when one of them calls exit() instead, the exit check
+ * below does it. */
+static volatile sig_atomic_t shmemi_crash_signal;
+static const int shmemi_crash_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#define SHMEMI_CRASH_SIGNALS (int)(sizeof(shmemi_crash_signals) / sizeof(shmemi_crash_signals[0]))
+static struct sigaction shmemi_crash_prev[SHMEMI_CRASH_SIGNALS];
+
+static void shmemi_die_by_signal(int sig)
+{
+    sigset_t set;
+
+    signal(sig, SIG_DFL);
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    raise(sig); /* pending while blocked (inside a handler) */
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    _exit(128 + sig); /* not reached unless the signal was ignored */
+}
+
+/* Decimal digits of v at the end of buf; returns where they start
+ * (snprintf is not async-signal-safe). */
+static char *shmemi_utoa(unsigned v, char *end)
+{
+    *--end = '\0';
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    return end;
+}
+
+static void shmemi_crash_handler(int sig, siginfo_t *info, void *context)
+{
+    static const char *const names[] = {"Segmentation fault", "Bus error",
+                                        "Floating point exception", "Illegal instruction",
+                                        "Aborted"};
+    char pe_buf[16], sig_buf[16], line[160];
+    const char *parts[7];
+    size_t len = 0;
+    int i;
+
+    for (i = 0; i < SHMEMI_CRASH_SIGNALS && shmemi_crash_signals[i] != sig; i++) {
+    }
+    if (i == SHMEMI_CRASH_SIGNALS || shmemi_crash_signal != 0) {
+        shmemi_die_by_signal(sig); /* a second crash inside the handlers */
+    }
+    shmemi_crash_signal = sig;
+    parts[0] = "shmem error (PE ";
+    parts[1] = shmemi_utoa((unsigned)shmemi.my_pe, pe_buf + sizeof(pe_buf));
+    parts[2] = "): killed by signal ";
+    parts[3] = shmemi_utoa((unsigned)sig, sig_buf + sizeof(sig_buf));
+    parts[4] = " (";
+    parts[5] = names[i];
+    parts[6] = ")\n";
+    for (int k = 0; k < 7; k++) {
+        size_t n = strlen(parts[k]);
+        if (len + n < sizeof(line)) {
+            memcpy(line + len, parts[k], n);
+            len += n;
+        }
+    }
+    if (write(STDERR_FILENO, line, len) < 0) {
+        /* nothing more to do about it */
+    }
+    if (shmemi_crash_prev[i].sa_flags & SA_SIGINFO) {
+        shmemi_crash_prev[i].sa_sigaction(sig, info, context);
+    } else if (shmemi_crash_prev[i].sa_handler != SIG_DFL &&
+               shmemi_crash_prev[i].sa_handler != SIG_IGN) {
+        shmemi_crash_prev[i].sa_handler(sig);
+    }
+    shmemi_die_by_signal(sig);
+}
+
+static void shmemi_watch_crashes(void)
+{
+    struct sigaction act;
+
+    memset(&act, 0, sizeof(act));
+    act.sa_sigaction = shmemi_crash_handler;
+    act.sa_flags     = SA_SIGINFO;
+    sigemptyset(&act.sa_mask);
+    for (int i = 0; i < SHMEMI_CRASH_SIGNALS; i++) {
+        if (sigaction(shmemi_crash_signals[i], NULL, &shmemi_crash_prev[i]) == 0) {
+            sigaction(shmemi_crash_signals[i], &act, NULL);
+        }
+    }
+}
+
 /* Registered once, at the first shmem_init. A PE of a multi-PE job that
  * exits while still initialized leaves the others waiting in whatever
  * collective comes next: end the whole job through the bootstrap, with
@@ -175,6 +270,9 @@ static void shmemi_exit_check(int exit_status, void *arg)
     char msg[160];
 
     (void)arg;
+    if (shmemi_crash_signal != 0) {
+        shmemi_die_by_signal(shmemi_crash_signal); /* a crash handler called exit() */
+    }
     if (shmemi.initialized <= 0 || shmemi.n_pes <= 1 || strcmp(bootstrap_flavour(), "mpi") == 0 ||
         shmemi_terminating) {
         return;
@@ -214,6 +312,7 @@ int shmem_init_thread(int requested, int *provided)
     if (!exit_check_registered) {
         exit_check_registered = 1;
         shmemi_watch_termination();
+        shmemi_watch_crashes();
         on_exit(shmemi_exit_check, NULL);
     }
     shmemi_setup_heap();

@@ -214,14 +214,48 @@ void util_env_check_unknown(void)
 
 void util_env_print(FILE *stream)
 {
-    static const char *const type_names[] = {"bool", "int", "size", "string"};
-
     for (size_t i = 0; i < UTIL_ENV_COUNT; i++) {
         const util_env_var_t *var = &util_env_table[i];
         const char *set = getenv(var->name);
 
         fprintf(stream, "  %-28s %-6s %-10s = %-12s (default %s) %s\n", var->name,
-                type_names[var->type], var->layer, set ? set : var->default_value,
+                util_env_type_name(var->type), var->layer, set ? set : var->default_value,
                 var->default_value, var->help);
+    }
+}
+
+int util_env_count(void)
+{
+    return (int)UTIL_ENV_COUNT;
+}
+
+const util_env_var_t *util_env_at(int i)
+{
+    return (i >= 0 && (size_t)i < UTIL_ENV_COUNT) ? &util_env_table[i] : NULL;
+}
+
+const util_env_var_t *util_env_row(const char *name)
+{
+    return util_env_find(name);
+}
+
+const char *util_env_type_name(util_env_type_t type)
+{
+    static const char *const names[] = {"bool", "int", "size", "string"};
+
+    return (unsigned)type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
+}
+
+int util_env_valid(util_env_type_t type, const char *text)
+{
+    int flag;
+    long num;
+    size_t size;
+
+    switch (type) {
+    case UTIL_ENV_BOOL: return util_env_parse_bool(text, &flag) == UTIL_OK;
+    case UTIL_ENV_INT:  return util_env_parse_int(text, &num) == UTIL_OK;
+    case UTIL_ENV_SIZE: return util_env_parse_size(text, &size) == UTIL_OK;
+    default:            return 1;
     }
 }

@@ -45,5 +45,14 @@ util_status_t util_env_parse_size(const char *text, size_t *value_p);
 void util_env_check_unknown(void);
 /* Prints every row with its current value (for RMB_INFO=1 / SHMEM_INFO=1). */
 void util_env_print(FILE *stream);
+/* The rows themselves, in layering order (oshinfo, the rmb(7) generator):
+ * i in 0..util_env_count()-1; util_env_row(NAME) is NULL without a row. */
+int util_env_count(void);
+const util_env_var_t *util_env_at(int i);
+const util_env_var_t *util_env_row(const char *name);
+/* "bool", "int", "size" or "string". */
+const char *util_env_type_name(util_env_type_t type);
+/* Whether text is a valid value of type (the getters' parsers). */
+int util_env_valid(util_env_type_t type, const char *text);
 
 #endif

@@ -1082,10 +1082,43 @@ static const btl_ops_t btl_mpi_ops = {
     .progress      = btl_mpi_progress,
 };
 
+/* The MPI plugins this build installs (bootstrap/bootstrap_mpi.h); one
+ * is loaded only by a program that runs MPI, so "usable" means a plugin
+ * is in place for it. */
+static int btl_mpi_describe(btl_describe_func_t report, void *arg)
+{
+    static const char *const names[] = {"openmpi", "mpich"};
+    static const char *const dirs[] = {
+#ifdef RMB_MPI_PLUGIN_DIR
+        RMB_MPI_PLUGIN_DIR,
+#endif
+#ifdef RMB_MPI_BUILD_DIR
+        RMB_MPI_BUILD_DIR,
+#endif
+        NULL};
+    char path[1024];
+    int found = 0;
+
+    for (size_t n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+        for (size_t d = 0; dirs[d] != NULL; d++) {
+            snprintf(path, sizeof(path), "%s/rmb_mpi_%s.so", dirs[d], names[n]);
+            if (access(path, R_OK) == 0) {
+                report(arg, "mpi", "plugin", path);
+                found++;
+                break;
+            }
+        }
+    }
+    report(arg, "mpi", "runs", "in MPI programs (MPI_Init before shmem_init), or with "
+                               "RMB_BOOTSTRAP=mpi under mpirun/mpiexec");
+    return found > 0;
+}
+
 const btl_component_t btl_mpi_component = {
     .name         = "mpi",
     .on_node_only = 0,
     .iface_open   = btl_mpi_iface_open,
+    .describe     = btl_mpi_describe,
 };
 
 /* RMB_MPI_LOAD_STORE: with a pool, where every peer's pool is mapped here,

@@ -1395,6 +1395,23 @@ static int btl_ofi_amo_complete(btl_ofi_iface_t *oif, int wide)
     return 1;
 }
 
+/* What the backend asks of a provider (the same for btl_ofi_describe). */
+static struct fi_info *btl_ofi_hints(void)
+{
+    struct fi_info *hints = fi_allocinfo();
+
+    if (hints == NULL) {
+        return NULL;
+    }
+    hints->caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    hints->mode = 0;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = BTL_OFI_MR_MODES;
+    hints->domain_attr->threading = FI_THREAD_SAFE; /* the progress thread */
+    hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+    return hints;
+}
+
 static util_status_t btl_ofi_getinfo(struct fi_info **info_p)
 {
     struct fi_info *hints, *list = NULL, *pick;
@@ -1410,16 +1427,10 @@ static util_status_t btl_ofi_getinfo(struct fi_info **info_p)
      * where PEs outnumber cores that starves the peers' progress threads
      * and every round trip takes a scheduler tick. A user's value wins. */
     (void)setenv("FI_SOCKETS_PE_WAITTIME", "0", 0);
-    hints = fi_allocinfo();
+    hints = btl_ofi_hints();
     if (hints == NULL) {
         return UTIL_ERR_NO_MEMORY;
     }
-    hints->caps = FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-    hints->mode = 0;
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->domain_attr->mr_mode = BTL_OFI_MR_MODES;
-    hints->domain_attr->threading = FI_THREAD_SAFE; /* the progress thread */
-    hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
     if (prov != NULL && prov[0] != '\0') {
         hints->fabric_attr->prov_name = strdup(prov);
         if (hints->fabric_attr->prov_name == NULL) {
@@ -1581,10 +1592,53 @@ static const btl_ops_t btl_ofi_ops = {
     .progress      = btl_ofi_progress,
 };
 
+/* Every provider that offers what btl_ofi_getinfo asks for (RDM, RMA,
+ * atomics), one line per provider and domain; auto takes the first that
+ * is not shm unless RMB_OFI_PROVIDER or FI_PROVIDER names one. */
+static int btl_ofi_describe(btl_describe_func_t report, void *arg)
+{
+    struct fi_info *hints = btl_ofi_hints(), *list = NULL;
+    char line[256], version[32];
+    int ret, count = 0;
+
+    snprintf(version, sizeof(version), "libfabric %u.%u", FI_MAJOR(fi_version()),
+             FI_MINOR(fi_version()));
+    report(arg, "ofi", "library", version);
+    if (hints == NULL) {
+        return 0;
+    }
+    (void)setenv("FI_SOCKETS_PE_WAITTIME", "0", 0); /* as btl_ofi_getinfo */
+    ret = fi_getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &list);
+    fi_freeinfo(hints);
+    if (ret != 0) {
+        snprintf(line, sizeof(line), "none with RDM, RMA and atomics (%s)", fi_strerror(-ret));
+        report(arg, "ofi", "provider", line);
+        return 0;
+    }
+    for (struct fi_info *info = list; info != NULL; info = info->next) {
+        int seen = 0;
+
+        for (struct fi_info *prev = list; prev != info && !seen; prev = prev->next) {
+            seen = strcmp(prev->fabric_attr->prov_name, info->fabric_attr->prov_name) == 0 &&
+                   strcmp(prev->domain_attr->name, info->domain_attr->name) == 0;
+        }
+        if (seen) {
+            continue; /* the same provider and domain with other attributes */
+        }
+        snprintf(line, sizeof(line), "%s (domain %s): RDM, RMA, atomics",
+                 info->fabric_attr->prov_name, info->domain_attr->name);
+        report(arg, "ofi", "provider", line);
+        count++;
+    }
+    fi_freeinfo(list);
+    return count > 0;
+}
+
 const btl_component_t btl_ofi_component = {
     .name         = "ofi",
     .on_node_only = 0,
     .iface_open   = btl_ofi_iface_open,
+    .describe     = btl_ofi_describe,
 };
 
 static const char *btl_ofi_flag_order_name(btl_ofi_flag_order_t order)

@@ -875,10 +875,29 @@ static const btl_ops_t btl_shm_ops = {
 
 static util_status_t btl_shm_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
 
+/* Segments are memfds; copies outside them use cross memory attach, which
+ * containers (seccomp) and ptrace policies may forbid: try both here. */
+static int btl_shm_describe(btl_describe_func_t report, void *arg)
+{
+    int fd = memfd_create("rmb-describe", MFD_CLOEXEC), word = 1, copy = 0;
+    struct iovec local = {&copy, sizeof(copy)}, remote = {&word, sizeof(word)};
+    int cma = process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof(word) &&
+              copy == 1;
+
+    report(arg, "shm", "segments", fd >= 0 ? "memfd_create: works" : "memfd_create: fails");
+    report(arg, "shm", "copies", cma ? "process_vm_readv/writev (cross memory attach): works"
+                                     : "process_vm_readv/writev (cross memory attach): fails");
+    if (fd >= 0) {
+        close(fd);
+    }
+    return fd >= 0;
+}
+
 const btl_component_t btl_shm_component = {
     .name         = "shm",
     .on_node_only = 1,
     .iface_open   = btl_shm_iface_open,
+    .describe     = btl_shm_describe,
 };
 
 static util_status_t btl_shm_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)

@@ -53,6 +53,7 @@
 #include "util/log.h"
 
 #include <ucp/api/ucp.h>
+#include <uct/api/uct.h>
 
 #include <dirent.h>
 #include <poll.h>
@@ -905,12 +906,6 @@ static const btl_ops_t btl_ucx_ops = {
     .progress      = btl_ucx_progress,
 };
 
-const btl_component_t btl_ucx_component = {
-    .name         = "ucx",
-    .on_node_only = 0,
-    .iface_open   = btl_ucx_iface_open,
-};
-
 /* UCX's TCP segments default to 8 KiB sent, 64 KiB received: 4 MiB puts
  * and gets between 2 emulated nodes ran at 0.65-1.16 GB/s, with 64 KiB /
  * 256 KiB at 1.87-3.26 GB/s (small operations unchanged; docs/btl_ucx.md).
@@ -922,6 +917,87 @@ static void btl_ucx_tune(void)
     (void)setenv("UCX_TCP_TX_SEG_SIZE", "64K", 0);
     (void)setenv("UCX_TCP_RX_SEG_SIZE", "256K", 0);
 }
+
+/* One memory domain's transports, "tl/device" each (UCT's view: what
+ * UCP may choose from; UCX_TLS narrows it at run time). */
+static void btl_ucx_describe_md(uct_component_h comp, const char *md_name,
+                                btl_describe_func_t report, void *arg)
+{
+    uct_tl_resource_desc_t *tls;
+    uct_md_config_t *config;
+    unsigned ntls;
+    uct_md_h md;
+    char line[128];
+
+    if (uct_md_config_read(comp, NULL, NULL, &config) != UCS_OK) {
+        return;
+    }
+    if (uct_md_open(comp, md_name, config, &md) == UCS_OK) {
+        if (uct_md_query_tl_resources(md, &tls, &ntls) == UCS_OK) {
+            for (unsigned i = 0; i < ntls; i++) {
+                snprintf(line, sizeof(line), "%s/%s", tls[i].tl_name, tls[i].dev_name);
+                report(arg, "ucx", "transport", line);
+            }
+            uct_release_tl_resource_list(tls);
+        }
+        uct_md_close(md);
+    }
+    uct_config_release(config);
+}
+
+/* UCX's version, its transports, and whether UCP starts with the features
+ * the backend asks for (RMA and 32/64-bit atomics). */
+static int btl_ucx_describe(btl_describe_func_t report, void *arg)
+{
+    unsigned major, minor, release, ncomps;
+    uct_component_h *comps;
+    ucp_params_t params;
+    ucp_config_t *config;
+    ucp_context_h context;
+    char line[64];
+    int usable = 0;
+
+    ucp_get_version(&major, &minor, &release);
+    snprintf(line, sizeof(line), "UCX %u.%u.%u", major, minor, release);
+    report(arg, "ucx", "library", line);
+    if (uct_query_components(&comps, &ncomps) == UCS_OK) {
+        for (unsigned c = 0; c < ncomps; c++) {
+            uct_component_attr_t attr;
+
+            attr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+            if (uct_component_query(comps[c], &attr) != UCS_OK || attr.md_resource_count == 0) {
+                continue;
+            }
+            attr.md_resources = calloc(attr.md_resource_count, sizeof(*attr.md_resources));
+            attr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+            if (attr.md_resources != NULL && uct_component_query(comps[c], &attr) == UCS_OK) {
+                for (unsigned m = 0; m < attr.md_resource_count; m++) {
+                    btl_ucx_describe_md(comps[c], attr.md_resources[m].md_name, report, arg);
+                }
+            }
+            free(attr.md_resources);
+        }
+        uct_release_component_list(comps);
+    }
+    btl_ucx_tune();
+    if (ucp_config_read(NULL, NULL, &config) == UCS_OK) {
+        params.field_mask = UCP_PARAM_FIELD_FEATURES;
+        params.features   = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
+        if (ucp_init(&params, config, &context) == UCS_OK) {
+            usable = 1;
+            ucp_cleanup(context);
+        }
+        ucp_config_release(config);
+    }
+    return usable;
+}
+
+const btl_component_t btl_ucx_component = {
+    .name         = "ucx",
+    .on_node_only = 0,
+    .iface_open   = btl_ucx_iface_open,
+    .describe     = btl_ucx_describe,
+};
 
 static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
 {

@@ -185,6 +185,44 @@ int btl_verbs_usable(void)
     return cached;
 }
 
+/* Every RDMA device and the state of each port; usable as for auto. */
+static int btl_verbs_describe(btl_describe_func_t report, void *arg)
+{
+    int num = 0;
+    struct ibv_device **list = ibv_get_device_list(&num);
+    char line[160];
+
+    if (list == NULL || num == 0) {
+        report(arg, "verbs", "device", "none (ibv_get_device_list found no RDMA device)");
+    }
+    for (int i = 0; list != NULL && i < num; i++) {
+        struct ibv_context *dev = ibv_open_device(list[i]);
+        struct ibv_device_attr dattr;
+        struct ibv_port_attr pattr;
+
+        if (dev == NULL || ibv_query_device(dev, &dattr) != 0) {
+            snprintf(line, sizeof(line), "%s: cannot be opened", ibv_get_device_name(list[i]));
+            report(arg, "verbs", "device", line);
+        }
+        for (int port = 1; dev != NULL && port <= dattr.phys_port_cnt; port++) {
+            if (ibv_query_port(dev, (uint8_t)port, &pattr) != 0) {
+                continue;
+            }
+            snprintf(line, sizeof(line), "%s port %d: %s (%s)", ibv_get_device_name(list[i]),
+                     port, ibv_port_state_str(pattr.state),
+                     pattr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand");
+            report(arg, "verbs", "device", line);
+        }
+        if (dev != NULL) {
+            ibv_close_device(dev);
+        }
+    }
+    if (list != NULL) {
+        ibv_free_device_list(list);
+    }
+    return btl_verbs_usable();
+}
+
 /* ---- completions ---- */
 
 /* Reads completed WRs, retires their credits, and records (and logs once
@@ -1156,6 +1194,7 @@ const btl_component_t btl_verbs_component = {
     .name         = "verbs",
     .on_node_only = 0,
     .iface_open   = btl_verbs_iface_open,
+    .describe     = btl_verbs_describe,
 };
 
 static util_status_t btl_verbs_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)

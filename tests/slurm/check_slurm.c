@@ -312,6 +312,21 @@ START_TEST(test_salloc)
     cmd("salloc -N 2 -n 4 --ntasks-per-node=2 $OSHRUN -n 4 slurm/mp_slurm exit 6", JOB_LIMIT_S,
         &res);
     ck_assert_msg(res.status == 6, "oshrun, a PE exits 6: status %d:\n%s", res.status, res.out);
+    /* the options of Open MPI's launchers, in srun's words: -x through the
+     * environment, --tag-output as --label ("r: "), --map-by node as a
+     * cyclic distribution */
+    cmd("salloc -N 2 -n 4 --ntasks-per-node=2 $OSHRUN -np 4 -x RMB_TEST_X=42 --tag-output "
+        "--map-by node --bind-to none --oversubscribe --allow-run-as-root "
+        "sh -c 'echo \"x=$RMB_TEST_X node=$SLURMD_NODENAME\"'", JOB_LIMIT_S, &res);
+    ck_assert_msg(res.status == 0, "oshrun with OSHMEM options: status %d:\n%s", res.status, res.out);
+    EXPECT_OUT(&res, "0: x=42 node=node1");
+    EXPECT_OUT(&res, "1: x=42 node=node2");
+    EXPECT_OUT(&res, "2: x=42 node=node1");
+    EXPECT_OUT(&res, "3: x=42 node=node2");
+    cmd("salloc -N 2 -n 4 --ntasks-per-node=2 $OSHRUN -np 4 --map-by ppr:2:node --tag-output "
+        "slurm/mp_slurm check", JOB_LIMIT_S, &res);
+    ck_assert_msg(res.status == 0, "oshrun --map-by ppr:2:node: status %d:\n%s", res.status, res.out);
+    EXPECT_OUT(&res, "0: slurm check: PEs 4 nodes 2 ok");
     cmd("salloc -N 1 -n 2 $OSHRUN -n 2 --netns slurm/mp_slurm check", JOB_LIMIT_S, &res);
     ck_assert_msg(res.status != 0, "oshrun --netns in an allocation: status 0");
     EXPECT_OUT(&res, "oshrun: --netns emulates nodes on this machine, but this is Slurm job");
