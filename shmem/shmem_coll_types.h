@@ -71,5 +71,8 @@ int shmemi_tc_attach(struct shmemi_team *team, int slot);
 void shmemi_tc_detach(struct shmemi_team *team);
 /* Bitwise AND of nwords (<= 3) words over the members of team, in place. */
 void shmemi_tc_allreduce_and(struct shmemi_team *team, uint64_t *words, int nwords);
+/* The same with any op on 64-bit words (spaces agree on a maximum). */
+void shmemi_tc_allreduce(struct shmemi_team *team, uint64_t *words, int nwords,
+                         shmemi_tc_op_t op);
 
 #endif

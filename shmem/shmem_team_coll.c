@@ -624,15 +624,20 @@ static void shmemi_tc_and_u64(void *acc, const void *in, size_t n)
     for (size_t i = 0; i < n; i++) a[i] &= b[i];
 }
 
-void shmemi_tc_allreduce_and(struct shmemi_team *team, uint64_t *words, int nwords)
+void shmemi_tc_allreduce(struct shmemi_team *team, uint64_t *words, int nwords,
+                         shmemi_tc_op_t op)
 {
     uint64_t *misc = shmemi_tc_misc(team->coll);
 
     memcpy(&misc[SHMEMI_MISC_SPLIT_SRC], words, sizeof(uint64_t) * (size_t)nwords);
     shmemi_tc_reduce("shmem_team_split", team, &misc[SHMEMI_MISC_SPLIT_DST],
-                     &misc[SHMEMI_MISC_SPLIT_SRC], (size_t)nwords, 8, shmemi_tc_and_u64,
-                     SHMEMI_TC_REDUCE);
+                     &misc[SHMEMI_MISC_SPLIT_SRC], (size_t)nwords, 8, op, SHMEMI_TC_REDUCE);
     memcpy(words, &misc[SHMEMI_MISC_SPLIT_DST], sizeof(uint64_t) * (size_t)nwords);
+}
+
+void shmemi_tc_allreduce_and(struct shmemi_team *team, uint64_t *words, int nwords)
+{
+    shmemi_tc_allreduce(team, words, nwords, shmemi_tc_and_u64);
 }
 
 /* ---- broadcast ------------------------------------------------------------------------- */
