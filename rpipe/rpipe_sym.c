@@ -66,11 +66,14 @@ static double rpipe_sym_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* A group's exchange of cards: put mine under "sg<ctx>.<rank>.<tag>", then
- * read each other member's (the bootstrap holds a get until the peer has
- * committed; retried up to RMB_RPIPE_CONNECT_TIMEOUT). Only members take
- * part: no fence, no barrier. */
-static util_status_t rpipe_sym_publish_group(rpipe_sym_t *sym, uint64_t tag)
+/* A group's exchange of cards: through the caller's allgather, or put mine
+ * under "sg<ctx>.<rank>.<tag>" and read each other member's (the bootstrap
+ * holds a get until the peer has committed; retried up to
+ * RMB_RPIPE_CONNECT_TIMEOUT; a few hundred microseconds per get under
+ * PMIx, hence the allgather where the caller has a cheaper one). Only
+ * members take part: no fence, no barrier. */
+static util_status_t rpipe_sym_publish_group(rpipe_sym_t *sym, uint64_t tag,
+                                             rpipe_sym_allgather_func_t allgather, void *arg)
 {
     rpipe_sym_card_t *all;
     char key[BOOTSTRAP_KEY_MAX];
@@ -94,6 +97,19 @@ static util_status_t rpipe_sym_publish_group(rpipe_sym_t *sym, uint64_t tag)
         goto err;
     }
     all[me].key_len = key_len;
+    if (allgather != NULL) {
+        rpipe_sym_card_t mine = all[me];
+        status = allgather(arg, &mine, sizeof(mine), all) == 0 ? UTIL_OK : UTIL_ERR_STATE;
+        for (int i = 0; i < sym->npeers && status == UTIL_OK; i++) {
+            if (all[i].size != sym->size) {
+                util_error("symmetric group segment: rank %d has %llu bytes, I have %zu (sizes "
+                           "must match)", sym->ranks[i], (unsigned long long)all[i].size,
+                           sym->size);
+                status = UTIL_ERR_INVALID;
+            }
+        }
+        goto done;
+    }
     snprintf(key, sizeof(key), "sg%u.%d.%llu", rpipe_state.btl->serial, rpipe_state.rank,
              (unsigned long long)tag);
     status = bootstrap_put(key, &all[me], sizeof(all[me]));
@@ -122,6 +138,7 @@ static util_status_t rpipe_sym_publish_group(rpipe_sym_t *sym, uint64_t tag)
                        util_status_string(status));
         }
     }
+done:
     if (status != UTIL_OK) {
         goto err;
     }
@@ -168,7 +185,9 @@ enum { RPIPE_SYM_ALLOC, RPIPE_SYM_REG, RPIPE_SYM_REMAP };
 
 /* ranks == NULL: every rank (collective over all); else a group (above). */
 static util_status_t rpipe_sym_create(int how, void *addr, size_t size, const int *ranks,
-                                      int nranks, uint64_t tag, rpipe_sym_t **sym_p)
+                                      int nranks, uint64_t tag,
+                                      rpipe_sym_allgather_func_t allgather, void *arg,
+                                      rpipe_sym_t **sym_p)
 {
     rpipe_sym_t *sym;
     util_status_t status;
@@ -208,7 +227,8 @@ static util_status_t rpipe_sym_create(int how, void *addr, size_t size, const in
         goto err_free;
     }
     sym->base = btl_mem_addr(sym->mem);
-    status = ranks != NULL ? rpipe_sym_publish_group(sym, tag) : rpipe_sym_publish(sym);
+    status = ranks != NULL ? rpipe_sym_publish_group(sym, tag, allgather, arg)
+                           : rpipe_sym_publish(sym);
     if (status != UTIL_OK) {
         goto err_mem;
     }
@@ -229,22 +249,23 @@ err_free:
 
 util_status_t rpipe_sym_alloc(size_t size, rpipe_sym_t **sym_p)
 {
-    return rpipe_sym_create(RPIPE_SYM_ALLOC, NULL, size, NULL, 0, 0, sym_p);
+    return rpipe_sym_create(RPIPE_SYM_ALLOC, NULL, size, NULL, 0, 0, NULL, NULL, sym_p);
 }
 
 util_status_t rpipe_sym_reg(void *addr, size_t size, rpipe_sym_t **sym_p)
 {
     return (addr == NULL) ? UTIL_ERR_INVALID
-                          : rpipe_sym_create(RPIPE_SYM_REG, addr, size, NULL, 0, 0, sym_p);
+                          : rpipe_sym_create(RPIPE_SYM_REG, addr, size, NULL, 0, 0, NULL, NULL, sym_p);
 }
 
 util_status_t rpipe_sym_static(void *addr, size_t size, rpipe_sym_t **sym_p)
 {
     return (addr == NULL) ? UTIL_ERR_INVALID
-                          : rpipe_sym_create(RPIPE_SYM_REMAP, addr, size, NULL, 0, 0, sym_p);
+                          : rpipe_sym_create(RPIPE_SYM_REMAP, addr, size, NULL, 0, 0, NULL, NULL, sym_p);
 }
 
 util_status_t rpipe_sym_alloc_group(const int *ranks, int nranks, uint64_t tag, size_t size,
+                                    rpipe_sym_allgather_func_t allgather, void *arg,
                                     rpipe_sym_t **sym_p)
 {
     int mine = 0;
@@ -256,7 +277,8 @@ util_status_t rpipe_sym_alloc_group(const int *ranks, int nranks, uint64_t tag, 
         util_error("symmetric group segment: this rank is not (once) in the group");
         return UTIL_ERR_INVALID;
     }
-    return rpipe_sym_create(RPIPE_SYM_ALLOC, NULL, size, ranks, nranks, tag, sym_p);
+    return rpipe_sym_create(RPIPE_SYM_ALLOC, NULL, size, ranks, nranks, tag, allgather, arg,
+                            sym_p);
 }
 
 int rpipe_sym_threaded;

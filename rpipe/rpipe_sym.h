@@ -57,12 +57,16 @@ util_status_t rpipe_sym_destroy(rpipe_sym_t *sym);
 /* Group segments (OpenSHMEM spaces): collective over the nranks ranks of
  * ranks[] only, which must include mine; peers are then indexed by their
  * place in ranks[] (0..nranks-1), not by rank. Nobody else allocates,
- * registers or waits: each member publishes its key under tag through the
- * bootstrap and reads the others' (a lazy get, no fence). tag must be one
- * this rank never used before for a group segment (the members agree on it).
- * rpipe_sym_release is local: the members have agreed beforehand that
+ * registers or waits. The members' keys travel through allgather (each
+ * member's len bytes into out[index * len], over the group only) when the
+ * caller has one, else through the bootstrap: each member puts its key
+ * under tag and reads the others' (a lazy get, no fence); tag must be one
+ * this rank never used before for a group segment (the members agree on
+ * it). rpipe_sym_release is local: the members have agreed beforehand that
  * nobody reaches into the segment any more. */
+typedef int (*rpipe_sym_allgather_func_t)(void *arg, const void *in, size_t len, void *out);
 util_status_t rpipe_sym_alloc_group(const int *ranks, int nranks, uint64_t tag, size_t size,
+                                    rpipe_sym_allgather_func_t allgather, void *arg,
                                     rpipe_sym_t **sym_p);
 void rpipe_sym_release(rpipe_sym_t *sym);
 

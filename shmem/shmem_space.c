@@ -140,6 +140,13 @@ static void shmemi_max_u64(void *acc, const void *in, size_t n)
     for (size_t i = 0; i < n; i++) a[i] = a[i] > b[i] ? a[i] : b[i];
 }
 
+/* Keys among the members: the space team's exchange, else (more than 16
+ * members) rpipe's bootstrap path. */
+static int shmemi_space_allgather(void *team, const void *in, size_t len, void *out)
+{
+    return shmemi_tc_allgather(team, in, len, out);
+}
+
 int shmemx_create_symmetric_space_size(shmem_team_t team, size_t size, shmemx_space_t *space)
 {
     const char *call = "shmemx_create_symmetric_space";
@@ -147,6 +154,7 @@ int shmemx_create_symmetric_space_size(shmem_team_t team, size_t size, shmemx_sp
     shmem_team_t own;
     uint64_t words[3];
     util_status_t status;
+    const char *keys = "auto";
     int *ranks;
 
     shmemi_check_init(call);
@@ -186,7 +194,11 @@ int shmemx_create_symmetric_space_size(shmem_team_t team, size_t size, shmemx_sp
     for (int i = 0; i < own->size; i++) {
         ranks[i] = shmemi_team_world_pe(own, i);
     }
-    status = rpipe_sym_alloc_group(ranks, own->size, words[0], size, &sp->seg);
+    util_env_get_string("RMB_SPACE_KEYS", &keys);
+    status = rpipe_sym_alloc_group(ranks, own->size, words[0], size,
+                                   own->coll->xchg_max > 0 && strcmp(keys, "bootstrap") != 0
+                                       ? shmemi_space_allgather : NULL,
+                                   own, &sp->seg);
     free(ranks);
     if (status != UTIL_OK) {
         shmemi_fatal("%s: cannot create a space of %zu bytes per PE: %s", call, size,

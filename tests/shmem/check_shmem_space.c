@@ -4,6 +4,8 @@
  *                 tcp;ofi_rxm or UCX over TCP between), with ofi and ucx
  *                 forced for every peer, and under Open MPI's mpirun with
  *                 btl/mpi (RMB_BOOTSTRAP=mpi RMB_BTL=mpi);
+ *                 and on shm with the keys swapped through the bootstrap (the
+ *                 path of teams above 16 PEs: RMB_SPACE_KEYS=bootstrap);
  *   the error modes, each of which must end the job with status 1 and
  *   "shmem error" lines that name the call and the problem;
  * and checks that nothing survived and nothing was left in /dev/shm. A
@@ -32,6 +34,7 @@ static const struct {
     {"ofi tcp;ofi_rxm for every peer", 1, "ofi", "ofi", "tcp;ofi_rxm", 0},
     {"ucx for every peer", 1, "ucx", "ucx", NULL, 0},
     {"mpi (Open MPI)", 1, "mpi", NULL, NULL, 1},
+    {"shm, keys through the bootstrap", 1, "auto", NULL, NULL, 0}, /* as teams > 16 PEs */
 };
 #define N_RUNS (int)(sizeof(runs) / sizeof(runs[0]))
 
@@ -50,6 +53,11 @@ static void set_env(int r)
     }
     if (runs[r].mpi) {
         setenv("RMB_BOOTSTRAP", "mpi", 1);
+    }
+    if (strstr(runs[r].name, "bootstrap") != NULL) {
+        setenv("RMB_SPACE_KEYS", "bootstrap", 1);
+    } else {
+        unsetenv("RMB_SPACE_KEYS");
     }
 }
 
