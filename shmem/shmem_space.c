@@ -131,6 +131,43 @@ rpipe_sym_t *shmemi_space_locate(const char *call, const void *addr, size_t len,
     return sp->seg;
 }
 
+void shmemi_space_put(const char *call, void *dest, const void *src, size_t len, int pe)
+{
+    rpipe_sym_t *seg = shmemi_space_locate(call, dest, len, &pe);
+    size_t off = (size_t)((char *)dest - seg->base);
+
+    shmemi_check_status(call, rpipe_sym_put(seg, pe, off, src, len), pe);
+}
+
+void shmemi_space_get(const char *call, void *dest, const void *src, size_t len, int pe)
+{
+    rpipe_sym_t *seg = shmemi_space_locate(call, src, len, &pe);
+    size_t off = (size_t)((const char *)src - seg->base);
+
+    shmemi_check_status(call, rpipe_sym_get(seg, pe, off, dest, len), pe);
+}
+
+uint64_t shmemi_space_amo_fetch(const char *call, void *dest, btl_amo_op_t op, unsigned size,
+                                uint64_t operand, uint64_t compare, int pe)
+{
+    rpipe_sym_t *seg = shmemi_space_locate(call, dest, size, &pe);
+    size_t off = (size_t)((char *)dest - seg->base);
+    uint64_t old = 0;
+
+    shmemi_check_status(call, rpipe_sym_amo_fetch(seg, pe, off, op, size, operand, compare, &old),
+                        pe);
+    return old;
+}
+
+void shmemi_space_amo_post(const char *call, void *dest, btl_amo_op_t op, unsigned size,
+                           uint64_t operand, int pe)
+{
+    rpipe_sym_t *seg = shmemi_space_locate(call, dest, size, &pe);
+    size_t off = (size_t)((char *)dest - seg->base);
+
+    shmemi_check_status(call, rpipe_sym_amo_post(seg, pe, off, op, size, operand), pe);
+}
+
 /* ---- creation and destruction ---------------------------------------------------------- */
 
 static void shmemi_max_u64(void *acc, const void *in, size_t n)

@@ -176,26 +176,48 @@ rpipe_sym_t *shmemi_space_seg(const struct shmemi_space *space);
 const struct shmemi_team *shmemi_space_members(const struct shmemi_space *space);
 void shmemi_space_finalize(void);
 
-/* Segment and offset of a symmetric address range, and the PE numbered as
- * that segment numbers its peers (a world PE, or for a space the member
- * index); fatal when it is not symmetric (with argument checks on). The
- * heap is tested first and stays one compare; spaces are out of line. */
-static inline rpipe_sym_t *shmemi_locate(const char *call, const void *addr, size_t len,
-                                         size_t *offset_p, int *pe_p)
+/* The heap or static data segment holding [addr, addr + len) and the
+ * offset in it, or NULL: then the range is in a space or nowhere, and the
+ * caller tail-calls an out-of-line shmemi_space_* form, so that the heap's
+ * path keeps nothing live for it (same code as before spaces existed). */
+static inline rpipe_sym_t *shmemi_locate_fast(const void *addr, size_t len, size_t *offset_p)
 {
     rpipe_sym_t *seg = shmemi.heap;
 
     if (__builtin_expect(!rpipe_sym_contains(seg, addr, len), 0)) {
         seg = shmemi.data;
         if (seg == NULL || !rpipe_sym_contains(seg, addr, len)) {
-            int pe = *pe_p; /* a copy: the caller's pe stays out of memory */
-            seg = shmemi_space_locate(call, addr, len, &pe);
-            *pe_p = pe;
+            return NULL;
         }
     }
     *offset_p = (size_t)((const char *)addr - seg->base);
     return seg;
 }
+
+/* Segment and offset of any symmetric range, and the PE numbered as that
+ * segment numbers its peers (a world PE, or for a space the member index);
+ * fatal when it is not symmetric (the signal routines). */
+static inline rpipe_sym_t *shmemi_locate(const char *call, const void *addr, size_t len,
+                                         size_t *offset_p, int *pe_p)
+{
+    rpipe_sym_t *seg = shmemi_locate_fast(addr, len, offset_p);
+
+    if (__builtin_expect(seg == NULL, 0)) {
+        int pe = *pe_p; /* a copy: the caller's pe stays out of memory */
+        seg = shmemi_space_locate(call, addr, len, &pe);
+        *pe_p = pe;
+        *offset_p = (size_t)((const char *)addr - seg->base);
+    }
+    return seg;
+}
+
+/* The RMA and AMO helpers below for space memory (shmem_space.c). */
+void shmemi_space_put(const char *call, void *dest, const void *src, size_t len, int pe);
+void shmemi_space_get(const char *call, void *dest, const void *src, size_t len, int pe);
+uint64_t shmemi_space_amo_fetch(const char *call, void *dest, btl_amo_op_t op, unsigned size,
+                                uint64_t operand, uint64_t compare, int pe);
+void shmemi_space_amo_post(const char *call, void *dest, btl_amo_op_t op, unsigned size,
+                           uint64_t operand, int pe);
 
 static inline void shmemi_check_status(const char *call, util_status_t status, int pe)
 {
@@ -213,7 +235,11 @@ static inline void shmemi_put(const char *call, void *dest, const void *src, siz
     if (len == 0) {
         return;
     }
-    seg = shmemi_locate(call, dest, len, &off, &pe);
+    seg = shmemi_locate_fast(dest, len, &off);
+    if (__builtin_expect(seg == NULL, 0)) {
+        shmemi_space_put(call, dest, src, len, pe);
+        return;
+    }
     shmemi_check_status(call, rpipe_sym_put(seg, pe, off, src, len), pe);
 }
 
@@ -226,7 +252,11 @@ static inline void shmemi_get(const char *call, void *dest, const void *src, siz
     if (len == 0) {
         return;
     }
-    seg = shmemi_locate(call, src, len, &off, &pe);
+    seg = shmemi_locate_fast(src, len, &off);
+    if (__builtin_expect(seg == NULL, 0)) {
+        shmemi_space_get(call, dest, src, len, pe);
+        return;
+    }
     shmemi_check_status(call, rpipe_sym_get(seg, pe, off, dest, len), pe);
 }
 
@@ -243,7 +273,10 @@ static inline uint64_t shmemi_amo_fetch(const char *call, void *dest, btl_amo_op
         shmemi_fatal("%s: %p is not aligned to %u bytes", call, dest, size);
     }
 #endif
-    seg = shmemi_locate(call, dest, size, &off, &pe);
+    seg = shmemi_locate_fast(dest, size, &off);
+    if (__builtin_expect(seg == NULL, 0)) {
+        return shmemi_space_amo_fetch(call, dest, op, size, operand, compare, pe);
+    }
     shmemi_check_status(call, rpipe_sym_amo_fetch(seg, pe, off, op, size, operand, compare, &old),
                         pe);
     return old;
@@ -261,7 +294,11 @@ static inline void shmemi_amo_post(const char *call, void *dest, btl_amo_op_t op
         shmemi_fatal("%s: %p is not aligned to %u bytes", call, dest, size);
     }
 #endif
-    seg = shmemi_locate(call, dest, size, &off, &pe);
+    seg = shmemi_locate_fast(dest, size, &off);
+    if (__builtin_expect(seg == NULL, 0)) {
+        shmemi_space_amo_post(call, dest, op, size, operand, pe);
+        return;
+    }
     shmemi_check_status(call, rpipe_sym_amo_post(seg, pe, off, op, size, operand), pe);
 }
 
