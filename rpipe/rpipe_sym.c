@@ -9,8 +9,10 @@
 
 #include "util/env.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct {
     uint64_t base;
@@ -56,6 +58,103 @@ static util_status_t rpipe_sym_publish(rpipe_sym_t *sym)
     return UTIL_OK;
 }
 
+static double rpipe_sym_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A group's exchange of cards: through the caller's allgather, or put mine
+ * under "sg<ctx>.<rank>.<tag>" and read each other member's (the bootstrap
+ * holds a get until the peer has committed; retried up to
+ * RMB_RPIPE_CONNECT_TIMEOUT; a few hundred microseconds per get under
+ * PMIx, hence the allgather where the caller has a cheaper one). Only
+ * members take part: no fence, no barrier. */
+static util_status_t rpipe_sym_publish_group(rpipe_sym_t *sym, uint64_t tag,
+                                             rpipe_sym_allgather_func_t allgather, void *arg)
+{
+    rpipe_sym_card_t *all;
+    char key[BOOTSTRAP_KEY_MAX];
+    util_status_t status;
+    size_t key_len, got;
+    int me = -1;
+
+    all = calloc((size_t)sym->npeers, sizeof(*all));
+    if (all == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < sym->npeers; i++) {
+        if (sym->ranks[i] == rpipe_state.rank) {
+            me = i;
+        }
+    }
+    all[me].base = (uint64_t)(uintptr_t)sym->base;
+    all[me].size = sym->size;
+    status = btl_mem_pack(sym->mem, all[me].key, sizeof(all[me].key), &key_len);
+    if (status != UTIL_OK) {
+        goto err;
+    }
+    all[me].key_len = key_len;
+    if (allgather != NULL) {
+        rpipe_sym_card_t mine = all[me];
+        status = allgather(arg, &mine, sizeof(mine), all) == 0 ? UTIL_OK : UTIL_ERR_STATE;
+        for (int i = 0; i < sym->npeers && status == UTIL_OK; i++) {
+            if (all[i].size != sym->size) {
+                util_error("symmetric group segment: rank %d has %llu bytes, I have %zu (sizes "
+                           "must match)", sym->ranks[i], (unsigned long long)all[i].size,
+                           sym->size);
+                status = UTIL_ERR_INVALID;
+            }
+        }
+        goto done;
+    }
+    snprintf(key, sizeof(key), "sg%u.%d.%llu", rpipe_state.btl->serial, rpipe_state.rank,
+             (unsigned long long)tag);
+    status = bootstrap_put(key, &all[me], sizeof(all[me]));
+    if (status == UTIL_OK) {
+        status = bootstrap_commit();
+    }
+    for (int i = 0; i < sym->npeers && status == UTIL_OK; i++) {
+        double deadline = rpipe_sym_now() + rpipe_state.connect_timeout;
+
+        if (i == me) {
+            continue;
+        }
+        snprintf(key, sizeof(key), "sg%u.%d.%llu", rpipe_state.btl->serial, sym->ranks[i],
+                 (unsigned long long)tag);
+        do {
+            status = bootstrap_get(sym->ranks[i], key, &all[i], sizeof(all[i]), &got);
+        } while ((status == UTIL_ERR_TIMEOUT || status == UTIL_ERR_NOT_FOUND) &&
+                 rpipe_sym_now() < deadline);
+        if (status == UTIL_OK && (got != sizeof(all[i]) || all[i].size != sym->size)) {
+            util_error("symmetric group segment: rank %d published %llu bytes, I have %zu "
+                       "(sizes must match)", sym->ranks[i], (unsigned long long)all[i].size,
+                       sym->size);
+            status = UTIL_ERR_INVALID;
+        } else if (status != UTIL_OK) {
+            util_error("symmetric group segment: no key from rank %d: %s", sym->ranks[i],
+                       util_status_string(status));
+        }
+    }
+done:
+    if (status != UTIL_OK) {
+        goto err;
+    }
+    for (int i = 0; i < sym->npeers; i++) {
+        sym->peer[i].base = all[i].base;
+    }
+    sym->packed        = (uint8_t *)all;
+    sym->packed_stride = sizeof(*all);
+    sym->peer[me].ptr  = sym->base; /* myself: always plain memory */
+    return UTIL_OK;
+
+err:
+    free(all);
+    return status;
+}
+
 int rpipe_sym_amo_network;
 
 /* RMB_AMO_NETWORK (see rpipe_sym.h, "the atomicity rule"). */
@@ -84,7 +183,11 @@ static util_status_t rpipe_sym_choose_amo(void)
 
 enum { RPIPE_SYM_ALLOC, RPIPE_SYM_REG, RPIPE_SYM_REMAP };
 
-static util_status_t rpipe_sym_create(int how, void *addr, size_t size, rpipe_sym_t **sym_p)
+/* ranks == NULL: every rank (collective over all); else a group (above). */
+static util_status_t rpipe_sym_create(int how, void *addr, size_t size, const int *ranks,
+                                      int nranks, uint64_t tag,
+                                      rpipe_sym_allgather_func_t allgather, void *arg,
+                                      rpipe_sym_t **sym_p)
 {
     rpipe_sym_t *sym;
     util_status_t status;
@@ -102,12 +205,20 @@ static util_status_t rpipe_sym_create(int how, void *addr, size_t size, rpipe_sy
         free(sym);
         return status;
     }
-    sym->npeers = rpipe_state.size;
+    sym->npeers = ranks != NULL ? nranks : rpipe_state.size;
     sym->size   = size;
     sym->peer   = calloc((size_t)sym->npeers, sizeof(*sym->peer));
     if (sym->peer == NULL) {
         free(sym);
         return UTIL_ERR_NO_MEMORY;
+    }
+    if (ranks != NULL) {
+        sym->ranks = malloc(sizeof(int) * (size_t)nranks);
+        if (sym->ranks == NULL) {
+            status = UTIL_ERR_NO_MEMORY;
+            goto err_free;
+        }
+        memcpy(sym->ranks, ranks, sizeof(int) * (size_t)nranks);
     }
     status = how == RPIPE_SYM_ALLOC ? btl_mem_alloc(rpipe_state.btl, size, &sym->mem)
            : how == RPIPE_SYM_REG   ? btl_mem_reg(rpipe_state.btl, addr, size, &sym->mem)
@@ -116,17 +227,21 @@ static util_status_t rpipe_sym_create(int how, void *addr, size_t size, rpipe_sy
         goto err_free;
     }
     sym->base = btl_mem_addr(sym->mem);
-    status = rpipe_sym_publish(sym);
+    status = ranks != NULL ? rpipe_sym_publish_group(sym, tag, allgather, arg)
+                           : rpipe_sym_publish(sym);
     if (status != UTIL_OK) {
         goto err_mem;
     }
-    sym->peer[rpipe_state.rank].ptr = sym->base; /* myself: always plain memory */
+    if (ranks == NULL) {
+        sym->peer[rpipe_state.rank].ptr = sym->base; /* myself: always plain memory */
+    }
     *sym_p = sym;
     return UTIL_OK;
 
 err_mem:
     btl_mem_free(sym->mem);
 err_free:
+    free(sym->ranks);
     free(sym->peer);
     free(sym);
     return status;
@@ -134,17 +249,36 @@ err_free:
 
 util_status_t rpipe_sym_alloc(size_t size, rpipe_sym_t **sym_p)
 {
-    return rpipe_sym_create(RPIPE_SYM_ALLOC, NULL, size, sym_p);
+    return rpipe_sym_create(RPIPE_SYM_ALLOC, NULL, size, NULL, 0, 0, NULL, NULL, sym_p);
 }
 
 util_status_t rpipe_sym_reg(void *addr, size_t size, rpipe_sym_t **sym_p)
 {
-    return (addr == NULL) ? UTIL_ERR_INVALID : rpipe_sym_create(RPIPE_SYM_REG, addr, size, sym_p);
+    return (addr == NULL) ? UTIL_ERR_INVALID
+                          : rpipe_sym_create(RPIPE_SYM_REG, addr, size, NULL, 0, 0, NULL, NULL, sym_p);
 }
 
 util_status_t rpipe_sym_static(void *addr, size_t size, rpipe_sym_t **sym_p)
 {
-    return (addr == NULL) ? UTIL_ERR_INVALID : rpipe_sym_create(RPIPE_SYM_REMAP, addr, size, sym_p);
+    return (addr == NULL) ? UTIL_ERR_INVALID
+                          : rpipe_sym_create(RPIPE_SYM_REMAP, addr, size, NULL, 0, 0, NULL, NULL, sym_p);
+}
+
+util_status_t rpipe_sym_alloc_group(const int *ranks, int nranks, uint64_t tag, size_t size,
+                                    rpipe_sym_allgather_func_t allgather, void *arg,
+                                    rpipe_sym_t **sym_p)
+{
+    int mine = 0;
+
+    for (int i = 0; ranks != NULL && i < nranks; i++) {
+        mine += ranks[i] == rpipe_state.rank;
+    }
+    if (mine != 1) {
+        util_error("symmetric group segment: this rank is not (once) in the group");
+        return UTIL_ERR_INVALID;
+    }
+    return rpipe_sym_create(RPIPE_SYM_ALLOC, NULL, size, ranks, nranks, tag, allgather, arg,
+                            sym_p);
 }
 
 int rpipe_sym_threaded;
@@ -169,7 +303,7 @@ util_status_t rpipe_sym_connect(rpipe_sym_t *sym, int pe)
     if (peer->ptr != NULL || peer->ep != NULL) {
         goto out; /* another thread got there first */
     }
-    status = btl_ctx_ep(rpipe_state.btl, pe, &ep);
+    status = btl_ctx_ep(rpipe_state.btl, sym->ranks != NULL ? sym->ranks[pe] : pe, &ep);
     if (status != UTIL_OK) {
         goto out;
     }
@@ -196,7 +330,7 @@ util_status_t rpipe_sym_amo_connect(rpipe_sym_t *sym, int pe, rpipe_sym_peer_t *
 
     rpipe_sym_enter();
     if (peer->amo_ep == NULL) {
-        status = btl_ctx_net_ep(rpipe_state.btl, pe, &ep);
+        status = btl_ctx_net_ep(rpipe_state.btl, sym->ranks != NULL ? sym->ranks[pe] : pe, &ep);
         if (status == UTIL_OK) {
             card   = (const rpipe_sym_card_t *)(sym->packed + (size_t)pe * sym->packed_stride);
             status = btl_rkey_unpack(ep, card->key, card->key_len, &peer->amo_rkey);
@@ -219,6 +353,12 @@ util_status_t rpipe_sym_destroy(rpipe_sym_t *sym)
     }
     /* nobody may still be reaching into this segment */
     status = bootstrap_barrier();
+    rpipe_sym_release(sym);
+    return status;
+}
+
+void rpipe_sym_release(rpipe_sym_t *sym)
+{
     for (int pe = 0; pe < sym->npeers; pe++) {
         if (sym->peer[pe].rkey != NULL) {
             btl_rkey_release(sym->peer[pe].rkey);
@@ -229,9 +369,9 @@ util_status_t rpipe_sym_destroy(rpipe_sym_t *sym)
     }
     btl_mem_free(sym->mem);
     free(sym->packed);
+    free(sym->ranks);
     free(sym->peer);
     free(sym);
-    return status;
 }
 
 util_status_t rpipe_sym_quiet(void)

@@ -38,6 +38,8 @@ typedef struct rpipe_sym {
     rpipe_sym_peer_t *peer;    /* npeers entries */
     uint8_t          *packed;  /* every rank's packed key (connect on first use) */
     size_t            packed_stride;
+    int              *ranks;   /* group segments: the rank of each peer index; NULL when
+                                * peer index == rank (every rank) */
 } rpipe_sym_t;
 
 /* Collective over all ranks. alloc: memory the btl allocates (fast on
@@ -51,6 +53,22 @@ util_status_t rpipe_sym_reg(void *addr, size_t size, rpipe_sym_t **sym_p);
 util_status_t rpipe_sym_static(void *addr, size_t size, rpipe_sym_t **sym_p);
 /* Collective. */
 util_status_t rpipe_sym_destroy(rpipe_sym_t *sym);
+
+/* Group segments (OpenSHMEM spaces): collective over the nranks ranks of
+ * ranks[] only, which must include mine; peers are then indexed by their
+ * place in ranks[] (0..nranks-1), not by rank. Nobody else allocates,
+ * registers or waits. The members' keys travel through allgather (each
+ * member's len bytes into out[index * len], over the group only) when the
+ * caller has one, else through the bootstrap: each member puts its key
+ * under tag and reads the others' (a lazy get, no fence); tag must be one
+ * this rank never used before for a group segment (the members agree on
+ * it). rpipe_sym_release is local: the members have agreed beforehand that
+ * nobody reaches into the segment any more. */
+typedef int (*rpipe_sym_allgather_func_t)(void *arg, const void *in, size_t len, void *out);
+util_status_t rpipe_sym_alloc_group(const int *ranks, int nranks, uint64_t tag, size_t size,
+                                    rpipe_sym_allgather_func_t allgather, void *arg,
+                                    rpipe_sym_t **sym_p);
+void rpipe_sym_release(rpipe_sym_t *sym);
 
 /* Threads (SHMEM_THREAD_MULTIPLE): the btl serves one thread at a time, so
  * once rpipe_sym_set_threaded(1) every call into it below is made under one
@@ -257,21 +275,22 @@ static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t 
 }
 
 /* Put with signal: the payload, then the 8-byte word at sig_offset of
- * sig_sym (8-byte aligned) set to value, or atomically increased by it
+ * sig_sym (8-byte aligned; the target is peer sig_pe there: the same rank
+ * as pe, numbered as sig_sym numbers its peers) set to value, or atomically increased by it
  * when add is non-zero. A peer that sees the signal sees the payload. On
  * node: memcpy, then a release store or add. Across nodes SET is the btl's
  * put_flag (payload and flag ordered inside the network where it can);
  * ADD is put, fence to the peer, network atomic. */
 static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_t offset,
                                                  const void *src, size_t len,
-                                                 rpipe_sym_t *sig_sym, size_t sig_offset,
-                                                 int add, uint64_t value)
+                                                 rpipe_sym_t *sig_sym, int sig_pe,
+                                                 size_t sig_offset, int add, uint64_t value)
 {
     rpipe_sym_peer_t *peer, *sig_peer;
     util_status_t status = rpipe_sym_peer(sym, pe, &peer);
 
     if (status == UTIL_OK) {
-        status = rpipe_sym_peer(sig_sym, pe, &sig_peer);
+        status = rpipe_sym_peer(sig_sym, sig_pe, &sig_peer);
     }
     if (status != UTIL_OK) {
         return status;
@@ -309,7 +328,8 @@ static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_
     if (status != UTIL_OK) {
         return status;
     }
-    return rpipe_sym_amo_post(sig_sym, pe, sig_offset, add ? BTL_AMO_ADD : BTL_AMO_SET, 8, value);
+    return rpipe_sym_amo_post(sig_sym, sig_pe, sig_offset, add ? BTL_AMO_ADD : BTL_AMO_SET, 8,
+                              value);
 }
 
 #endif

@@ -72,5 +72,11 @@ int shmemi_tc_attach(struct shmemi_team *team, int slot);
 void shmemi_tc_detach(struct shmemi_team *team);
 /* Bitwise AND of nwords (<= 3) words over the members of team, in place. */
 void shmemi_tc_allreduce_and(struct shmemi_team *team, uint64_t *words, int nwords);
+/* Every member's len bytes into out[member * len]; -1 when the team is too
+ * large for the exchange. */
+int shmemi_tc_allgather(struct shmemi_team *team, const void *in, size_t len, void *out);
+/* The same with any op on 64-bit words (spaces agree on a maximum). */
+void shmemi_tc_allreduce(struct shmemi_team *team, uint64_t *words, int nwords,
+                         shmemi_tc_op_t op);
 
 #endif

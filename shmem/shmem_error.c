@@ -45,6 +45,6 @@ void shmemi_not_symmetric(const char *call, const void *addr, size_t len)
     if (shmemi.initialized <= 0) {
         shmemi_not_initialized(call);
     }
-    shmemi_fatal("%s: %p (+%zu bytes) is not symmetric (neither in the symmetric heap nor in "
-                 "static data)", call, addr, len);
+    shmemi_fatal("%s: %p (+%zu bytes) is not symmetric (neither in the symmetric heap, nor in "
+                 "static data, nor in a live space)", call, addr, len);
 }

@@ -356,6 +356,7 @@ void shmem_finalize(void)
         return;
     }
     shmem_barrier_all();
+    shmemi_space_finalize(); /* before the teams: a space owns one */
     shmemi_team_finalize();
     shmemi.initialized = 0;
     if (shmemi.data != NULL) {

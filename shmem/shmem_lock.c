@@ -21,19 +21,28 @@
 #include "shmem/shmem.h"
 #include "shmem/shmemi.h"
 
-#define SHMEMI_LOCK_HOME   0           /* world PE holding the tail */
 #define SHMEMI_LOCK_GRANT  0x80000000u /* node: the lock is handed to me */
 #define SHMEMI_LOCK_NEXT   0x7fffffffu /* node: successor + 1 */
 
 static inline uint32_t *shmemi_lock_tail(long *lock) { return (uint32_t *)lock; }
 static inline uint32_t *shmemi_lock_node(long *lock) { return (uint32_t *)lock + 1; }
 
-static void shmemi_lock_check(const char *call, long *lock)
+/* Checks the lock and returns the world PE holding its tail: PE 0, or the
+ * first member of the team of a space holding the lock (the others have no
+ * such memory). */
+static int shmemi_lock_check(const char *call, long *lock)
 {
+    const struct shmemi_space *space;
+
     shmemi_check_init(call);
     if (lock == NULL || ((uintptr_t)lock & (sizeof(long) - 1)) != 0) {
         shmemi_fatal("%s: %p is not an aligned symmetric long", call, (void *)lock);
     }
+    if (rpipe_sym_contains(shmemi.heap, lock, sizeof(long))) {
+        return 0;
+    }
+    space = shmemi_space_find(lock, sizeof(long));
+    return space != NULL ? shmemi_team_world_pe(shmemi_space_members(space), 0) : 0;
 }
 
 void shmem_set_lock(long *lock)
@@ -41,9 +50,9 @@ void shmem_set_lock(long *lock)
     uint32_t me = (uint32_t)shmemi.my_pe + 1, pred, grant = SHMEMI_LOCK_GRANT;
     uint32_t *node = shmemi_lock_node(lock);
 
-    shmemi_lock_check("shmem_set_lock", lock);
+    int home = shmemi_lock_check("shmem_set_lock", lock);
     pred = (uint32_t)shmemi_amo_fetch("shmem_set_lock", shmemi_lock_tail(lock), BTL_AMO_SWAP, 4,
-                                      me, 0, SHMEMI_LOCK_HOME);
+                                      me, 0, home);
     if (pred == 0) {
         return; /* free: mine */
     }
@@ -59,10 +68,10 @@ int shmem_test_lock(long *lock)
 {
     uint32_t me = (uint32_t)shmemi.my_pe + 1;
 
-    shmemi_lock_check("shmem_test_lock", lock);
+    int home = shmemi_lock_check("shmem_test_lock", lock);
     /* Only when free: never queue (test_lock does not block). */
     return shmemi_amo_fetch("shmem_test_lock", shmemi_lock_tail(lock), BTL_AMO_CSWAP, 4, me, 0,
-                            SHMEMI_LOCK_HOME) == 0 ? 0 : 1;
+                            home) == 0 ? 0 : 1;
 }
 
 void shmem_clear_lock(long *lock)
@@ -70,12 +79,12 @@ void shmem_clear_lock(long *lock)
     uint32_t me = (uint32_t)shmemi.my_pe + 1, next, zero = 0;
     uint32_t *node = shmemi_lock_node(lock);
 
-    shmemi_lock_check("shmem_clear_lock", lock);
+    int home = shmemi_lock_check("shmem_clear_lock", lock);
     shmemi_quiet();
     next = __atomic_load_n(node, __ATOMIC_ACQUIRE) & SHMEMI_LOCK_NEXT;
     if (next == 0) {
         if (shmemi_amo_fetch("shmem_clear_lock", shmemi_lock_tail(lock), BTL_AMO_CSWAP, 4, 0, me,
-                             SHMEMI_LOCK_HOME) == me) {
+                             home) == me) {
             return; /* nobody queued behind me: free */
         }
         /* Someone swapped in after me and is about to link. */

@@ -65,11 +65,18 @@ int shmem_pe_accessible(int pe)
 
 int shmem_addr_accessible(const void *addr, int pe)
 {
+    const struct shmemi_space *space;
+
     if (!shmem_pe_accessible(pe)) {
         return 0;
     }
-    return rpipe_sym_contains(shmemi.heap, addr, 1) ||
-           (shmemi.data != NULL && rpipe_sym_contains(shmemi.data, addr, 1));
+    if (rpipe_sym_contains(shmemi.heap, addr, 1) ||
+        (shmemi.data != NULL && rpipe_sym_contains(shmemi.data, addr, 1))) {
+        return 1;
+    }
+    /* space memory exists on its team's PEs only */
+    space = shmemi_space_find(addr, 1);
+    return space != NULL && shmemi_team_index(shmemi_space_members(space), pe) >= 0;
 }
 
 void *shmem_ptr(const void *dest, int pe)
@@ -80,7 +87,13 @@ void *shmem_ptr(const void *dest, int pe)
     if (!shmem_addr_accessible(dest, pe)) {
         return NULL;
     }
-    seg = rpipe_sym_contains(shmemi.heap, dest, 1) ? shmemi.heap : shmemi.data;
+    if (rpipe_sym_contains(shmemi.heap, dest, 1)) {
+        seg = shmemi.heap;
+    } else if (shmemi.data != NULL && rpipe_sym_contains(shmemi.data, dest, 1)) {
+        seg = shmemi.data;
+    } else {
+        seg = shmemi_space_locate("shmem_ptr", dest, 1, &pe); /* pe: its member index */
+    }
     off = (size_t)((const char *)dest - seg->base);
     return rpipe_sym_ptr(seg, pe, off);
 }

@@ -43,7 +43,7 @@ static inline void shmemi_signal_update(const char *call, uint64_t *sig_addr, bt
     rpipe_sym_t *seg;
 
     shmemi_check_pe(call, pe);
-    seg = shmemi_locate_signal(call, sig_addr, &off);
+    seg = shmemi_locate_signal(call, sig_addr, &off, &pe);
     shmemi_check_status(call, rpipe_sym_amo_post(seg, pe, off, op, 8, signal), pe);
 }
 

@@ -12,14 +12,14 @@
 #include "shmem/shmemi.h"
 
 static inline rpipe_sym_t *shmemi_locate_signal(const char *call, uint64_t *sig_addr,
-                                                size_t *offset_p)
+                                                size_t *offset_p, int *pe_p)
 {
 #ifdef RMB_ARG_CHECKS
     if (__builtin_expect(((uintptr_t)sig_addr & 7) != 0, 0)) {
         shmemi_fatal("%s: signal address %p is not 8-byte aligned", call, (void *)sig_addr);
     }
 #endif
-    return shmemi_locate(call, sig_addr, sizeof(uint64_t), offset_p);
+    return shmemi_locate(call, sig_addr, sizeof(uint64_t), offset_p, pe_p);
 }
 
 static inline void shmemi_put_signal(const char *call, void *dest, const void *src, size_t len,
@@ -27,16 +27,22 @@ static inline void shmemi_put_signal(const char *call, void *dest, const void *s
 {
     size_t off = 0, sig_off;
     rpipe_sym_t *seg, *sig_seg;
+    int sig_pe = pe; /* differs from pe when one of the two is in a space */
 
     shmemi_check_pe(call, pe);
     if (__builtin_expect(sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD, 0)) {
         shmemi_fatal("%s: sig_op %d is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD", call,
                      sig_op);
     }
-    sig_seg = shmemi_locate_signal(call, sig_addr, &sig_off);
-    seg = len > 0 ? shmemi_locate(call, dest, len, &off) : sig_seg;
+    sig_seg = shmemi_locate_signal(call, sig_addr, &sig_off, &sig_pe);
+    if (len > 0) {
+        seg = shmemi_locate(call, dest, len, &off, &pe);
+    } else {
+        seg = sig_seg;
+        pe  = sig_pe;
+    }
     shmemi_check_status(call,
-                        rpipe_sym_put_signal(seg, pe, off, src, len, sig_seg, sig_off,
+                        rpipe_sym_put_signal(seg, pe, off, src, len, sig_seg, sig_pe, sig_off,
                                              sig_op == SHMEM_SIGNAL_ADD, signal),
                         pe);
 }

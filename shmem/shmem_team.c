@@ -93,8 +93,7 @@ int shmem_team_get_config(shmem_team_t team, long config_mask, shmem_team_config
     return 0;
 }
 
-/* Index of world PE pe in team, or -1. */
-static int shmemi_team_index(shmem_team_t team, int pe)
+int shmemi_team_index(const struct shmemi_team *team, int pe)
 {
     if (team->world_pes != NULL) {
         for (int i = 0; i < team->size; i++) {
@@ -188,6 +187,11 @@ static void shmemi_team_free(struct shmemi_team *team)
         free(team->world_pes);
         free(team);
     }
+}
+
+void shmemi_team_release(struct shmemi_team *team)
+{
+    shmemi_team_free(team);
 }
 
 static int shmemi_lowest_bit(uint64_t mask)
@@ -325,6 +329,10 @@ void shmem_team_destroy(shmem_team_t team)
         shmemi_fatal("shmem_team_destroy: %s cannot be destroyed",
                      team == SHMEM_TEAM_WORLD ? "SHMEM_TEAM_WORLD" :
                      team == SHMEM_TEAM_SHARED ? "SHMEM_TEAM_SHARED" : "a predefined team");
+    }
+    if (team->of_space) {
+        shmemi_fatal("shmem_team_destroy: the team is a space's own (shmemx_space_team); "
+                     "shmemx_destroy_space destroys it");
     }
     shmemi_team_free(team);
 }

@@ -616,15 +616,43 @@ static void shmemi_tc_and_u64(void *acc, const void *in, size_t n)
     for (size_t i = 0; i < n; i++) a[i] &= b[i];
 }
 
-void shmemi_tc_allreduce_and(struct shmemi_team *team, uint64_t *words, int nwords)
+void shmemi_tc_allreduce(struct shmemi_team *team, uint64_t *words, int nwords,
+                         shmemi_tc_op_t op)
 {
     uint64_t *misc = shmemi_tc_misc(team->coll);
 
     memcpy(&misc[SHMEMI_MISC_SPLIT_SRC], words, sizeof(uint64_t) * (size_t)nwords);
     shmemi_tc_reduce("shmem_team_split", team, &misc[SHMEMI_MISC_SPLIT_DST],
-                     &misc[SHMEMI_MISC_SPLIT_SRC], (size_t)nwords, 8, shmemi_tc_and_u64,
-                     SHMEMI_TC_REDUCE);
+                     &misc[SHMEMI_MISC_SPLIT_SRC], (size_t)nwords, 8, op, SHMEMI_TC_REDUCE);
     memcpy(words, &misc[SHMEMI_MISC_SPLIT_DST], sizeof(uint64_t) * (size_t)nwords);
+}
+
+void shmemi_tc_allreduce_and(struct shmemi_team *team, uint64_t *words, int nwords)
+{
+    shmemi_tc_allreduce(team, words, nwords, shmemi_tc_and_u64);
+}
+
+/* Every member's len bytes into out[member * len] in rounds of the
+ * exchange (a few microseconds each on node): spaces swap their keys so.
+ * -1 when the team has no exchange (more than SHMEMI_TC_XCHG_TEAM members). */
+int shmemi_tc_allgather(struct shmemi_team *team, const void *in, size_t len, void *out)
+{
+    size_t step = team->coll->xchg_max;
+
+    if (step == 0) {
+        return -1;
+    }
+    for (size_t off = 0; off < len; off += step) {
+        size_t piece = len - off < step ? len - off : step;
+        const char *all;
+
+        memcpy(shmemi_tc_mine(team), (const char *)in + off, piece);
+        all = shmemi_tc_exchange("shmemx_create_symmetric_space", team, piece);
+        for (int j = 0; j < team->size; j++) {
+            memcpy((char *)out + (size_t)j * len + off, all + (size_t)j * shmemi_tc.chunk, piece);
+        }
+    }
+    return 0;
 }
 
 /* ---- broadcast ------------------------------------------------------------------------- */

@@ -54,6 +54,8 @@ struct shmemi_team {
     long                 config_mask;
     int                  predefined;  /* WORLD, SHARED: never destroyed */
     int                  n_ctx;       /* contexts created on the team */
+    int                  of_space;    /* a space's own team (shmemx_space_team): the
+                                       * space destroys it, shmem_team_destroy may not */
     struct shmemi_team_coll *coll;
 };
 
@@ -70,6 +72,11 @@ static inline int shmemi_team_world_pe(const struct shmemi_team *team, int i)
 {
     return team->world_pes != NULL ? team->world_pes[i] : team->start + i * team->stride;
 }
+
+/* Index of world PE pe in team, or -1 (O(1) when strided). */
+int shmemi_team_index(const struct shmemi_team *team, int pe);
+/* Frees a team made by a split (no checks): for spaces. */
+void shmemi_team_release(struct shmemi_team *team);
 
 /* Team setup at shmem_init (after the heap exists: collective state lives
  * in it) and teardown at shmem_finalize. */
@@ -156,22 +163,61 @@ static inline int shmemi_ctx_pe(const char *call, shmem_ctx_t ctx, int pe)
     return shmemi_team_world_pe(team, pe);
 }
 
-/* Segment and offset of a symmetric address range; fatal when it is not
- * symmetric (with argument checks on). */
-static inline rpipe_sym_t *shmemi_locate(const char *call, const void *addr, size_t len,
-                                         size_t *offset_p)
+/* Spaces (shmem_space.c; docs/spaces.md). Every address outside the heap
+ * and static data: the space holding [addr, addr + len) (binary search over
+ * the live spaces by base address, O(log spaces)), with *pe_p, a world PE,
+ * turned into its index in the space's team; fatal when the range is in no
+ * live space or the PE is not a member. */
+rpipe_sym_t *shmemi_space_locate(const char *call, const void *addr, size_t len, int *pe_p)
+    __attribute__((noinline));
+/* The space holding addr, or NULL (shmem_ptr, shmem_addr_accessible, locks). */
+struct shmemi_space *shmemi_space_find(const void *addr, size_t len);
+rpipe_sym_t *shmemi_space_seg(const struct shmemi_space *space);
+const struct shmemi_team *shmemi_space_members(const struct shmemi_space *space);
+void shmemi_space_finalize(void);
+
+/* The heap or static data segment holding [addr, addr + len) and the
+ * offset in it, or NULL: then the range is in a space or nowhere, and the
+ * caller tail-calls an out-of-line shmemi_space_* form, so that the heap's
+ * path keeps nothing live for it (same code as before spaces existed). */
+static inline rpipe_sym_t *shmemi_locate_fast(const void *addr, size_t len, size_t *offset_p)
 {
     rpipe_sym_t *seg = shmemi.heap;
 
     if (__builtin_expect(!rpipe_sym_contains(seg, addr, len), 0)) {
         seg = shmemi.data;
         if (seg == NULL || !rpipe_sym_contains(seg, addr, len)) {
-            shmemi_not_symmetric(call, addr, len);
+            return NULL;
         }
     }
     *offset_p = (size_t)((const char *)addr - seg->base);
     return seg;
 }
+
+/* Segment and offset of any symmetric range, and the PE numbered as that
+ * segment numbers its peers (a world PE, or for a space the member index);
+ * fatal when it is not symmetric (the signal routines). */
+static inline rpipe_sym_t *shmemi_locate(const char *call, const void *addr, size_t len,
+                                         size_t *offset_p, int *pe_p)
+{
+    rpipe_sym_t *seg = shmemi_locate_fast(addr, len, offset_p);
+
+    if (__builtin_expect(seg == NULL, 0)) {
+        int pe = *pe_p; /* a copy: the caller's pe stays out of memory */
+        seg = shmemi_space_locate(call, addr, len, &pe);
+        *pe_p = pe;
+        *offset_p = (size_t)((const char *)addr - seg->base);
+    }
+    return seg;
+}
+
+/* The RMA and AMO helpers below for space memory (shmem_space.c). */
+void shmemi_space_put(const char *call, void *dest, const void *src, size_t len, int pe);
+void shmemi_space_get(const char *call, void *dest, const void *src, size_t len, int pe);
+uint64_t shmemi_space_amo_fetch(const char *call, void *dest, btl_amo_op_t op, unsigned size,
+                                uint64_t operand, uint64_t compare, int pe);
+void shmemi_space_amo_post(const char *call, void *dest, btl_amo_op_t op, unsigned size,
+                           uint64_t operand, int pe);
 
 static inline void shmemi_check_status(const char *call, util_status_t status, int pe)
 {
@@ -189,7 +235,11 @@ static inline void shmemi_put(const char *call, void *dest, const void *src, siz
     if (len == 0) {
         return;
     }
-    seg = shmemi_locate(call, dest, len, &off);
+    seg = shmemi_locate_fast(dest, len, &off);
+    if (__builtin_expect(seg == NULL, 0)) {
+        shmemi_space_put(call, dest, src, len, pe);
+        return;
+    }
     shmemi_check_status(call, rpipe_sym_put(seg, pe, off, src, len), pe);
 }
 
@@ -202,7 +252,11 @@ static inline void shmemi_get(const char *call, void *dest, const void *src, siz
     if (len == 0) {
         return;
     }
-    seg = shmemi_locate(call, src, len, &off);
+    seg = shmemi_locate_fast(src, len, &off);
+    if (__builtin_expect(seg == NULL, 0)) {
+        shmemi_space_get(call, dest, src, len, pe);
+        return;
+    }
     shmemi_check_status(call, rpipe_sym_get(seg, pe, off, dest, len), pe);
 }
 
@@ -219,7 +273,10 @@ static inline uint64_t shmemi_amo_fetch(const char *call, void *dest, btl_amo_op
         shmemi_fatal("%s: %p is not aligned to %u bytes", call, dest, size);
     }
 #endif
-    seg = shmemi_locate(call, dest, size, &off);
+    seg = shmemi_locate_fast(dest, size, &off);
+    if (__builtin_expect(seg == NULL, 0)) {
+        return shmemi_space_amo_fetch(call, dest, op, size, operand, compare, pe);
+    }
     shmemi_check_status(call, rpipe_sym_amo_fetch(seg, pe, off, op, size, operand, compare, &old),
                         pe);
     return old;
@@ -237,7 +294,11 @@ static inline void shmemi_amo_post(const char *call, void *dest, btl_amo_op_t op
         shmemi_fatal("%s: %p is not aligned to %u bytes", call, dest, size);
     }
 #endif
-    seg = shmemi_locate(call, dest, size, &off);
+    seg = shmemi_locate_fast(dest, size, &off);
+    if (__builtin_expect(seg == NULL, 0)) {
+        shmemi_space_amo_post(call, dest, op, size, operand, pe);
+        return;
+    }
     shmemi_check_status(call, rpipe_sym_amo_post(seg, pe, off, op, size, operand), pe);
 }
 
