@@ -17,6 +17,8 @@
  *   ring_flag[r] broadcast ring: entry r's flag, broadcast seq + 1 once
  *               its data is in ring_data[r] (written only by that
  *               broadcast's root);
+ *   ring_ack[m] broadcast ring: the last checkpoint (below) member m
+ *               has passed (written only by m);
  *   xbuf[2][m]  exchange buffers: block j is written only by member j;
  *   ring_data[r] the ring's data (SHMEMI_TC_RING_DATA bytes each).
  *
@@ -37,9 +39,15 @@
  * Small broadcasts do not wait for the others: the root puts its data with
  * the entry's flag into ring entry seq % R of every member and returns, so
  * consecutive broadcasts overlap. A root reuses an entry R broadcasts
- * later; every R/2 broadcasts the members join a barrier after reading
- * theirs, so by then everybody has read the entry (the root of broadcast s
- * has passed the barrier after broadcast s - s % (R/2) - 1 >= s - R).
+ * later, so it must know that everybody has read it: after broadcast
+ * c * R/2 - 1 (checkpoint c) each member m writes c into ring_ack[m] of
+ * every other member, without waiting, and the root of broadcast s >= R
+ * waits until every other member's word holds the checkpoint that covers
+ * s - R, ceil((s - R + 1) / (R/2)). So a root stalls only when a member
+ * lags by more than R/2 broadcasts, and the acknowledgements cost n - 1
+ * 8-byte writes per member every R/2 broadcasts. A team is destroyed once
+ * all its acknowledgements have arrived (every member passes the same
+ * checkpoints).
  * Larger messages synchronize with the barrier and move the data straight
  * between the user's symmetric objects (each member pulls or pushes its own
  * share, so nobody serializes the whole team's traffic).
@@ -74,14 +82,15 @@
 #define SHMEMI_TC_XCHG_TEAM  16     /* teams up to this size use the exchange */
 #define SHMEMI_TC_CHUNK_MAX  512u   /* bytes one member contributes to an exchange */
 #define SHMEMI_TC_STAGE      4096u  /* staging buffers of the large-message paths */
-#define SHMEMI_TC_RING       16     /* broadcast ring entries (a barrier every half) */
+#define SHMEMI_TC_RING       16     /* broadcast ring entries (a checkpoint every half) */
 #define SHMEMI_TC_RING_DATA  256u   /* bytes of a ring entry: larger broadcasts wait */
 
 /* The pool (same layout on every PE: allocated at init in the same order). */
 static struct {
     char               *base;
     size_t              slot_bytes;
-    size_t              off_xflag, off_misc, off_hcnt, off_ring_flag, off_xbuf, off_ring_data;
+    size_t              off_xflag, off_misc, off_hcnt, off_ring_flag, off_ring_ack, off_xbuf,
+                        off_ring_data;
                                                       /* offsets inside a slot */
     size_t              chunk;                        /* xbuf block size */
     size_t              members;                      /* xbuf blocks per parity */
@@ -141,6 +150,11 @@ static inline uint64_t *shmemi_tc_ring_flag(const struct shmemi_team_coll *c, ui
     return (uint64_t *)(c->sym + shmemi_tc.off_ring_flag) + seq % SHMEMI_TC_RING;
 }
 
+static inline uint64_t *shmemi_tc_ring_ack(const struct shmemi_team_coll *c, int member)
+{
+    return (uint64_t *)(c->sym + shmemi_tc.off_ring_ack) + member;
+}
+
 static inline char *shmemi_tc_ring_data(const struct shmemi_team_coll *c, uint64_t seq)
 {
     return c->sym + shmemi_tc.off_ring_data + seq % SHMEMI_TC_RING * SHMEMI_TC_RING_DATA;
@@ -179,7 +193,8 @@ void shmemi_tc_init(void)
     shmemi_tc.off_misc = shmemi_tc.off_xflag + shmemi_tc_round_up(2 * shmemi_tc.members * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_hcnt = shmemi_tc.off_misc + SHMEMI_TC_LINE;
     shmemi_tc.off_ring_flag = shmemi_tc.off_hcnt + 2 * SHMEMI_TC_LINE;
-    shmemi_tc.off_xbuf = shmemi_tc.off_ring_flag + shmemi_tc_round_up(SHMEMI_TC_RING * 8, SHMEMI_TC_LINE);
+    shmemi_tc.off_ring_ack = shmemi_tc.off_ring_flag + shmemi_tc_round_up(SHMEMI_TC_RING * 8, SHMEMI_TC_LINE);
+    shmemi_tc.off_xbuf = shmemi_tc.off_ring_ack + shmemi_tc_round_up(shmemi_tc.members * 8, SHMEMI_TC_LINE);
     header = shmemi_tc.off_xbuf;
     shmemi_tc.chunk = (SHMEMI_TC_SLOT_BYTES - header) / (2 * shmemi_tc.members) / 16 * 16;
     if (shmemi_tc.chunk > SHMEMI_TC_CHUNK_MAX) {
@@ -269,6 +284,7 @@ static int shmemi_tc_hier_create(const struct shmemi_team *team, struct shmemi_t
 }
 
 static void shmemi_tc_barrier(const char *call, struct shmemi_team *team);
+static void shmemi_tc_wait_ge(const uint64_t *word, uint64_t value);
 
 static void shmemi_tc_world_barrier(void)
 {
@@ -313,6 +329,12 @@ void shmemi_tc_detach(struct shmemi_team *team)
     }
     if (team == &shmemi_team_world) {
         shmemi_world_barrier = NULL;
+    }
+    /* the broadcast ring's last acknowledgements may still be on their way */
+    for (int m = 0; c->ring && m < team->size; m++) {
+        if (m != team->my_pe) {
+            shmemi_tc_wait_ge(shmemi_tc_ring_ack(c, m), c->bcast_count / (SHMEMI_TC_RING / 2));
+        }
     }
     memset(c->sym, 0, shmemi_tc.off_xbuf);
     shmemi_tc.used &= ~(1ULL << c->slot);
@@ -667,6 +689,12 @@ static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team,
     int n = team->size, me = team->my_pe;
 
     if (me == root) {
+        if (seq >= SHMEMI_TC_RING) {
+            uint64_t checkpoint = (seq - SHMEMI_TC_RING + SHMEMI_TC_RING / 2) / (SHMEMI_TC_RING / 2);
+            for (int i = 1; i < n; i++) {
+                shmemi_tc_wait_ge(shmemi_tc_ring_ack(c, (me + i) % n), checkpoint);
+            }
+        }
         for (int i = 1; i < n; i++) {
             shmemi_put_signal(call, data, source, bytes, flag, seq + 1, SHMEM_SIGNAL_SET,
                               shmemi_tc_pe(team, (me + i) % n));
@@ -679,7 +707,11 @@ static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team,
         memcpy(dest, data, bytes);
     }
     if ((seq + 1) % (SHMEMI_TC_RING / 2) == 0) {
-        shmemi_tc_barrier(call, team);
+        for (int i = 1; i < n; i++) {
+            shmemi_put_signal(call, NULL, NULL, 0, shmemi_tc_ring_ack(c, me),
+                              (seq + 1) / (SHMEMI_TC_RING / 2), SHMEM_SIGNAL_SET,
+                              shmemi_tc_pe(team, (me + i) % n));
+        }
     }
 }
 
