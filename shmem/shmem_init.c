@@ -108,12 +108,12 @@ static void shmemi_setup_heap(void)
     }
     /* internal objects: identical sequence on every PE, hence symmetric */
     shmemi.coll_buf_size = SHMEMI_INTERNAL_HEAP / 2;
-    if (rmalloc_symm_alloc(shmemi.symm, SHMEMI_BARRIER_ROUNDS * 8, 64, (void **)&shmemi.barrier_flags) != UTIL_OK ||
+    if (rmalloc_symm_alloc(shmemi.symm, 2 * SHMEMI_BARRIER_ROUNDS * 8, 64, (void **)&shmemi.barrier_flags) != UTIL_OK ||
         rmalloc_symm_alloc(shmemi.symm, (size_t)shmemi.n_pes * 8, 64, (void **)&shmemi.coll_flags) != UTIL_OK ||
         rmalloc_symm_alloc(shmemi.symm, shmemi.coll_buf_size, 64, &shmemi.coll_buf) != UTIL_OK) {
         shmemi_fatal("shmem_init: cannot place internal objects in the symmetric heap");
     }
-    memset(shmemi.barrier_flags, 0, SHMEMI_BARRIER_ROUNDS * 8);
+    memset(shmemi.barrier_flags, 0, 2 * SHMEMI_BARRIER_ROUNDS * 8);
     memset(shmemi.coll_flags, 0, (size_t)shmemi.n_pes * 8);
 }
 

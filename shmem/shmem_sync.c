@@ -18,6 +18,7 @@
  */
 #include "shmem/shmem.h"
 #include "shmem/shmemi.h"
+#include "shmem/shmem_signal_inl.h"
 #include "shmem/shmem_sync_inl.h"
 
 
@@ -64,10 +65,16 @@ static void shmemi_barrier_flags(void)
         int partner = (me + dist) % n;
         util_wait_t polls = UTIL_WAIT_INIT;
 
-        __atomic_thread_fence(__ATOMIC_RELEASE);
-        shmemi_amo_post("shmem_barrier_all", &shmemi.barrier_flags[r], BTL_AMO_SET, 8, epoch,
-                        partner);
-        while (__atomic_load_n(&shmemi.barrier_flags[r], __ATOMIC_ACQUIRE) < epoch) {
+        /* A flag write, not an atomic: one message where an atomic set
+         * waits for its reply over some networks. Flags alternate by
+         * parity: a partner's write for barrier e + 1 may be on its way
+         * with the one for e (the network may reorder them), never with
+         * the one for e - 1, which we saw before finishing barrier e - 1. */
+        uint64_t *flag = &shmemi.barrier_flags[(epoch & 1) * SHMEMI_BARRIER_ROUNDS + r];
+
+        shmemi_put_signal("shmem_barrier_all", NULL, NULL, 0, flag, epoch, SHMEM_SIGNAL_SET,
+                          partner);
+        while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < epoch) {
             shmemi_relax(&polls);
         }
     }

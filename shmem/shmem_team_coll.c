@@ -7,9 +7,9 @@
  * split teams; a slot is free on a PE when no team of that PE uses it, so
  * teams without a common member may share a slot number). A slot holds:
  *
- *   bar[r]      dissemination barrier: member i adds 1 to bar[r] of member
- *               i + 2^r and waits for its own bar[r] to reach the number of
- *               barriers done;
+ *   bar[2][r]   dissemination barrier: member i writes the number k of
+ *               barriers done into bar[k % 2][r] of member i + 2^r and
+ *               waits for its own bar[k % 2][r] to reach it;
  *   xflag[2][m] the exchange's flags, one per parity and member: member j
  *               sets xflag[parity][j] to the number of exchanges of that
  *               parity it has sent;
@@ -17,8 +17,8 @@
  *   ring_flag[r] broadcast ring: entry r's flag, broadcast seq + 1 once
  *               its data is in ring_data[r] (written only by that
  *               broadcast's root);
- *   ring_ack[m] broadcast ring: the last checkpoint (below) member m
- *               has passed (written only by m);
+ *   ring_ack[m] broadcast ring: the checkpoints (below) member m has
+ *               passed (only m adds to it);
  *   xbuf[2][m]  exchange buffers: block j is written only by member j;
  *   ring_data[r] the ring's data (SHMEMI_TC_RING_DATA bytes each).
  *
@@ -40,12 +40,12 @@
  * the entry's flag into ring entry seq % R of every member and returns, so
  * consecutive broadcasts overlap. A root reuses an entry R broadcasts
  * later, so it must know that everybody has read it: after broadcast
- * c * R/2 - 1 (checkpoint c) each member m writes c into ring_ack[m] of
+ * c * R/2 - 1 (checkpoint c) each member m adds 1 to ring_ack[m] of
  * every other member, without waiting, and the root of broadcast s >= R
  * waits until every other member's word holds the checkpoint that covers
  * s - R, ceil((s - R + 1) / (R/2)). So a root stalls only when a member
  * lags by more than R/2 broadcasts, and the acknowledgements cost n - 1
- * 8-byte writes per member every R/2 broadcasts. A team is destroyed once
+ * atomic adds per member every R/2 broadcasts. A team is destroyed once
  * all its acknowledgements have arrived (every member passes the same
  * checkpoints).
  * Larger messages synchronize with the barrier and move the data straight
@@ -93,6 +93,7 @@ static struct {
                         off_ring_data;
                                                       /* offsets inside a slot */
     size_t              chunk;                        /* xbuf block size */
+    int                 rounds;                       /* dissemination rounds of the world */
     size_t              members;                      /* xbuf blocks per parity */
     uint64_t            used;                         /* slots in use by my teams */
     int                 hier_mode;                    /* SHMEM_COLL_HIER: SHMEMI_HIER_* */
@@ -189,7 +190,8 @@ void shmemi_tc_init(void)
     }
     /* one line per counter family: members spin on their own lines */
     shmemi_tc.members = shmemi.n_pes < SHMEMI_TC_XCHG_TEAM ? (size_t)shmemi.n_pes : SHMEMI_TC_XCHG_TEAM;
-    shmemi_tc.off_xflag = shmemi_tc_round_up((size_t)(rounds > 0 ? rounds : 1) * 8, SHMEMI_TC_LINE);
+    shmemi_tc.rounds = rounds > 0 ? rounds : 1;
+    shmemi_tc.off_xflag = shmemi_tc_round_up(2 * (size_t)shmemi_tc.rounds * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_misc = shmemi_tc.off_xflag + shmemi_tc_round_up(2 * shmemi_tc.members * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_hcnt = shmemi_tc.off_misc + SHMEMI_TC_LINE;
     shmemi_tc.off_ring_flag = shmemi_tc.off_hcnt + 2 * SHMEMI_TC_LINE;
@@ -489,9 +491,13 @@ static void shmemi_tc_barrier(const char *call, struct shmemi_team *team)
     }
     count = ++c->bar_count;
 
+    /* round r's word has one writer (member me - 2^r): a flag write of the
+     * count, one message, where an atomic may wait for a reply; the words
+     * alternate by parity (see shmemi_barrier_flags) */
+    bar += (count & 1) * (size_t)shmemi_tc.rounds;
     for (int r = 0, dist = 1; dist < n; r++, dist <<= 1) {
-        __atomic_thread_fence(__ATOMIC_RELEASE);
-        shmemi_amo_post(call, &bar[r], BTL_AMO_ADD, 8, 1, shmemi_tc_pe(team, (me + dist) % n));
+        shmemi_put_signal(call, NULL, NULL, 0, &bar[r], count, SHMEM_SIGNAL_SET,
+                          shmemi_tc_pe(team, (me + dist) % n));
         shmemi_tc_wait_ge(&bar[r], count);
     }
 }
@@ -707,10 +713,11 @@ static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team,
         memcpy(dest, data, bytes);
     }
     if ((seq + 1) % (SHMEMI_TC_RING / 2) == 0) {
+        /* an add (that commutes): two checkpoints of one member may be on
+         * their way at once, and a network may reorder two writes */
         for (int i = 1; i < n; i++) {
-            shmemi_put_signal(call, NULL, NULL, 0, shmemi_tc_ring_ack(c, me),
-                              (seq + 1) / (SHMEMI_TC_RING / 2), SHMEM_SIGNAL_SET,
-                              shmemi_tc_pe(team, (me + i) % n));
+            shmemi_amo_post(call, shmemi_tc_ring_ack(c, me), BTL_AMO_ADD, 8, 1,
+                            shmemi_tc_pe(team, (me + i) % n));
         }
     }
 }

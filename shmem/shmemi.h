@@ -30,7 +30,7 @@ typedef struct shmemi_state {
     rpipe_sym_t   *data;         /* the program's static data (may be NULL) */
     rmalloc_symm_t *symm;        /* allocator over the heap */
     /* internal symmetric objects, at the start of the heap */
-    uint64_t      *barrier_flags; /* [SHMEMI_BARRIER_ROUNDS] */
+    uint64_t      *barrier_flags; /* [2 parities][SHMEMI_BARRIER_ROUNDS] */
     uint64_t       barrier_epoch;
     uint64_t      *coll_flags;    /* [n_pes] arrival flags for active-set collectives */
     uint64_t       coll_epoch;

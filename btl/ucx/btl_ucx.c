@@ -66,6 +66,17 @@
 #define BTL_UCX_PENDING_INIT 64
 #define BTL_UCX_REAP_EVERY   64   /* progress calls between scans of the pending list */
 #define BTL_UCX_DRAIN_PASSES 1024 /* progress calls of one helper drain, at most */
+#define BTL_UCX_AM_MAX       4096 /* largest put_flag payload sent as one active message */
+
+/* Active messages of the put_flag path (see btl_ucx_put_flag). */
+enum { BTL_UCX_AM_PUT_FLAG = 0x72, BTL_UCX_AM_PING = 0x73, BTL_UCX_AM_PONG = 0x74 };
+
+/* Header of a put_flag active message; the payload is the data. */
+typedef struct {
+    uint64_t raddr;      /* where the data goes, in the target */
+    uint64_t flag_raddr; /* the 8-byte flag, stored after the data */
+    uint64_t flag_value;
+} btl_ucx_am_put_flag_t;
 
 /* Head of our packed key; the UCP rkey bytes follow. */
 typedef struct {
@@ -98,12 +109,17 @@ typedef struct {
     int                event_fd; /* the worker's event fd, or -1 */
     int                info;     /* RMB_INFO on PE 0: name the transports per peer class */
     int                info_told[2]; /* [off-node, on-node] */
+    int                am_flag;  /* put_flag as one active message (no RDMA device) */
+    uint64_t           pings, pongs; /* quiet's round trips behind the active messages */
+    struct btl_ucx_ep **am_dirty; /* endpoints with active messages since the last quiet */
+    int                num_am_dirty;
 } btl_ucx_iface_t;
 
-typedef struct {
+typedef struct btl_ucx_ep {
     btl_ep_t     super;
     ucp_ep_h     ep;
     ucs_status_t failed; /* set by the error handler: the peer is gone */
+    int          am_dirty; /* in the iface's am_dirty list */
 } btl_ucx_ep_t;
 
 typedef struct {
@@ -476,6 +492,125 @@ static util_status_t btl_ucx_flag_post(btl_ucx_iface_t *uif, btl_ep_t *ep, uint6
                         "put_flag", ep->peer);
 }
 
+/* put_flag as one active message: the target's worker (its PE polling, or
+ * the helper thread) copies the data and then stores the flag with release
+ * order. Without an RDMA device UCX emulates puts with messages anyway, and
+ * a put, a fence and a flag put are two messages where this is one. Remote
+ * completion: btl_ucx_quiet's ping behind the messages of each peer. */
+static util_status_t btl_ucx_am_put_flag(btl_ucx_iface_t *uif, btl_ep_t *ep, const void *src,
+                                         size_t len, uint64_t raddr, uint64_t flag_raddr,
+                                         uint64_t flag_value)
+{
+    btl_ucx_ep_t *uep = btl_ucx_ep(ep);
+    btl_ucx_am_put_flag_t hdr = {raddr, flag_raddr, flag_value};
+    ucp_request_param_t param;
+
+    if ((flag_raddr & 7) != 0) {
+        util_error("btl/ucx: flag address 0x%llx is not 8-byte aligned",
+                   (unsigned long long)flag_raddr);
+        return UTIL_ERR_INVALID;
+    }
+    if (!uep->am_dirty) {
+        uep->am_dirty = 1;
+        uif->am_dirty[uif->num_am_dirty++] = uep;
+    }
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_AM_SEND_FLAG_EAGER;
+    btl_ucx_touch(uif);
+    /* hdr is on our stack: a request UCP keeps must finish first */
+    return btl_ucx_wait(uif, ucp_am_send_nbx(btl_ucx_uep(ep), BTL_UCX_AM_PUT_FLAG, &hdr,
+                                             sizeof(hdr), src, len, &param),
+                        "put_flag", ep->peer);
+}
+
+static ucs_status_t btl_ucx_am_put_flag_recv(void *arg, const void *header, size_t header_length,
+                                             void *data, size_t length,
+                                             const ucp_am_recv_param_t *param)
+{
+    btl_ucx_am_put_flag_t hdr;
+
+    (void)arg;
+    if (header_length != sizeof(hdr) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        util_error("btl/ucx: malformed put_flag message (%zu-byte header, %zu bytes)",
+                   header_length, length);
+        return UCS_OK;
+    }
+    memcpy(&hdr, header, sizeof(hdr));
+    if (length > 0) {
+        memcpy((void *)(uintptr_t)hdr.raddr, data, length);
+    }
+    __atomic_store_n((uint64_t *)(uintptr_t)hdr.flag_raddr, hdr.flag_value, __ATOMIC_RELEASE);
+    return UCS_OK;
+}
+
+/* A ping answers with a pong on the same connection, so the pong arrives
+ * after the target has handled every message we sent before the ping. */
+static ucs_status_t btl_ucx_am_ping_recv(void *arg, const void *header, size_t header_length,
+                                         void *data, size_t length,
+                                         const ucp_am_recv_param_t *param)
+{
+    ucp_request_param_t reply = {.op_attr_mask = 0};
+    ucs_status_ptr_t request;
+
+    (void)arg, (void)header, (void)header_length, (void)data, (void)length;
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+        util_error("btl/ucx: ping without a reply endpoint");
+        return UCS_OK;
+    }
+    request = ucp_am_send_nbx(param->reply_ep, BTL_UCX_AM_PONG, NULL, 0, NULL, 0, &reply);
+    if (UCS_PTR_IS_PTR(request)) {
+        ucp_request_free(request); /* nothing to keep alive: it completes on its own */
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t btl_ucx_am_pong_recv(void *arg, const void *header, size_t header_length,
+                                         void *data, size_t length,
+                                         const ucp_am_recv_param_t *param)
+{
+    btl_ucx_iface_t *uif = arg;
+
+    (void)header, (void)header_length, (void)data, (void)length, (void)param;
+    __atomic_add_fetch(&uif->pongs, 1, __ATOMIC_RELEASE);
+    return UCS_OK;
+}
+
+/* Remote completion of the active messages since the last quiet: one ping
+ * per peer that got any, then wait for every pong. */
+static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
+{
+    btl_wait_t w = BTL_WAIT_INIT;
+    util_status_t status = UTIL_OK;
+
+    for (int i = 0; i < uif->num_am_dirty; i++) {
+        btl_ucx_ep_t *uep = uif->am_dirty[i];
+        ucp_request_param_t param;
+
+        uep->am_dirty = 0;
+        if (status != UTIL_OK) {
+            continue;
+        }
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+        status = btl_ucx_wait(uif, ucp_am_send_nbx(uep->ep, BTL_UCX_AM_PING, NULL, 0, NULL, 0,
+                                                   &param),
+                              "quiet", uep->super.peer);
+        uif->pings += status == UTIL_OK;
+    }
+    uif->num_am_dirty = 0;
+    while (status == UTIL_OK && __atomic_load_n(&uif->pongs, __ATOMIC_ACQUIRE) < uif->pings) {
+        btl_ucx_touch(uif);
+        ucp_worker_progress(uif->worker);
+        if (__atomic_load_n(&uif->pongs, __ATOMIC_ACQUIRE) < uif->pings) {
+            status = btl_wait_tick(&w, &uif->bound, "quiet", -1);
+        }
+    }
+    if (status != UTIL_OK) {
+        uif->pings = uif->pongs; /* a lost pong must not hold up every later quiet */
+    }
+    return status;
+}
+
 static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
                                       btl_rkey_t *flag_rkey, uint64_t flag_value,
@@ -486,6 +621,9 @@ static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len,
     ucs_status_t ret;
 
     (void)comp; /* complete on return */
+    if (uif->am_flag && len <= BTL_UCX_AM_MAX) {
+        return btl_ucx_am_put_flag(uif, ep, src, len, raddr, flag_raddr, flag_value);
+    }
     if (len > 0) {
         status = btl_ucx_put(ep, src, len, lmem, raddr, rkey, NULL);
         if (status != UTIL_OK) {
@@ -533,6 +671,10 @@ static util_status_t btl_ucx_quiet(btl_iface_t *iface)
     status = btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "quiet", -1);
     /* Flushed: every pending request has finished; count them. */
     btl_ucx_reap(uif, 0);
+    if (uif->num_am_dirty > 0) {
+        util_status_t am = btl_ucx_am_complete(uif);
+        status = status == UTIL_OK ? am : status;
+    }
     return status;
 }
 
@@ -833,6 +975,12 @@ static util_status_t btl_ucx_ep_disconnect(btl_ep_t *ep)
     param.flags = UCP_EP_CLOSE_FLAG_FORCE;
     status = btl_ucx_wait(uif, ucp_ep_close_nbx(uep->ep, &param), "closing the endpoint",
                           ep->peer);
+    for (int i = 0; uep->am_dirty && i < uif->num_am_dirty; i++) {
+        if (uif->am_dirty[i] == uep) {
+            uif->am_dirty[i] = uif->am_dirty[--uif->num_am_dirty];
+            break;
+        }
+    }
     free(uep);
     return status;
 }
@@ -846,6 +994,7 @@ static void btl_ucx_teardown(btl_ucx_iface_t *uif)
         ucp_request_free(uif->pending[i].request);
     }
     free(uif->pending);
+    free(uif->am_dirty);
     if (uif->address != NULL) {
         ucp_worker_release_address(uif->worker, uif->address);
     }
@@ -999,6 +1148,53 @@ const btl_component_t btl_ucx_component = {
     .describe     = btl_ucx_describe,
 };
 
+/* RMB_UCX_AM_FLAG: auto is on unless an RDMA device exists (there a put,
+ * a fence and a flag put are RDMA writes the target's CPU never sees). */
+static util_status_t btl_ucx_am_flag_mode(int *on_p)
+{
+    const char *mode = "auto";
+    util_status_t status = util_env_get_string("RMB_UCX_AM_FLAG", &mode);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (strcmp(mode, "auto") == 0) {
+        *on_p = !btl_ucx_have_rdma_device();
+    } else if (strcmp(mode, "yes") == 0 || strcmp(mode, "no") == 0) {
+        *on_p = mode[0] == 'y';
+    } else {
+        util_error("btl/ucx: RMB_UCX_AM_FLAG is '%s'; use auto, yes or no", mode);
+        return UTIL_ERR_INVALID;
+    }
+    return UTIL_OK;
+}
+
+static util_status_t btl_ucx_am_handlers(btl_ucx_iface_t *uif)
+{
+    static const struct {
+        unsigned               id;
+        ucp_am_recv_callback_t cb;
+    } handlers[] = {{BTL_UCX_AM_PUT_FLAG, btl_ucx_am_put_flag_recv},
+                    {BTL_UCX_AM_PING, btl_ucx_am_ping_recv},
+                    {BTL_UCX_AM_PONG, btl_ucx_am_pong_recv}};
+
+    for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
+        ucp_am_handler_param_t param;
+        ucs_status_t ret;
+
+        param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                           UCP_AM_HANDLER_PARAM_FIELD_ARG;
+        param.id = handlers[i].id;
+        param.cb = handlers[i].cb;
+        param.arg = uif;
+        ret = ucp_worker_set_am_recv_handler(uif->worker, &param);
+        if (ret != UCS_OK) {
+            return btl_ucx_fail("ucp_worker_set_am_recv_handler", -1, ret);
+        }
+    }
+    return UTIL_OK;
+}
+
 static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
 {
     ucp_params_t params;
@@ -1024,12 +1220,16 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     if (status == UTIL_OK) {
         status = btl_wait_bound_init(&uif->bound, "btl/ucx", NULL);
     }
+    if (status == UTIL_OK) {
+        status = btl_ucx_am_flag_mode(&uif->am_flag);
+    }
     if (status != UTIL_OK) {
         goto err;
     }
     uif->max_pending = BTL_UCX_PENDING_INIT;
     uif->pending = malloc(uif->max_pending * sizeof(*uif->pending));
-    if (uif->pending == NULL) {
+    uif->am_dirty = calloc((size_t)ctx->size, sizeof(*uif->am_dirty));
+    if (uif->pending == NULL || uif->am_dirty == NULL) {
         status = UTIL_ERR_NO_MEMORY;
         goto err;
     }
@@ -1046,6 +1246,9 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     if (uif->helper.interval_usec != 0) {
         params.features |= UCP_FEATURE_WAKEUP;
     }
+    if (uif->am_flag) {
+        params.features |= UCP_FEATURE_AM;
+    }
     params.estimated_num_eps = (size_t)ctx->size;
     params.name = "rmb";
     ret = ucp_init(&params, config, &uif->context);
@@ -1061,6 +1264,12 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     if (ret != UCS_OK) {
         status = btl_ucx_fail("ucp_worker_create", -1, ret);
         goto err;
+    }
+    if (uif->am_flag) {
+        status = btl_ucx_am_handlers(uif);
+        if (status != UTIL_OK) {
+            goto err;
+        }
     }
     ret = ucp_worker_get_address(uif->worker, &uif->address, &uif->address_len);
     if (ret != UCS_OK) {
@@ -1099,9 +1308,10 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
             goto err;
         }
     }
-    util_debug("btl/ucx: UCX %s, worker address %zu bytes, atomics %s, progress thread %s",
-               ucp_get_version_string(), uif->address_len,
+    util_debug("btl/ucx: UCX %s, worker address %zu bytes, atomics %s, put_flag %s, progress "
+               "thread %s", ucp_get_version_string(), uif->address_len,
                uif->rdma_device ? "on the RDMA device" : "by the target's CPU",
+               uif->am_flag ? "as one active message" : "put, fence, flag put",
                !uif->helper.running ? "off" : uif->event_fd >= 0 ? "on (sleeps in the event fd)"
                                                                 : "on (interval)");
     *iface_p = &uif->super;
