@@ -153,6 +153,8 @@ util_status_t btl_stub_mem_remap(btl_iface_t *iface, void *addr, size_t size, bt
     return UTIL_ERR_UNSUPPORTED;
 }
 
+btl_comp_t btl_comp_signal;
+
 util_status_t btl_stub_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                 uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
                                 btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)

@@ -98,6 +98,11 @@ typedef struct btl_comp {
     util_status_t status;
 } btl_comp_t;
 
+/* put_flag's comp for a signal that only its receiver waits for (barrier and
+ * collective flags into internal slots): the backend need not complete it
+ * at quiet. Otherwise as NULL (complete locally on return). */
+extern btl_comp_t btl_comp_signal;
+
 /* The ops table: one per backend, filled with designated initializers. */
 typedef struct btl_ops {
     /* Releases the iface and everything it owns (eps, mrs still open). */

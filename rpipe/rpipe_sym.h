@@ -281,13 +281,19 @@ static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t 
  * node: memcpy, then a release store or add. Across nodes SET is the btl's
  * put_flag (payload and flag ordered inside the network where it can);
  * ADD is put, fence to the peer, network atomic. */
+/* put_signal's mode: the signal adds (else sets); it is internal (only its
+ * receiver waits for it, nobody completes it with quiet: barrier and
+ * collective flags). */
+enum { RPIPE_SIGNAL_ADD = 1, RPIPE_SIGNAL_INTERNAL = 2 };
+
 static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_t offset,
                                                  const void *src, size_t len,
                                                  rpipe_sym_t *sig_sym, int sig_pe,
-                                                 size_t sig_offset, int add, uint64_t value)
+                                                 size_t sig_offset, int mode, uint64_t value)
 {
     rpipe_sym_peer_t *peer, *sig_peer;
     util_status_t status = rpipe_sym_peer(sym, pe, &peer);
+    int add = mode & RPIPE_SIGNAL_ADD;
 
     if (status == UTIL_OK) {
         status = rpipe_sym_peer(sig_sym, sig_pe, &sig_peer);
@@ -308,7 +314,8 @@ static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_
     if (peer->ptr == NULL && sig_peer->ptr == NULL && !add && !rpipe_sym_amo_network) {
         rpipe_sym_enter();
         status = btl_put_flag(peer->ep, src, len, NULL, peer->base + offset, peer->rkey,
-                              sig_peer->base + sig_offset, sig_peer->rkey, value, NULL);
+                              sig_peer->base + sig_offset, sig_peer->rkey, value,
+                              mode & RPIPE_SIGNAL_INTERNAL ? &btl_comp_signal : NULL);
         rpipe_sym_leave();
         if (status != UTIL_ERR_UNSUPPORTED) {
             return status;

@@ -11,6 +11,10 @@
 
 #include "shmem/shmemi.h"
 
+/* Or'ed into sig_op by the library's own barriers and collectives: a
+ * signal only its receiver waits for, which quiet need not complete. */
+#define SHMEMI_SIGNAL_INTERNAL 0x100
+
 static inline rpipe_sym_t *shmemi_locate_signal(const char *call, uint64_t *sig_addr,
                                                 size_t *offset_p, int *pe_p)
 {
@@ -30,7 +34,8 @@ static inline void shmemi_put_signal(const char *call, void *dest, const void *s
     int sig_pe = pe; /* differs from pe when one of the two is in a space */
 
     shmemi_check_pe(call, pe);
-    if (__builtin_expect(sig_op != SHMEM_SIGNAL_SET && sig_op != SHMEM_SIGNAL_ADD, 0)) {
+    if (__builtin_expect((sig_op & ~SHMEMI_SIGNAL_INTERNAL) != SHMEM_SIGNAL_SET &&
+                         (sig_op & ~SHMEMI_SIGNAL_INTERNAL) != SHMEM_SIGNAL_ADD, 0)) {
         shmemi_fatal("%s: sig_op %d is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD", call,
                      sig_op);
     }
@@ -43,7 +48,11 @@ static inline void shmemi_put_signal(const char *call, void *dest, const void *s
     }
     shmemi_check_status(call,
                         rpipe_sym_put_signal(seg, pe, off, src, len, sig_seg, sig_pe, sig_off,
-                                             sig_op == SHMEM_SIGNAL_ADD, signal),
+                                             ((sig_op & SHMEM_SIGNAL_ADD) ? RPIPE_SIGNAL_ADD : 0) |
+                                                 ((sig_op & SHMEMI_SIGNAL_INTERNAL)
+                                                      ? RPIPE_SIGNAL_INTERNAL
+                                                      : 0),
+                                             signal),
                         pe);
 }
 

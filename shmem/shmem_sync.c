@@ -72,7 +72,7 @@ static void shmemi_barrier_flags(void)
          * the one for e - 1, which we saw before finishing barrier e - 1. */
         uint64_t *flag = &shmemi.barrier_flags[(epoch & 1) * SHMEMI_BARRIER_ROUNDS + r];
 
-        shmemi_put_signal("shmem_barrier_all", NULL, NULL, 0, flag, epoch, SHMEM_SIGNAL_SET,
+        shmemi_put_signal("shmem_barrier_all", NULL, NULL, 0, flag, epoch, SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
                           partner);
         while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < epoch) {
             shmemi_relax(&polls);

@@ -383,7 +383,7 @@ static void shmemi_tc_fan_out(const char *call, const struct shmemi_team *team, 
                               int first, int count, int rotate)
 {
     for (int i = first; i < count; i++) {
-        shmemi_put_signal(call, to, from, len, word, 1, SHMEM_SIGNAL_ADD,
+        shmemi_put_signal(call, to, from, len, word, 1, SHMEM_SIGNAL_ADD | SHMEMI_SIGNAL_INTERNAL,
                           shmemi_tc_pe(team, list[(rotate + i) % count]));
     }
 }
@@ -446,7 +446,7 @@ static const char *shmemi_tc_hier_exchange(const char *call, struct shmemi_team 
                         span = len;
                     }
                     shmemi_put_signal(call, block, block, span, &cnt[SHMEMI_HCNT_ACROSS], 1,
-                                      SHMEM_SIGNAL_ADD, pe);
+                                      SHMEM_SIGNAL_ADD | SHMEMI_SIGNAL_INTERNAL, pe);
                 }
             } else {
                 shmemi_tc_fan_out(call, team, mine, mine, across, &cnt[SHMEMI_HCNT_ACROSS],
@@ -496,7 +496,7 @@ static void shmemi_tc_barrier(const char *call, struct shmemi_team *team)
      * alternate by parity (see shmemi_barrier_flags) */
     bar += (count & 1) * (size_t)shmemi_tc.rounds;
     for (int r = 0, dist = 1; dist < n; r++, dist <<= 1) {
-        shmemi_put_signal(call, NULL, NULL, 0, &bar[r], count, SHMEM_SIGNAL_SET,
+        shmemi_put_signal(call, NULL, NULL, 0, &bar[r], count, SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
                           shmemi_tc_pe(team, (me + dist) % n));
         shmemi_tc_wait_ge(&bar[r], count);
     }
@@ -520,7 +520,7 @@ static const char *shmemi_tc_exchange(const char *call, struct shmemi_team *team
 
     for (int i = 1; i < n; i++) {
         shmemi_put_signal(call, mine, mine, len, shmemi_tc_xflag(c, parity, me), done,
-                          SHMEM_SIGNAL_SET, shmemi_tc_pe(team, (me + i) % n));
+                          SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL, shmemi_tc_pe(team, (me + i) % n));
     }
     for (int i = 1; i < n; i++) {
         shmemi_tc_wait_ge(shmemi_tc_xflag(c, parity, (me + i) % n), done);
@@ -702,7 +702,7 @@ static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team,
             }
         }
         for (int i = 1; i < n; i++) {
-            shmemi_put_signal(call, data, source, bytes, flag, seq + 1, SHMEM_SIGNAL_SET,
+            shmemi_put_signal(call, data, source, bytes, flag, seq + 1, SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
                               shmemi_tc_pe(team, (me + i) % n));
         }
         if (update_root && dest != source) {

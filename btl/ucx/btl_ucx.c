@@ -496,10 +496,12 @@ static util_status_t btl_ucx_flag_post(btl_ucx_iface_t *uif, btl_ep_t *ep, uint6
  * the helper thread) copies the data and then stores the flag with release
  * order. Without an RDMA device UCX emulates puts with messages anyway, and
  * a put, a fence and a flag put are two messages where this is one. Remote
- * completion: btl_ucx_quiet's ping behind the messages of each peer. */
+ * completion: btl_ucx_quiet's ping behind the messages of each peer (not
+ * for internal signals, btl_comp_signal, which only their receiver awaits:
+ * a barrier's quiet would otherwise ping behind the previous barrier). */
 static util_status_t btl_ucx_am_put_flag(btl_ucx_iface_t *uif, btl_ep_t *ep, const void *src,
                                          size_t len, uint64_t raddr, uint64_t flag_raddr,
-                                         uint64_t flag_value)
+                                         uint64_t flag_value, int for_quiet)
 {
     btl_ucx_ep_t *uep = btl_ucx_ep(ep);
     btl_ucx_am_put_flag_t hdr = {raddr, flag_raddr, flag_value};
@@ -510,7 +512,7 @@ static util_status_t btl_ucx_am_put_flag(btl_ucx_iface_t *uif, btl_ep_t *ep, con
                    (unsigned long long)flag_raddr);
         return UTIL_ERR_INVALID;
     }
-    if (!uep->am_dirty) {
+    if (for_quiet && !uep->am_dirty) {
         uep->am_dirty = 1;
         uif->am_dirty[uif->num_am_dirty++] = uep;
     }
@@ -620,9 +622,10 @@ static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len,
     util_status_t status;
     ucs_status_t ret;
 
-    (void)comp; /* complete on return */
+    /* complete on return; btl_comp_signal: quiet need not complete it */
     if (uif->am_flag && len <= BTL_UCX_AM_MAX) {
-        return btl_ucx_am_put_flag(uif, ep, src, len, raddr, flag_raddr, flag_value);
+        return btl_ucx_am_put_flag(uif, ep, src, len, raddr, flag_raddr, flag_value,
+                                   comp != &btl_comp_signal);
     }
     if (len > 0) {
         status = btl_ucx_put(ep, src, len, lmem, raddr, rkey, NULL);
