@@ -13,7 +13,7 @@
 
 /* Loads of a pending flag word between two full rread_nb polls. */
 #define RPIPE_FLAG_SPIN 64
-/* Tag sync: frees a consumer holds back before sending them (see rfree). */
+/* Frees a consumer holds back before sending them (see rfree). */
 #define RPIPE_LAZY_FREES 16
 
 /* Base of the memory where this side sees message bytes: the owner's own
@@ -489,11 +489,13 @@ int rfree(rch_t ch, raddr_t user_desc)
             return status;
         }
     }
-    /* Tag sync: the free is bookkeeping on both ends (the live list, the
-     * count or a tag), none of which the producer needs at once; done
-     * before this side next reads or waits, it is off the path from this
-     * message to whatever the caller sends next. A few are sent together. */
-    if (ch->cfg.sync == NET_SYNC_TAGS && ch->deferred_n < RPIPE_LAZY_FREES) {
+    /* Every sync mode: the free is bookkeeping on both ends (block: the
+     * ring and the released count; tag: the live list, the count or a tag;
+     * channel: the claim and a free record), none of which the producer
+     * needs at once; done before this side next reads or waits, it is off
+     * the path from this message to whatever the caller sends next. A few
+     * are sent together. */
+    if (ch->deferred_n < RPIPE_LAZY_FREES) {
         return rpipe_defer(ch, &desc);
     }
     return rpipe_post_or_defer(ch, &desc);
