@@ -1,8 +1,9 @@
 /*
  * Ring-mode allocator instance, the inline part: its layout and the
- * per-message steps (allocation, lookup), so that rmalloc_vmem.c places a
- * small message without two more calls. Only rmalloc_ring.c and
- * rmalloc_vmem.c include this; everyone else uses rmalloc_ring.h.
+ * per-message steps (allocation, lookup), so that a small message is placed
+ * without the calls in between: rmalloc_vmem.c, and rpipe's rmalloc_nb on
+ * the ring rmalloc_sync_alloc_ring() hands it. Nothing else includes this;
+ * everyone else uses rmalloc_ring.h.
  */
 #ifndef RMALLOC_RING_INL_H
 #define RMALLOC_RING_INL_H

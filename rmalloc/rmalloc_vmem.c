@@ -861,6 +861,17 @@ found:
     return UTIL_OK;
 }
 
+rmalloc_ring_t *rmalloc_vmem_ring_for(const rmalloc_vmem_t *vm, uint64_t payload,
+                                      uint64_t *units_p)
+{
+    uint64_t units = rmalloc_vmem_units_for(vm, payload);
+
+    if (vm->ring == NULL || units == 0 || units > vm->total)
+        return NULL;
+    *units_p = units;
+    return vm->ring;
+}
+
 util_status_t rmalloc_vmem_alloc(rmalloc_vmem_t *vm, uint64_t payload, uint64_t align,
                                  raddr_t *desc_p)
 {
