@@ -2,32 +2,11 @@
  * Ring-mode allocator instance: allocations in a FIFO, nothing else (see
  * rmalloc_ring.h for why that is enough).
  */
-#include "rmalloc/rmalloc_ring.h"
+#include "rmalloc/rmalloc_ring_inl.h"
 #include "util/log.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-enum { ENT_ALLOC = RMALLOC_BLOCK_ALLOC, ENT_DUMMY = RMALLOC_BLOCK_DUMMY, ENT_RELEASED = 0 };
-
-typedef struct {
-    uint64_t from;  /* the occupied span starts here (alignment padding before start) */
-    uint64_t start; /* first unit of the block */
-    uint64_t units;
-    uint64_t id;
-    uint32_t state; /* ENT_* */
-    uint32_t pad_;
-} ring_ent_t;
-
-struct rmalloc_ring {
-    ring_ent_t *fifo;
-    uint64_t    mask, head, tail; /* entries [head, tail), sequence numbers */
-    uint64_t    total, cursor;
-    uint64_t    used, live, released;
-    uint64_t    stamp, seq;
-    uint64_t    dummy_seq; /* FIFO sequence of the newest dummy (at most one is live) */
-    unsigned    shift;
-};
 
 util_status_t rmalloc_ring_create(uint64_t total_units, unsigned unit_shift, uint64_t stamp,
                                   rmalloc_ring_t **ring_p)
@@ -56,10 +35,10 @@ void rmalloc_ring_destroy(rmalloc_ring_t *ring)
     }
 }
 
-static util_status_t ring_grow(rmalloc_ring_t *ring)
+util_status_t rmalloc_ring_grow(rmalloc_ring_t *ring)
 {
     uint64_t    cap  = (ring->mask + 1) * 2;
-    ring_ent_t *fifo = malloc(cap * sizeof(*fifo));
+    rmalloc_ring_ent_t *fifo = malloc(cap * sizeof(*fifo));
 
     if (fifo == NULL) {
         util_error("rmalloc: cannot grow the ring FIFO to %llu entries", (unsigned long long)cap);
@@ -73,92 +52,15 @@ static util_status_t ring_grow(rmalloc_ring_t *ring)
     return UTIL_OK;
 }
 
-static inline ring_ent_t *ring_push(rmalloc_ring_t *ring, uint64_t from, uint64_t start,
-                                    uint64_t units, uint32_t state)
-{
-    ring_ent_t *e = &ring->fifo[ring->tail++ & ring->mask];
-
-    e->from  = from;
-    e->start = start;
-    e->units = units;
-    e->state = state;
-    e->id    = (ring->stamp << 40) | (++ring->seq & ((UINT64_C(1) << 40) - 1));
-    ring->used += units;
-    ring->cursor = start + units;
-    return e;
-}
-
 util_status_t rmalloc_ring_alloc(rmalloc_ring_t *ring, uint64_t units, uint64_t align_units,
                                  uint64_t payload, raddr_t *desc_p)
 {
-    uint64_t cursor = ring->cursor;
-    uint64_t s      = (cursor + align_units - 1) & ~(align_units - 1);
-    int      empty  = (ring->head == ring->tail);
-    uint64_t lo     = empty ? 0 : ring->fifo[ring->head & ring->mask].from;
-    uint64_t wrap_from = UINT64_MAX;
-
-    /* Two pushes at most (a dummy and the block). */
-    if (ring->tail - ring->head + 2 > ring->mask + 1 && ring_grow(ring) != UTIL_OK)
-        return UTIL_ERR_NO_MEMORY;
-    /* Occupied: [lo, cursor) when lo < cursor, [lo, total) + [0, cursor)
-     * when it wrapped; lo == cursor with entries means full. */
-    if (s + units <= ring->total) {
-        if (!empty && !(lo < cursor || s + units <= lo))
-            return UTIL_ERR_NO_RESOURCE;
-    } else {
-        /* Wrap: the dummy takes [cursor, total), the block [0, units). */
-        uint64_t free0_end;
-        if (units > ring->total)
-            return UTIL_ERR_NO_RESOURCE;
-        if (empty)
-            free0_end = cursor;
-        else if (lo < cursor || cursor == ring->total)
-            free0_end = lo;
-        else
-            return UTIL_ERR_NO_RESOURCE;
-        if (free0_end < units)
-            return UTIL_ERR_NO_RESOURCE;
-        wrap_from = cursor;
-        if (cursor < ring->total) {
-            ring->dummy_seq = ring->tail;
-            ring_push(ring, cursor, cursor, ring->total - cursor, ENT_DUMMY);
-        }
-        cursor = s = 0;
-    }
-    ring_ent_t *e = ring_push(ring, cursor, s, units, ENT_ALLOC);
-    ring->live++;
-    desc_p->start      = s;
-    desc_p->end        = s + units;
-    desc_p->id         = e->id;
-    desc_p->payload    = payload;
-    desc_p->block      = (uint32_t)(ring->tail - 1);
-    desc_p->unit_shift = (uint16_t)ring->shift;
-    desc_p->flags      = 0;
-    desc_p->wrap_from  = 0;
-    if (wrap_from != UINT64_MAX) {
-        desc_p->flags     = RMALLOC_DESC_WRAPPED;
-        desc_p->wrap_from = wrap_from;
-    }
-    return UTIL_OK;
-}
-
-/* The live entry desc names, or NULL. */
-static inline ring_ent_t *ring_find(const rmalloc_ring_t *ring, const raddr_t *desc)
-{
-    uint32_t off = desc->block - (uint32_t)ring->head;
-
-    if (desc->id == 0 || off >= ring->tail - ring->head)
-        return NULL;
-    ring_ent_t *e = &ring->fifo[(ring->head + off) & ring->mask];
-    if (e->state != ENT_ALLOC || e->id != desc->id || e->start != desc->start ||
-        e->start + e->units != desc->end)
-        return NULL;
-    return e;
+    return rmalloc_ring_alloc_inl(ring, units, align_units, payload, desc_p);
 }
 
 util_status_t rmalloc_ring_lookup(const rmalloc_ring_t *ring, const raddr_t *desc)
 {
-    return ring_find(ring, desc) != NULL ? UTIL_OK : UTIL_ERR_INVALID;
+    return rmalloc_ring_find(ring, desc) != NULL ? UTIL_OK : UTIL_ERR_INVALID;
 }
 
 /* The counters a release moves, kept in locals over a run of releases:
@@ -170,23 +72,23 @@ typedef struct {
 
 /* Releases e, then pops the released entries at the head: units count as
  * released in allocation order only (Alg. 6/7). */
-static inline void ring_release_at(ring_ent_t *fifo, uint64_t mask, uint64_t tail, ring_pos_t *p,
-                                   ring_ent_t *e)
+static inline void ring_release_at(rmalloc_ring_ent_t *fifo, uint64_t mask, uint64_t tail, ring_pos_t *p,
+                                   rmalloc_ring_ent_t *e)
 {
-    e->state = ENT_RELEASED;
+    e->state = RMALLOC_RING_ENT_RELEASED;
     p->used -= e->units;
     while (p->head != tail) {
         e = &fifo[p->head & mask];
-        if (e->state == ENT_ALLOC)
+        if (e->state == RMALLOC_RING_ENT_ALLOC)
             break;
-        if (e->state == ENT_DUMMY)
+        if (e->state == RMALLOC_RING_ENT_DUMMY)
             p->used -= e->units;
         p->released += e->units;
         p->head++;
     }
 }
 
-static inline void ring_release(rmalloc_ring_t *ring, ring_ent_t *e)
+static inline void ring_release(rmalloc_ring_t *ring, rmalloc_ring_ent_t *e)
 {
     ring_pos_t p = {ring->head, ring->used, ring->released};
 
@@ -199,7 +101,7 @@ static inline void ring_release(rmalloc_ring_t *ring, ring_ent_t *e)
 
 util_status_t rmalloc_ring_free(rmalloc_ring_t *ring, const raddr_t *desc)
 {
-    ring_ent_t *e = ring_find(ring, desc);
+    rmalloc_ring_ent_t *e = rmalloc_ring_find(ring, desc);
 
     if (e == NULL) {
         util_debug("rmalloc: free of a descriptor this ring did not issue or already freed");
@@ -216,7 +118,7 @@ util_status_t rmalloc_ring_free_oldest(rmalloc_ring_t *ring, const raddr_t *desc
 
 size_t rmalloc_ring_free_oldest_n(rmalloc_ring_t *ring, const raddr_t *descs, size_t n)
 {
-    ring_ent_t *fifo = ring->fifo;
+    rmalloc_ring_ent_t *fifo = ring->fifo;
     uint64_t    mask = ring->mask, tail = ring->tail;
     ring_pos_t  p    = {ring->head, ring->used, ring->released};
     size_t      k;
@@ -227,9 +129,9 @@ size_t rmalloc_ring_free_oldest_n(rmalloc_ring_t *ring, const raddr_t *descs, si
         /* After a release the head is an allocation; only a wrap into an
          * empty ring leaves a dummy in front of one. */
         uint64_t s = p.head;
-        while (s != tail && fifo[s & mask].state == ENT_DUMMY)
+        while (s != tail && fifo[s & mask].state == RMALLOC_RING_ENT_DUMMY)
             s++;
-        ring_ent_t *e = &fifo[s & mask];
+        rmalloc_ring_ent_t *e = &fifo[s & mask];
         if (s == tail || (uint32_t)s != desc->block || e->id != desc->id ||
             e->start != desc->start || e->start + e->units != desc->end)
             break;
@@ -245,19 +147,19 @@ size_t rmalloc_ring_free_oldest_n(rmalloc_ring_t *ring, const raddr_t *descs, si
 /* The dummy behind the last wrap while it is in the FIFO, or NULL. One wrap
  * at a time: the cursor cannot pass the oldest entry, which is older than
  * the dummy, so a second dummy waits for the first to go. */
-static const ring_ent_t *live_dummy(const rmalloc_ring_t *ring)
+static const rmalloc_ring_ent_t *live_dummy(const rmalloc_ring_t *ring)
 {
     uint64_t d = ring->dummy_seq;
 
     if (d == UINT64_MAX || d < ring->head || d >= ring->tail ||
-        ring->fifo[d & ring->mask].state != ENT_DUMMY)
+        ring->fifo[d & ring->mask].state != RMALLOC_RING_ENT_DUMMY)
         return NULL;
     return &ring->fifo[d & ring->mask];
 }
 
 uint64_t rmalloc_ring_spare_units(const rmalloc_ring_t *ring)
 {
-    const ring_ent_t *d = live_dummy(ring);
+    const rmalloc_ring_ent_t *d = live_dummy(ring);
 
     if (d == NULL)
         return 0;
@@ -268,7 +170,7 @@ uint64_t rmalloc_ring_spare_units(const rmalloc_ring_t *ring)
 
 uint64_t rmalloc_ring_dummy_units(const rmalloc_ring_t *ring)
 {
-    const ring_ent_t *d = live_dummy(ring);
+    const rmalloc_ring_ent_t *d = live_dummy(ring);
 
     return (d != NULL) ? d->units : 0;
 }
@@ -278,8 +180,8 @@ void rmalloc_ring_export(const rmalloc_ring_t *ring,
                          uint64_t *cursor_p, uint64_t *seq_p)
 {
     for (uint64_t s = ring->head; s != ring->tail; s++) {
-        const ring_ent_t *e = &ring->fifo[s & ring->mask];
-        if (e->state != ENT_RELEASED) {
+        const rmalloc_ring_ent_t *e = &ring->fifo[s & ring->mask];
+        if (e->state != RMALLOC_RING_ENT_RELEASED) {
             rmalloc_ring_entry_t out = {s, e->start, e->units, e->id, (int)e->state};
             fn(&out, arg);
         }
@@ -307,10 +209,10 @@ util_status_t rmalloc_ring_retire(rmalloc_ring_t *ring, uint64_t units)
         return UTIL_ERR_INVALID;
     }
     for (; ring->head != s; ring->head++) {
-        const ring_ent_t *e = &ring->fifo[ring->head & ring->mask];
-        if (e->state == ENT_ALLOC)
+        const rmalloc_ring_ent_t *e = &ring->fifo[ring->head & ring->mask];
+        if (e->state == RMALLOC_RING_ENT_ALLOC)
             ring->live--;
-        if (e->state != ENT_RELEASED)
+        if (e->state != RMALLOC_RING_ENT_RELEASED)
             ring->used -= e->units;
     }
     return UTIL_OK;
@@ -337,8 +239,8 @@ void rmalloc_ring_walk(const rmalloc_ring_t *ring,
         return;
     }
     for (uint64_t s = ring->head; s != ring->tail; s++) {
-        const ring_ent_t *e = &ring->fifo[s & ring->mask];
-        if (e->state != ENT_RELEASED)
+        const rmalloc_ring_ent_t *e = &ring->fifo[s & ring->mask];
+        if (e->state != RMALLOC_RING_ENT_RELEASED)
             blocks[n++] = (rmalloc_block_info_t){e->start, e->start + e->units, (int)e->state};
     }
     rmalloc_walk_sorted(blocks, n, ring->total, fn, arg);
@@ -361,18 +263,18 @@ util_status_t rmalloc_ring_check(const rmalloc_ring_t *ring)
     CHECK_(ring->cursor <= ring->total, "cursor %llu past the region",
            (unsigned long long)ring->cursor);
     for (uint64_t s = ring->head; s != ring->tail; s++) {
-        const ring_ent_t *e = &ring->fifo[s & ring->mask];
+        const rmalloc_ring_ent_t *e = &ring->fifo[s & ring->mask];
         CHECK_(e->units > 0 && e->from <= e->start && e->start + e->units <= ring->total,
                "entry %llu out of the region", (unsigned long long)s);
         if (s != ring->head)
             CHECK_(e->from == end || (e->from == 0 && end == ring->total),
                    "entry %llu does not follow its predecessor", (unsigned long long)s);
-        CHECK_(s != ring->head || e->state != ENT_RELEASED, "released entry at the head");
+        CHECK_(s != ring->head || e->state != RMALLOC_RING_ENT_RELEASED, "released entry at the head");
         span += e->start + e->units - e->from;
         end = e->start + e->units;
-        if (e->state != ENT_RELEASED)
+        if (e->state != RMALLOC_RING_ENT_RELEASED)
             used += e->units;
-        live += (e->state == ENT_ALLOC);
+        live += (e->state == RMALLOC_RING_ENT_ALLOC);
     }
     CHECK_(ring->head == ring->tail || end == ring->cursor, "cursor is not after the newest block");
     CHECK_(span <= ring->total, "ring holds %llu of %llu units", (unsigned long long)span,

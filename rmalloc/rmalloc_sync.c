@@ -247,6 +247,18 @@ util_status_t rmalloc_sync_alloc(rmalloc_sync_ep_t *ep, uint64_t payload, uint64
     return ep->ops->alloc(ep, payload, align, desc_p);
 }
 
+struct rmalloc_ring *rmalloc_sync_alloc_ring(const rmalloc_sync_ep_t *ep, uint64_t payload,
+                                             uint64_t *units_p)
+{
+    /* rmalloc_sync_alloc_deferred's steps before its first placement are
+     * then no-ops: nothing to complete, no pull at a watermark */
+    if (ep->ops->alloc != rmalloc_sync_alloc_deferred || ep->pending != RMALLOC_SYNC_PEND_NONE ||
+        ep->cfg.watermark < 1.0) {
+        return NULL;
+    }
+    return rmalloc_vmem_ring_for(ep->vm, payload, units_p);
+}
+
 util_status_t rmalloc_sync_post(rmalloc_sync_ep_t *ep, const raddr_t *desc)
 {
     return ep->ops->post(ep, desc);

@@ -5,7 +5,7 @@
  */
 #include "rmalloc/rmalloc_vmem.h"
 #include "rmalloc/rmalloc_claims.h"
-#include "rmalloc/rmalloc_ring.h"
+#include "rmalloc/rmalloc_ring_inl.h"
 #include "util/log.h"
 
 #include <stdlib.h>
@@ -806,21 +806,17 @@ static inline uint64_t align_up(uint64_t v, uint64_t a)
     return (v + a - 1) & ~(a - 1);
 }
 
-util_status_t rmalloc_vmem_alloc(rmalloc_vmem_t *vm, uint64_t payload, uint64_t align,
-                                 raddr_t *desc_p)
+/* rmalloc_vmem_alloc past its checks: a ring-first instance that must
+ * leave its ring, or the general instance. Out of line, so that the ring's
+ * per-message path does not pay this one's frame. */
+static __attribute__((noinline)) util_status_t vmem_alloc_general(rmalloc_vmem_t *vm,
+                                                                  uint64_t payload, uint64_t units,
+                                                                  uint64_t au, raddr_t *desc_p)
 {
     util_status_t status;
-    uint64_t      units = rmalloc_vmem_units_for(vm, payload);
-    uint64_t      au    = 1;
     uint32_t      f, a;
 
-    if (units == 0 || units > vm->total || (align & (align - 1)))
-        return UTIL_ERR_INVALID;
-    if (align > (UINT64_C(1) << vm->shift))
-        au = align >> vm->shift;
     if (vm->ring != NULL) {
-        if (!vm->ring_first)
-            return rmalloc_ring_alloc(vm->ring, units, au, payload, desc_p);
         if (au == 1) {
             status = rmalloc_ring_alloc(vm->ring, units, au, payload, desc_p);
             if (status != UTIL_ERR_NO_RESOURCE || rmalloc_ring_spare_units(vm->ring) < units)
@@ -863,6 +859,39 @@ found:
     }
     fill_desc(vm, a, desc_p);
     return UTIL_OK;
+}
+
+rmalloc_ring_t *rmalloc_vmem_ring_for(const rmalloc_vmem_t *vm, uint64_t payload,
+                                      uint64_t *units_p)
+{
+    uint64_t units = rmalloc_vmem_units_for(vm, payload);
+
+    if (vm->ring == NULL || units == 0 || units > vm->total)
+        return NULL;
+    *units_p = units;
+    return vm->ring;
+}
+
+util_status_t rmalloc_vmem_alloc(rmalloc_vmem_t *vm, uint64_t payload, uint64_t align,
+                                 raddr_t *desc_p)
+{
+    uint64_t units = rmalloc_vmem_units_for(vm, payload);
+    uint64_t au    = 1;
+
+    if (units == 0 || units > vm->total || (align & (align - 1)))
+        return UTIL_ERR_INVALID;
+    if (align > (UINT64_C(1) << vm->shift))
+        au = align >> vm->shift;
+    /* The per-message path of block mode on both ends, and of a ring-first
+     * producer whose frees come back in order: the ring, inline. A ring-first
+     * instance the ring cannot serve tries the general instance. */
+    if (vm->ring != NULL && (!vm->ring_first || au == 1)) {
+        util_status_t status = rmalloc_ring_alloc_inl(vm->ring, units, au, payload, desc_p);
+
+        if (status != UTIL_ERR_NO_RESOURCE || !vm->ring_first)
+            return status;
+    }
+    return vmem_alloc_general(vm, payload, units, au, desc_p);
 }
 
 /* A ring-first instance still in its ring about to apply an operation on
@@ -1023,7 +1052,7 @@ util_status_t rmalloc_vmem_peer(const rmalloc_vmem_t *vm, const raddr_t *desc,
     if (vm->ring != NULL) { /* ring mode claims nothing: no peer names */
         *peer_id_p    = 0;
         *peer_block_p = NIL;
-        return rmalloc_ring_lookup(vm->ring, desc);
+        return rmalloc_ring_find(vm->ring, desc) != NULL ? UTIL_OK : UTIL_ERR_INVALID;
     }
     if (vm->claims != NULL)
         return rmalloc_claims_peer(vm->claims, desc, peer_id_p, peer_block_p);

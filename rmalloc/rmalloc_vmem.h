@@ -175,6 +175,13 @@ uint64_t rmalloc_vmem_live_count(const rmalloc_vmem_t *vmem);
 unsigned rmalloc_vmem_unit_shift(const rmalloc_vmem_t *vmem);
 /* Units an allocation of `payload` bytes takes (0 if too large). */
 uint64_t rmalloc_vmem_units_for(const rmalloc_vmem_t *vmem, uint64_t payload);
+/* The ring an unaligned allocation of `payload` bytes is placed in first
+ * (a ring instance, or a ring-first one still in its ring), with the units
+ * it takes in *units_p; NULL when there is none or the size is invalid.
+ * rmalloc_ring_alloc_inl() there places it exactly as rmalloc_vmem_alloc()
+ * would; where the ring refuses, rmalloc_vmem_alloc() decides. */
+struct rmalloc_ring *rmalloc_vmem_ring_for(const rmalloc_vmem_t *vmem, uint64_t payload,
+                                           uint64_t *units_p);
 
 /* Calls fn for every block in address order (for tests and debugging). */
 void rmalloc_vmem_walk(const rmalloc_vmem_t *vmem,

@@ -6,6 +6,7 @@
  * (put-with-flag for PUT, get then flag-clear for GET).
  */
 #include "rpipe/rpipe_inl.h"
+#include "rmalloc/rmalloc_ring_inl.h"
 #include "btl/btl_inl.h"
 #include "util/log.h"
 
@@ -13,7 +14,7 @@
 
 /* Loads of a pending flag word between two full rread_nb polls. */
 #define RPIPE_FLAG_SPIN 64
-/* Tag sync: frees a consumer holds back before sending them (see rfree). */
+/* Frees a consumer holds back before sending them (see rfree). */
 #define RPIPE_LAZY_FREES 16
 
 /* Base of the memory where this side sees message bytes: the owner's own
@@ -90,6 +91,20 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
             return status;
         }
     }
+    if (ch->cfg.sync != CH_SYNC) {
+        /* Block and tag: while the producer's instance is a ring and no
+         * sync step is due, place the message in the ring here, inline;
+         * where it refuses (full), rmalloc_sync_alloc pulls frees. */
+        uint64_t units;
+        struct rmalloc_ring *ring =
+            rmalloc_sync_alloc_ring(ch->sync, size + RPIPE_UHDR_BYTES, &units);
+
+        if (ring != NULL &&
+            rmalloc_ring_alloc_inl(ring, units, 1, size + RPIPE_UHDR_BYTES, &desc) == UTIL_OK) {
+            *desc_p = rpipe_desc_to_user(desc);
+            return R_SUCCESS;
+        }
+    }
     status = rmalloc_sync_alloc(ch->sync, size + RPIPE_UHDR_BYTES, 0, &desc);
     if (rpipe_sync_not_now(status)) {
         return R_PENDING;
@@ -107,9 +122,12 @@ raddr_t rmalloc(rch_t ch, size_t size)
     raddr_t desc;
     int status;
 
-    rpipe_wait_init(&wait);
-    while ((status = rmalloc_nb(ch, size, &desc)) == R_PENDING) {
-        rpipe_wait_step(&wait);
+    status = rmalloc_nb(ch, size, &desc);
+    if (status == R_PENDING) { /* a full channel: wait only now */
+        rpipe_wait_init(&wait);
+        do {
+            rpipe_wait_step(&wait);
+        } while ((status = rmalloc_nb(ch, size, &desc)) == R_PENDING);
     }
     return (status == R_SUCCESS) ? desc : RADDR_NULL;
 }
@@ -489,11 +507,13 @@ int rfree(rch_t ch, raddr_t user_desc)
             return status;
         }
     }
-    /* Tag sync: the free is bookkeeping on both ends (the live list, the
-     * count or a tag), none of which the producer needs at once; done
-     * before this side next reads or waits, it is off the path from this
-     * message to whatever the caller sends next. A few are sent together. */
-    if (ch->cfg.sync == NET_SYNC_TAGS && ch->deferred_n < RPIPE_LAZY_FREES) {
+    /* Every sync mode: the free is bookkeeping on both ends (block: the
+     * ring and the released count; tag: the live list, the count or a tag;
+     * channel: the claim and a free record), none of which the producer
+     * needs at once; done before this side next reads or waits, it is off
+     * the path from this message to whatever the caller sends next. A few
+     * are sent together. */
+    if (ch->deferred_n < RPIPE_LAZY_FREES) {
         return rpipe_defer(ch, &desc);
     }
     return rpipe_post_or_defer(ch, &desc);

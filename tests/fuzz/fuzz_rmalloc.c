@@ -2,7 +2,8 @@
  * libFuzzer target: rmalloc operation sequences. The input picks an
  * instance configuration (heuristic, ring, ring-first or claims mode, unit,
  * region size, header) and then a sequence of operations: alloc with an
- * alignment, free of a live allocation, free of a descriptor that is stale,
+ * alignment (some unaligned ones by rpipe's small-message path: the ring
+ * inline, rmalloc_vmem_ring_for + rmalloc_ring_alloc_inl), free of a live allocation, free of a descriptor that is stale,
  * forged or already freed, realloc in place, claim of a unit range, and the
  * ring's retire/take.
  * A model (unit -> owner) runs alongside. After every operation:
@@ -14,6 +15,7 @@
  * Any disagreement aborts, so libFuzzer records the input.
  */
 #include "rmalloc/rmalloc_vmem.h"
+#include "rmalloc/rmalloc_ring_inl.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -154,7 +156,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 0: case 1: case 2: { /* alloc */
             uint64_t payload = take(&in, 2) % (m.units * m.unit + 64);
             uint64_t align   = (take(&in, 1) % 3 == 0) ? (UINT64_C(1) << (take(&in, 1) % 10)) : 0;
-            status = rmalloc_vmem_alloc(m.vmem, payload, align, &d);
+            status = UTIL_ERR_NO_RESOURCE;
+            if (op == 2 && !align) {
+                /* rpipe's small-message path: the ring inline, then the
+                 * instance where the ring refuses */
+                uint64_t units;
+                struct rmalloc_ring *ring = rmalloc_vmem_ring_for(m.vmem, payload, &units);
+                if (ring != NULL) {
+                    status = rmalloc_ring_alloc_inl(ring, units, 1, payload, &d);
+                }
+            }
+            if (status != UTIL_OK) {
+                status = rmalloc_vmem_alloc(m.vmem, payload, align, &d);
+            }
             if (status == UTIL_OK) {
                 if (m.nlive == MAX_LIVE) {
                     rmalloc_vmem_free(m.vmem, &d); /* the model is full */

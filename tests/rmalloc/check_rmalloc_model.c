@@ -1,7 +1,9 @@
 /*
  * Randomized model-based test of the sync protocols. For every heuristic x
  * protocol x direction (22 combinations) a producer and a consumer run a
- * random interleaving of alloc, post, take, take early (next-fit with a peer
+ * random interleaving of alloc (half of the unaligned ones by rpipe's
+ * small-message path: rmalloc_sync_alloc_ring, then the ring inline), post,
+ * take, take early (next-fit with a peer
  * view: the next message at its guessed place, perhaps before its post, as
  * rpipe does when the flag is there), out-of-order free, pull and
  * progress through the in-memory transport, which itself defers and
@@ -21,6 +23,7 @@
  * operations per combination (default 20000; the full run is 1000000).
  */
 #include "tests/rmalloc/rmalloc_pair.h"
+#include "rmalloc/rmalloc_ring_inl.h"
 
 #include <check.h>
 #include <stdarg.h>
@@ -45,6 +48,7 @@ typedef struct {
     unsigned nun_taken; /* unposted[0..nun_taken) were taken early */
     uint64_t last_payload;
     uint64_t early, early_unposted; /* messages taken early; of them, before their post */
+    uint64_t ring_allocs; /* placed by rpipe's small-message path (rmalloc_sync_alloc_ring) */
 } model_t;
 
 static uint64_t rnd(model_t *m)
@@ -137,7 +141,20 @@ static void op_alloc(model_t *m)
     m->last_payload = payload;
     if (m->nun + m->nin + m->nheld >= MAXLIVE)
         return;
-    util_status_t st = rmalloc_sync_alloc(m->p.ep[PAIR_PRODUCER], payload, align, &d);
+    util_status_t st = UTIL_ERR_NO_RESOURCE;
+    if (!align && (r >> 46) % 2) {
+        /* rpipe's small-message path: straight into the ring while no sync
+         * step is due, rmalloc_sync_alloc() where the ring refuses */
+        uint64_t units;
+        struct rmalloc_ring *ring =
+            rmalloc_sync_alloc_ring(m->p.ep[PAIR_PRODUCER], payload, &units);
+        if (ring != NULL)
+            st = rmalloc_ring_alloc_inl(ring, units, 1, payload, &d);
+        if (st == UTIL_OK)
+            m->ring_allocs++;
+    }
+    if (st != UTIL_OK)
+        st = rmalloc_sync_alloc(m->p.ep[PAIR_PRODUCER], payload, align, &d);
     st_ok(m, st, "alloc");
     if (st != UTIL_OK)
         return;
@@ -329,11 +346,12 @@ START_TEST(test_model)
             quiesce(&m, (m.step / 5000) % 2);
     }
     quiesce(&m, 1);
-    printf("model: %s/%s/%s%s: %llu ops ok (%llu taken early, %llu before their post)\n",
+    printf("model: %s/%s/%s%s: %llu ops ok (%llu taken early, %llu before their post; "
+           "%llu placed in the ring directly)\n",
            rmalloc_sync_protocol_name(c.protocol), rmalloc_heuristic_name(c.heuristic),
            c.direction == RMALLOC_SYNC_PUT ? "put" : "get", view ? " (peer view)" : "",
            (unsigned long long)g_ops, (unsigned long long)m.early,
-           (unsigned long long)m.early_unposted);
+           (unsigned long long)m.early_unposted, (unsigned long long)m.ring_allocs);
     pair_fini(&m.p);
 }
 END_TEST
