@@ -56,4 +56,25 @@ static inline void shmemi_put_signal(const char *call, void *dest, const void *s
                         pe);
 }
 
+/* An internal flag write (barriers): a release store where the target's
+ * memory is mapped here, else a put-with-signal that quiet need not
+ * complete. The barrier's hot path on node, so no more than that. */
+static inline void shmemi_signal_set_internal(const char *call, uint64_t *sig_addr,
+                                              uint64_t value, int pe)
+{
+    size_t off;
+    int sig_pe = pe;
+    rpipe_sym_t *seg = shmemi_locate_signal(call, sig_addr, &off, &sig_pe);
+    rpipe_sym_peer_t *peer;
+
+    if (__builtin_expect(rpipe_sym_peer(seg, sig_pe, &peer) == UTIL_OK && peer->ptr != NULL &&
+                             !rpipe_sym_amo_network,
+                         1)) {
+        __atomic_store_n((uint64_t *)(peer->ptr + off), value, __ATOMIC_RELEASE);
+        return;
+    }
+    shmemi_put_signal(call, NULL, NULL, 0, sig_addr, value,
+                      SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL, pe);
+}
+
 #endif

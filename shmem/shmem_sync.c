@@ -70,10 +70,9 @@ static void shmemi_barrier_flags(void)
          * parity: a partner's write for barrier e + 1 may be on its way
          * with the one for e (the network may reorder them), never with
          * the one for e - 1, which we saw before finishing barrier e - 1. */
-        uint64_t *flag = &shmemi.barrier_flags[(epoch & 1) * SHMEMI_BARRIER_ROUNDS + r];
+        uint64_t *flag = &shmemi.barrier_flags[2 * r + (epoch & 1)];
 
-        shmemi_put_signal("shmem_barrier_all", NULL, NULL, 0, flag, epoch, SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
-                          partner);
+        shmemi_signal_set_internal("shmem_barrier_all", flag, epoch, partner);
         while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < epoch) {
             shmemi_relax(&polls);
         }

@@ -14,6 +14,8 @@
  *               sets xflag[parity][j] to the number of exchanges of that
  *               parity it has sent;
  *   misc        the count a collect publishes, the words a split reduces;
+ *   hflag[2][k] the leaders' flags of the hierarchical exchange (leader k
+ *               writes its count of that parity's exchanges);
  *   ring_flag[r] broadcast ring: entry r's flag, broadcast seq + 1 once
  *               its data is in ring_data[r] (written only by that
  *               broadcast's root);
@@ -89,7 +91,7 @@
 static struct {
     char               *base;
     size_t              slot_bytes;
-    size_t              off_xflag, off_misc, off_hcnt, off_ring_flag, off_ring_ack, off_xbuf,
+    size_t              off_xflag, off_misc, off_hcnt, off_hflag, off_ring_flag, off_ring_ack, off_xbuf,
                         off_ring_data;
                                                       /* offsets inside a slot */
     size_t              chunk;                        /* xbuf block size */
@@ -105,7 +107,7 @@ static _Alignas(64) const char shmemi_tc_zeros[SHMEMI_TC_STAGE];
 enum { SHMEMI_MISC_COUNT = 0, SHMEMI_MISC_SPLIT_SRC = 1, SHMEMI_MISC_SPLIT_DST = 4 };
 enum { SHMEMI_HIER_NO, SHMEMI_HIER_AUTO, SHMEMI_HIER_YES };
 /* counters of a hierarchical exchange, one line per parity */
-enum { SHMEMI_HCNT_UP = 0, SHMEMI_HCNT_ACROSS = 1, SHMEMI_HCNT_DOWN = 2 };
+enum { SHMEMI_HCNT_UP = 0, SHMEMI_HCNT_DOWN = 2 };
 
 /* A team's node structure (team indices; a node's leader is its first member). */
 struct shmemi_tc_hier {
@@ -133,6 +135,14 @@ static inline uint64_t *shmemi_tc_xflag(const struct shmemi_team_coll *c, int pa
 static inline uint64_t *shmemi_tc_misc(const struct shmemi_team_coll *c)
 {
     return (uint64_t *)(c->sym + shmemi_tc.off_misc);
+}
+
+/* The leaders' flags of a hierarchical exchange: leader k (its rank among
+ * the leaders) writes the count of that parity's exchanges into word k. */
+static inline uint64_t *shmemi_tc_hflag(const struct shmemi_team_coll *c, int parity, int leader)
+{
+    return (uint64_t *)(c->sym + shmemi_tc.off_hflag) + (size_t)parity * shmemi_tc.members +
+           (size_t)leader;
 }
 
 static inline uint64_t *shmemi_tc_hcnt(const struct shmemi_team_coll *c, int parity)
@@ -194,7 +204,8 @@ void shmemi_tc_init(void)
     shmemi_tc.off_xflag = shmemi_tc_round_up(2 * (size_t)shmemi_tc.rounds * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_misc = shmemi_tc.off_xflag + shmemi_tc_round_up(2 * shmemi_tc.members * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_hcnt = shmemi_tc.off_misc + SHMEMI_TC_LINE;
-    shmemi_tc.off_ring_flag = shmemi_tc.off_hcnt + 2 * SHMEMI_TC_LINE;
+    shmemi_tc.off_hflag = shmemi_tc.off_hcnt + 2 * SHMEMI_TC_LINE;
+    shmemi_tc.off_ring_flag = shmemi_tc.off_hflag + shmemi_tc_round_up(2 * shmemi_tc.members * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_ring_ack = shmemi_tc.off_ring_flag + shmemi_tc_round_up(SHMEMI_TC_RING * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_xbuf = shmemi_tc.off_ring_ack + shmemi_tc_round_up(shmemi_tc.members * 8, SHMEMI_TC_LINE);
     header = shmemi_tc.off_xbuf;
@@ -445,22 +456,31 @@ static const char *shmemi_tc_hier_exchange(const char *call, struct shmemi_team 
                         block = shmemi_tc_xbuf(c, parity, last);
                         span = len;
                     }
-                    shmemi_put_signal(call, block, block, span, &cnt[SHMEMI_HCNT_ACROSS], 1,
-                                      SHMEM_SIGNAL_ADD | SHMEMI_SIGNAL_INTERNAL, pe);
+                    shmemi_put_signal(call, block, block, span,
+                                      shmemi_tc_hflag(c, parity, h->my_leader_rank), done,
+                                      SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL, pe);
                 }
             } else {
-                shmemi_tc_fan_out(call, team, mine, mine, across, &cnt[SHMEMI_HCNT_ACROSS],
-                                  h->leaders, 1, nl, h->my_leader_rank);
+                for (int k = 1; k < nl; k++) {
+                    shmemi_put_signal(call, mine, mine, across,
+                                      shmemi_tc_hflag(c, parity, h->my_leader_rank), done,
+                                      SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
+                                      shmemi_tc_pe(team, h->leaders[(h->my_leader_rank + k) % nl]));
+                }
             }
-            shmemi_tc_wait_ge(&cnt[SHMEMI_HCNT_ACROSS], (uint64_t)(nl - 1) * done);
+            /* one flag per leader (a write, one message; writes of the
+             * exchanges k and k + 2 cannot overtake each other, as above) */
+            for (int k = 1; k < nl; k++) {
+                shmemi_tc_wait_ge(shmemi_tc_hflag(c, parity, (h->my_leader_rank + k) % nl), done);
+            }
             if (root >= 0) {
                 result = shmemi_tc_xbuf(c, parity, h->leader_of[root]);
             }
         }
         if (root < 0 && op != NULL && len > 0) {
             /* every block is here: fold in team order, as the flat exchange
-             * does, so the result is bit-identical to it; my block has
-             * reached the others (quiet), so mine is free */
+             * does, so the result is bit-identical to it; my block's
+             * sends completed locally, so mine is free */
             _Alignas(64) char acc[SHMEMI_TC_CHUNK_MAX];
 
             memcpy(acc, shmemi_tc_xbuf(c, parity, 0), len);
@@ -496,8 +516,7 @@ static void shmemi_tc_barrier(const char *call, struct shmemi_team *team)
      * alternate by parity (see shmemi_barrier_flags) */
     bar += (count & 1) * (size_t)shmemi_tc.rounds;
     for (int r = 0, dist = 1; dist < n; r++, dist <<= 1) {
-        shmemi_put_signal(call, NULL, NULL, 0, &bar[r], count, SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
-                          shmemi_tc_pe(team, (me + dist) % n));
+        shmemi_signal_set_internal(call, &bar[r], count, shmemi_tc_pe(team, (me + dist) % n));
         shmemi_tc_wait_ge(&bar[r], count);
     }
 }
