@@ -16,7 +16,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 packages="gcc make autoconf automake libtool pkg-config libpmix-dev libfabric-dev libfabric-bin
 libibverbs-dev libucx-dev ucx-utils check openmpi-bin libopenmpi-dev mpich libmpich-dev gnuplot-nox
-clang libclang-rt-14-dev valgrind slurmctld slurmd slurm-client munge python3"
+clang libclang-rt-14-dev clang-format valgrind slurmctld slurmd slurm-client munge python3"
 
 install_missing() {
     missing=""
