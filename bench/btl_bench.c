@@ -23,14 +23,14 @@
 #include <string.h>
 #include <time.h>
 
-#define B_BUF   (8u << 20)
-#define B_RUNS  5
-#define B_DONE  (B_BUF + 64) /* offset of the word that ends the target's polling */
+#define B_BUF  (8u << 20)
+#define B_RUNS 5
+#define B_DONE (B_BUF + 64) /* offset of the word that ends the target's polling */
 
 typedef struct {
     uint64_t base;
     uint32_t len;
-    uint8_t  packed[BTL_RKEY_PACKED_MAX];
+    uint8_t packed[BTL_RKEY_PACKED_MAX];
 } b_key_t;
 
 static double b_now(void)
@@ -54,18 +54,18 @@ static double b_median(double *v)
 
 /* Each measurement kind; one switch keeps the loops visible. */
 typedef enum {
-    B_RAW_STORE,     /* memcpy 8 B + release fence into the mapping */
-    B_RAW_STORE_SC,  /* memcpy 8 B + full fence */
-    B_RAW_AMO,       /* __atomic_fetch_add on the mapping */
-    B_MAPPED_PUT,    /* memcpy 8 B into the mapping + btl_fence: rpipe_sym's on-node put */
-    B_PUT,           /* btl_put (through the ops table) */
-    B_PUT_QUIET,     /* btl_put + btl_quiet */
+    B_RAW_STORE,    /* memcpy 8 B + release fence into the mapping */
+    B_RAW_STORE_SC, /* memcpy 8 B + full fence */
+    B_RAW_AMO,      /* __atomic_fetch_add on the mapping */
+    B_MAPPED_PUT,   /* memcpy 8 B into the mapping + btl_fence: rpipe_sym's on-node put */
+    B_PUT,          /* btl_put (through the ops table) */
+    B_PUT_QUIET,    /* btl_put + btl_quiet */
     B_GET,
     B_PUT_FLAG,
     B_AMO_FADD,
     B_AMO_ADD,
     B_AMO_CSWAP,
-    B_RAW_COPY       /* memcpy of size bytes into the mapping */
+    B_RAW_COPY /* memcpy of size bytes into the mapping */
 } b_kind_t;
 
 static util_status_t b_loop(b_kind_t kind, btl_ep_t *ep, btl_rkey_t *rk, uint64_t raddr,
@@ -211,8 +211,8 @@ static int b_backend(const btl_component_t *comp, long iters)
                  iters);
         b_report(name, "mapped put+fence", 8, B_MAPPED_PUT, ep, rk, raddr, direct, src, iters);
         b_report(name, "put (ops table)", 8, B_PUT, ep, rk, raddr, direct, src, iters);
-        b_report(name, "raw memcpy+fence(seq_cst)", 8, B_RAW_STORE_SC, ep, rk, raddr, direct,
-                 src, iters);
+        b_report(name, "raw memcpy+fence(seq_cst)", 8, B_RAW_STORE_SC, ep, rk, raddr, direct, src,
+                 iters);
         b_report(name, "put+quiet", 8, B_PUT_QUIET, ep, rk, raddr, direct, src, iters);
         b_report(name, "get", 8, B_GET, ep, rk, raddr, direct, src, iters);
         b_report(name, "put_flag", 8, B_PUT_FLAG, ep, rk, raddr, direct, src, iters);
@@ -243,7 +243,8 @@ static int b_backend(const btl_component_t *comp, long iters)
 
 int main(int argc, char **argv)
 {
-    long iters = (long)bench_arg(argc, argv, 1, 1000000, 1, 1L << 40, "oshrun -n 2 btl_bench [ITERATIONS]");
+    long iters =
+        (long)bench_arg(argc, argv, 1, 1000000, 1, 1L << 40, "oshrun -n 2 btl_bench [ITERATIONS]");
     int rc = 0;
 
     if (iters <= 0 || bootstrap_init() != UTIL_OK) {

@@ -22,9 +22,9 @@
 #include <string.h>
 #include <time.h>
 
-#define TRIALS     5
-#define RATE_WIN   64
-#define BIG        (4L << 20)
+#define TRIALS   5
+#define RATE_WIN 64
+#define BIG      (4L << 20)
 
 static double now_us(void)
 {
@@ -48,7 +48,7 @@ static double median(double *v)
 }
 
 static long psync[SHMEM_REDUCE_SYNC_SIZE > SHMEM_BCAST_SYNC_SIZE ? SHMEM_REDUCE_SYNC_SIZE
-                                                                  : SHMEM_BCAST_SYNC_SIZE];
+                                                                 : SHMEM_BCAST_SYNC_SIZE];
 static long psync2[SHMEM_REDUCE_SYNC_SIZE];
 static double dwork[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
 static long lwork[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
@@ -65,36 +65,36 @@ static double slowest(double t)
 }
 
 /* Time per iteration of `body` on PE 0 only, median of TRIALS loops. */
-#define PE0_LOOP(iters, body)                                                              \
-    ({                                                                                     \
-        double r_[TRIALS];                                                                 \
-        for (int t_ = 0; t_ < TRIALS; t_++) {                                              \
-            shmem_barrier_all();                                                           \
-            double t0_ = now_us();                                                         \
-            if (me == 0) {                                                                 \
-                for (long i_ = 0; i_ < (iters); i_++) {                                    \
-                    body;                                                                  \
-                }                                                                          \
-            }                                                                              \
-            r_[t_] = (now_us() - t0_) / (iters);                                           \
-            shmem_barrier_all();                                                           \
-        }                                                                                  \
-        median(r_);                                                                        \
+#define PE0_LOOP(iters, body)                                                                      \
+    ({                                                                                             \
+        double r_[TRIALS];                                                                         \
+        for (int t_ = 0; t_ < TRIALS; t_++) {                                                      \
+            shmem_barrier_all();                                                                   \
+            double t0_ = now_us();                                                                 \
+            if (me == 0) {                                                                         \
+                for (long i_ = 0; i_ < (iters); i_++) {                                            \
+                    body;                                                                          \
+                }                                                                                  \
+            }                                                                                      \
+            r_[t_] = (now_us() - t0_) / (iters);                                                   \
+            shmem_barrier_all();                                                                   \
+        }                                                                                          \
+        median(r_);                                                                                \
     })
 
 /* Time per call of a collective on every PE; the slowest PE's median. */
-#define ALL_LOOP(iters, body)                                                              \
-    ({                                                                                     \
-        double r_[TRIALS];                                                                 \
-        for (int t_ = 0; t_ < TRIALS; t_++) {                                              \
-            shmem_barrier_all();                                                           \
-            double t0_ = now_us();                                                         \
-            for (long i_ = 0; i_ < (iters); i_++) {                                        \
-                body;                                                                      \
-            }                                                                              \
-            r_[t_] = (now_us() - t0_) / (iters);                                           \
-        }                                                                                  \
-        slowest(median(r_));                                                               \
+#define ALL_LOOP(iters, body)                                                                      \
+    ({                                                                                             \
+        double r_[TRIALS];                                                                         \
+        for (int t_ = 0; t_ < TRIALS; t_++) {                                                      \
+            shmem_barrier_all();                                                                   \
+            double t0_ = now_us();                                                                 \
+            for (long i_ = 0; i_ < (iters); i_++) {                                                \
+                body;                                                                              \
+            }                                                                                      \
+            r_[t_] = (now_us() - t0_) / (iters);                                                   \
+        }                                                                                          \
+        slowest(median(r_));                                                                       \
     })
 
 int main(int argc, char **argv)
@@ -133,7 +133,10 @@ int main(int argc, char **argv)
     memset(bsrc, 0, 64);
     shmem_barrier_all();
 
-    double put8 = PE0_LOOP(iters, { shmem_putmem(buf, lbuf, 8, peer); shmem_quiet(); });
+    double put8 = PE0_LOOP(iters, {
+        shmem_putmem(buf, lbuf, 8, peer);
+        shmem_quiet();
+    });
     double get8 = PE0_LOOP(iters, shmem_getmem(lbuf, buf, 8, peer));
     double p8 = PE0_LOOP(iters, shmem_long_p(&x, v, peer));
     if (me == 0) {
@@ -151,10 +154,13 @@ int main(int argc, char **argv)
     double barrier = ALL_LOOP(coll_iters, shmem_barrier_all());
     double bcast = ALL_LOOP(coll_iters, shmem_broadcast64(bdst, bsrc, 1, 0, 0, 0, n, psync));
     shmem_barrier_all();
-    double reduce = ALL_LOOP(coll_iters,
-                             shmem_long_sum_to_all(bdst, bsrc, 1, 0, 0, n, lwork, psync2));
+    double reduce =
+        ALL_LOOP(coll_iters, shmem_long_sum_to_all(bdst, bsrc, 1, 0, 0, n, lwork, psync2));
     long bw_iters = 50;
-    double bwput = PE0_LOOP(bw_iters, { shmem_putmem(buf, lbuf, BIG, peer); shmem_quiet(); });
+    double bwput = PE0_LOOP(bw_iters, {
+        shmem_putmem(buf, lbuf, BIG, peer);
+        shmem_quiet();
+    });
     double bwget = PE0_LOOP(bw_iters, shmem_getmem(lbuf, buf, BIG, peer));
 
     /* Message rate: every PE to its partner, windows of RATE_WIN puts. */

@@ -29,9 +29,9 @@ static double bench(rcoll_type_t type, long iters)
     int rc;
 
     rcoll_config_init(&cfg);
-    cfg.type  = type;
+    cfg.type = type;
     cfg.dtype = RCOLL_INT64;
-    cfg.op    = type == RCOLL_ALLREDUCE ? RCOLL_SUM : RCOLL_OP_NONE;
+    cfg.op = type == RCOLL_ALLREDUCE ? RCOLL_SUM : RCOLL_OP_NONE;
     cfg.count = type == RCOLL_BARRIER ? 0 : 1;
     if ((rc = rcoll_init(&h, &cfg)) != R_SUCCESS) {
         fprintf(stderr, "rcoll_init: %s\n", rstrerror(rc));
@@ -54,9 +54,13 @@ static double bench(rcoll_type_t type, long iters)
 
 int main(int argc, char **argv)
 {
-    static const struct { rcoll_type_t type; const char *name; } ops[] = {
+    static const struct {
+        rcoll_type_t type;
+        const char *name;
+    } ops[] = {
         {RCOLL_BARRIER, "barrier"}, {RCOLL_BCAST, "bcast 8 B"}, {RCOLL_ALLREDUCE, "allreduce 8 B"}};
-    long iters = (long)bench_arg(argc, argv, 1, 100000, 1, 1L << 40, "oshrun -n N rcoll_bench [ITERATIONS]");
+    long iters =
+        (long)bench_arg(argc, argv, 1, 100000, 1, 1L << 40, "oshrun -n N rcoll_bench [ITERATIONS]");
     int me, npes;
 
     if (rinit(&me, &npes) != R_SUCCESS) {
@@ -74,8 +78,8 @@ int main(int argc, char **argv)
             for (int p = 0; p < npes && p < 1024; p++) {
                 worst = all[p] > worst ? all[p] : worst;
             }
-            printf("%-14s %2d PEs  %8.3f us  (slowest PE %8.3f us)\n", ops[k].name, npes,
-                   t * 1e6, worst * 1e6);
+            printf("%-14s %2d PEs  %8.3f us  (slowest PE %8.3f us)\n", ops[k].name, npes, t * 1e6,
+                   worst * 1e6);
         }
     }
     rexit();

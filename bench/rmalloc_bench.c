@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#define UNIT 64
+#define UNIT   64
 #define NSIZES 65536
 
 /* Thread CPU time: the build machine is shared, and wall time would count
@@ -48,20 +48,19 @@ static uint64_t sizes[NSIZES];
 /* Returns pairs per second, or 0 when an allocation failed. */
 static double run_pairs(rmalloc_heuristic_t h, uint64_t live, uint64_t pairs, int random_order)
 {
-    rmalloc_vmem_config_t cfg = {.size = live * 8 * 4 * UNIT, .unit = UNIT, .heuristic = h,
-                                 .seed = 3};
+    rmalloc_vmem_config_t cfg = {
+        .size = live * 8 * 4 * UNIT, .unit = UNIT, .heuristic = h, .seed = 3};
     rmalloc_vmem_t *vm;
-    raddr_t        *d = malloc(live * sizeof(*d));
-    double          t0, t1;
-    uint64_t        i;
+    raddr_t *d = malloc(live * sizeof(*d));
+    double t0, t1;
+    uint64_t i;
 
     if (d == NULL || rmalloc_vmem_create(&cfg, &vm) != UTIL_OK) {
         free(d);
         return 0;
     }
     for (i = 0; i < live; i++)
-        if (rmalloc_vmem_alloc(vm, sizes[i % NSIZES], 0, &d[i]) != UTIL_OK)
-            goto fail;
+        if (rmalloc_vmem_alloc(vm, sizes[i % NSIZES], 0, &d[i]) != UTIL_OK) goto fail;
     uint64_t oldest = 0;
     /* Chunks of 64K pairs until `pairs` are done or a second has passed. */
     t0 = t1 = now();
@@ -69,8 +68,7 @@ static double run_pairs(rmalloc_heuristic_t h, uint64_t live, uint64_t pairs, in
         for (uint64_t end = i + 65536; i < end; i++) {
             /* multiply-shift: a uniform index without a division */
             uint64_t v = random_order ? ((rnd() >> 32) * live) >> 32 : oldest;
-            if (++oldest == live)
-                oldest = 0;
+            if (++oldest == live) oldest = 0;
             if (rmalloc_vmem_free(vm, &d[v]) != UTIL_OK ||
                 rmalloc_vmem_alloc(vm, sizes[i % NSIZES], 0, &d[v]) != UTIL_OK)
                 goto fail;
@@ -78,8 +76,7 @@ static double run_pairs(rmalloc_heuristic_t h, uint64_t live, uint64_t pairs, in
         t1 = now();
     }
     pairs = i;
-    if (rmalloc_vmem_check(vm) != UTIL_OK)
-        goto fail;
+    if (rmalloc_vmem_check(vm) != UTIL_OK) goto fail;
     rmalloc_vmem_destroy(vm);
     free(d);
     return (double)pairs / (t1 - t0);
@@ -94,11 +91,11 @@ fail:
 static void run_sync(pair_combo_t c, uint64_t msgs)
 {
     rmalloc_sync_config_t cfg;
-    pair_t                p;
-    raddr_t               pd, cd;
-    rmalloc_sync_stats_t  sp, sc;
-    util_status_t         st;
-    double                t0, t1;
+    pair_t p;
+    raddr_t pd, cd;
+    rmalloc_sync_stats_t sp, sc;
+    util_status_t st;
+    double t0, t1;
 
     pair_config(&cfg, c, 16384, UNIT, 256); /* 1 MiB region */
     if (pair_init(&p, &cfg, 0, 0, 1) != UTIL_OK) {
@@ -108,29 +105,25 @@ static void run_sync(pair_combo_t c, uint64_t msgs)
     rmalloc_sync_ep_t *P = p.ep[PAIR_PRODUCER], *C = p.ep[PAIR_CONSUMER];
     /* a window of messages in flight, so deferred protocols sync rarely */
     enum { WINDOW = 64 };
-    raddr_t  held[WINDOW];
+    raddr_t held[WINDOW];
     uint64_t nheld = 0;
     t0 = now();
     for (uint64_t i = 0; i < msgs; i++) {
         while ((st = rmalloc_sync_alloc(P, sizes[i % NSIZES] - 8, 0, &pd)) != UTIL_OK) {
-            if (st != UTIL_IN_PROGRESS && st != UTIL_ERR_NO_RESOURCE)
-                goto fail;
+            if (st != UTIL_IN_PROGRESS && st != UTIL_ERR_NO_RESOURCE) goto fail;
             rmalloc_sync_progress(C);
         }
         while ((st = rmalloc_sync_post(P, &pd)) != UTIL_OK)
-            if (st != UTIL_IN_PROGRESS && st != UTIL_ERR_NO_RESOURCE)
-                goto fail;
+            if (st != UTIL_IN_PROGRESS && st != UTIL_ERR_NO_RESOURCE) goto fail;
         if (c.protocol == RMALLOC_SYNC_BLOCK)
             st = rmalloc_sync_accept(C, pd.payload, 0, &cd);
         else
             while ((st = rmalloc_sync_next(C, &cd)) == UTIL_IN_PROGRESS)
                 ;
-        if (st != UTIL_OK)
-            goto fail;
+        if (st != UTIL_OK) goto fail;
         if (nheld == WINDOW) {
             while ((st = rmalloc_sync_free(C, &held[i % WINDOW])) != UTIL_OK) {
-                if (st != UTIL_IN_PROGRESS && st != UTIL_ERR_NO_RESOURCE)
-                    goto fail;
+                if (st != UTIL_IN_PROGRESS && st != UTIL_ERR_NO_RESOURCE) goto fail;
                 rmalloc_sync_pull(P);
             }
             nheld--;
@@ -164,8 +157,7 @@ int main(int argc, char **argv)
     uint64_t pairs = (uint64_t)bench_arg(argc, argv, 1, 50000000, 1, 1LL << 40, usage);
     static const uint64_t lives[] = {1024, 65536, 1048576};
 
-    for (int i = 0; i < NSIZES; i++)
-        sizes[i] = UNIT * (1 + rnd() % 8); /* 1..8 units */
+    for (int i = 0; i < NSIZES; i++) sizes[i] = UNIT * (1 + rnd() % 8); /* 1..8 units */
     if (argc > 4) {
         rmalloc_heuristic_t h;
         if (argc > 5 || rmalloc_heuristic_parse(argv[2], &h) != UTIL_OK ||
@@ -179,11 +171,11 @@ int main(int argc, char **argv)
                r / 1e6);
         return r > 0 ? 0 : 1;
     }
-    printf("rmalloc_bench: up to %llu alloc+free pairs or 1 s per measurement, unit %d B, sizes 1..8 units\n",
+    printf("rmalloc_bench: up to %llu alloc+free pairs or 1 s per measurement, unit %d B, sizes "
+           "1..8 units\n",
            (unsigned long long)pairs, UNIT);
     printf("alloc+free pairs per second (millions)\n");
-    printf("  %-11s %-7s %10s %10s %10s\n", "heuristic", "order", "1K live", "64K live",
-           "1M live");
+    printf("  %-11s %-7s %10s %10s %10s\n", "heuristic", "order", "1K live", "64K live", "1M live");
     for (int order = 0; order < 2; order++) {
         for (int h = 0; h < RMALLOC_HEURISTIC_COUNT; h++) {
             printf("  %-11s %-7s", rmalloc_heuristic_name((rmalloc_heuristic_t)h),
@@ -199,8 +191,7 @@ int main(int argc, char **argv)
            (unsigned long long)msgs);
     for (int i = 0; i < PAIR_COMBOS; i += 2) {
         pair_combo_t c = pair_combo(i);
-        if (c.heuristic == RMALLOC_NEXT_FIT || c.heuristic == RMALLOC_BEST_FIT)
-            run_sync(c, msgs);
+        if (c.heuristic == RMALLOC_NEXT_FIT || c.heuristic == RMALLOC_BEST_FIT) run_sync(c, msgs);
     }
     return 0;
 }

@@ -36,9 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BIG_CHANNEL (4u << 20) /* lat/bw/table channels: "unbounded" for these runs */
-#define SMALL_CHANNEL 256u     /* irregular: about 40 eight-byte messages */
-#define HELD 16                /* irregular: messages the consumer holds */
+#define BIG_CHANNEL   (4u << 20) /* lat/bw/table channels: "unbounded" for these runs */
+#define SMALL_CHANNEL 256u       /* irregular: about 40 eight-byte messages */
+#define HELD          16         /* irregular: messages the consumer holds */
 
 typedef struct pair {
     rch_t data; /* 0 -> 1 */
@@ -84,13 +84,13 @@ static pair_t open_pair(rsync_mode_t sync, ralloc_algorithm_t alg, size_t capaci
     pair_t p;
 
     rmalloc_config_init(&cfg);
-    cfg.peer       = 1 - rank;
-    cfg.op         = op_get ? RDMA_GET : RDMA_PUT;
-    cfg.sync       = sync;
-    cfg.algorithm  = alg;
+    cfg.peer = 1 - rank;
+    cfg.op = op_get ? RDMA_GET : RDMA_PUT;
+    cfg.sync = sync;
+    cfg.algorithm = alg;
     cfg.alloc_size = capacity;
-    cfg.unit_size  = unit;
-    cfg.context    = next_context++;
+    cfg.unit_size = unit;
+    cfg.context = next_context++;
     /* PUT: the producer is rdma_active; GET: the consumer. */
     cfg.rdma_active = (rank == 0) != op_get;
     check(rpipe(&p.data, &cfg), "rpipe");
@@ -102,7 +102,7 @@ static pair_t open_pair(rsync_mode_t sync, ralloc_algorithm_t alg, size_t capaci
 static void send_msg(rch_t ch, size_t size, int copy)
 {
     raddr_t d = rmalloc(ch, size);
-    char *m   = rmem(ch, d);
+    char *m = rmem(ch, d);
 
     if (m == NULL) {
         check(R_ERR_INVALID, "rmalloc");
@@ -259,7 +259,8 @@ static void run_lat_bw(int do_lat, int do_bw, size_t max)
         p[s] = open_pair((rsync_mode_t)s, NEXT_FIT, capacity, 64);
     }
     if (rank == 0) {
-        printf("\n# %s, next-fit, %zu KiB channel: one-way latency (ns) and streaming bandwidth (MB/s)\n",
+        printf("\n# %s, next-fit, %zu KiB channel: one-way latency (ns) and streaming bandwidth "
+               "(MB/s)\n",
                op_get ? "GET" : "PUT", capacity >> 10);
         printf("# %9s", "bytes");
         for (int s = 0; s < 3; s++) {
@@ -325,8 +326,9 @@ static void run_table(void)
             double t[NMODES];
 
             for (int m = 0; m < NMODES; m++) {
-                t[m] = what == 0 ? bench_stream(&p[m], sizes[k], stream_count(sizes[k]) / 2 + 1000, 1)
-                                 : bench_lat(&p[m], sizes[k], lat_iters(sizes[k]));
+                t[m] = what == 0
+                           ? bench_stream(&p[m], sizes[k], stream_count(sizes[k]) / 2 + 1000, 1)
+                           : bench_lat(&p[m], sizes[k], lat_iters(sizes[k]));
             }
             if (rank == 0) {
                 char label[32];
@@ -406,7 +408,7 @@ static void run_irregular(void)
         {CH_SYNC, WORST_FIT, "worst/channel"},
     };
     static const char *const orders[] = {"in-order", "reversed", "random"};
-    static const double delays[]      = {0, 1000, 10000};
+    static const double delays[] = {0, 1000, 10000};
     enum { NMODES = sizeof(modes) / sizeof(modes[0]) };
     pair_t p[NMODES];
     double base = 0;
@@ -417,8 +419,8 @@ static void run_irregular(void)
     if (rank == 0) {
         printf("\n# Fig. 6.14 irregular, %s: 8 B messages, %u B channel, consumer holds %d and "
                "frees them in ORDER with DELAY between frees;\n# ns per message (slowdown vs "
-               "next/block in-order 0 us)\n# %-9s %5s", op_get ? "GET" : "PUT", SMALL_CHANNEL,
-               HELD, "order", "delay");
+               "next/block in-order 0 us)\n# %-9s %5s",
+               op_get ? "GET" : "PUT", SMALL_CHANNEL, HELD, "order", "delay");
         for (int m = 0; m < NMODES; m++) printf(" %13s     ", modes[m].name);
         printf("\n");
     }
@@ -443,13 +445,15 @@ static void run_irregular(void)
 
 int main(int argc, char **argv)
 {
-    const char *dir  = argc > 1 ? argv[1] : "-put";
+    const char *dir = argc > 1 ? argv[1] : "-put";
     const char *what = argc > 2 ? argv[2] : "all";
-    long max         = (long)bench_arg(argc, argv, 3, 1 << 20, 8, 1 << 20, "rpipe_bench [-put|-get] [all|floor|lat|floorlat|bw|table|irregular] [MAX_BYTES]");
+    long max = (long)bench_arg(
+        argc, argv, 3, 1 << 20, 8, 1 << 20,
+        "rpipe_bench [-put|-get] [all|floor|lat|floorlat|bw|table|irregular] [MAX_BYTES]");
     int all, floorlat, nranks;
     const char *btl = getenv("RMB_BTL");
 
-    all      = !strcmp(what, "all");
+    all = !strcmp(what, "all");
     floorlat = !strcmp(what, "floorlat"); /* lat between two floors: one vCPU placement */
     if ((strcmp(dir, "-put") && strcmp(dir, "-get")) || argc > 4 || max < 8 || max > (1 << 20) ||
         (!all && !floorlat && strcmp(what, "floor") && strcmp(what, "lat") && strcmp(what, "bw") &&
@@ -482,7 +486,8 @@ int main(int argc, char **argv)
         if (rank == 0) printf("\n# floor: shared-flag ping-pong one-way %.1f ns\n", t);
     }
     if (all || floorlat || !strcmp(what, "lat") || !strcmp(what, "bw")) {
-        run_lat_bw(all || floorlat || !strcmp(what, "lat"), all || !strcmp(what, "bw"), (size_t)max);
+        run_lat_bw(all || floorlat || !strcmp(what, "lat"), all || !strcmp(what, "bw"),
+                   (size_t)max);
     }
     if (all || !strcmp(what, "table")) {
         run_table();

@@ -58,21 +58,23 @@ static int cmpd(const void *a, const void *b)
 
 /* Median over TRIALS of the mean time per iteration of BODY on PE 0 (the
  * other PEs wait in the barriers). */
-#define TIME_PE0(iters, BODY)                                                        \
-    ({                                                                             \
-        double r_[TRIALS];                                                         \
-        for (int t_ = 0; t_ < TRIALS; t_++) {                                      \
-            shmem_barrier_all();                                                   \
-            double t0_ = now();                                                    \
-            if (me == 0) {                                                         \
-                for (long i_ = 0; i_ < (iters); i_++) { BODY; }                    \
-            }                                                                      \
-            r_[t_] = (now() - t0_) / (double)(iters);                              \
-            shmem_quiet();                                                         \
-            shmem_barrier_all();                                                   \
-        }                                                                          \
-        qsort(r_, TRIALS, sizeof(double), cmpd);                                   \
-        r_[TRIALS / 2] * 1e6;                                                      \
+#define TIME_PE0(iters, BODY)                                                                      \
+    ({                                                                                             \
+        double r_[TRIALS];                                                                         \
+        for (int t_ = 0; t_ < TRIALS; t_++) {                                                      \
+            shmem_barrier_all();                                                                   \
+            double t0_ = now();                                                                    \
+            if (me == 0) {                                                                         \
+                for (long i_ = 0; i_ < (iters); i_++) {                                            \
+                    BODY;                                                                          \
+                }                                                                                  \
+            }                                                                                      \
+            r_[t_] = (now() - t0_) / (double)(iters);                                              \
+            shmem_quiet();                                                                         \
+            shmem_barrier_all();                                                                   \
+        }                                                                                          \
+        qsort(r_, TRIALS, sizeof(double), cmpd);                                                   \
+        r_[TRIALS / 2] * 1e6;                                                                      \
     })
 
 static long iters_for(size_t bytes, long base)
@@ -91,10 +93,13 @@ static void p2p(long base_iters, size_t max_bytes, char *remote, char *local)
     }
     for (size_t s = 8; s <= max_bytes; s *= 8) {
         long it = iters_for(s, base_iters);
-        double call  = TIME_PE0(it, shmem_putmem(remote, local, s, peer));
-        double pq    = TIME_PE0(it, { shmem_putmem(remote, local, s, peer); shmem_quiet(); });
-        double post  = TIME_PE0(it, shmem_putmem_nbi(remote, local, s, peer));
-        double get   = TIME_PE0(it, shmem_getmem(local, remote, s, peer));
+        double call = TIME_PE0(it, shmem_putmem(remote, local, s, peer));
+        double pq = TIME_PE0(it, {
+            shmem_putmem(remote, local, s, peer);
+            shmem_quiet();
+        });
+        double post = TIME_PE0(it, shmem_putmem_nbi(remote, local, s, peer));
+        double get = TIME_PE0(it, shmem_getmem(local, remote, s, peer));
         /* quiet alone and overlap need a timer per iteration: subtract the
          * timer's own cost, measured the same way */
         double tq = 0, tc = 0, tover = 0, tnone = 0;
@@ -102,20 +107,34 @@ static void p2p(long base_iters, size_t max_bytes, char *remote, char *local)
         if (me == 0) {
             double a, b;
             for (long i = 0; i < oit; i++) {
-                a = now(); b = now(); tnone += b - a;
+                a = now();
+                b = now();
+                tnone += b - a;
                 shmem_putmem_nbi(remote, local, s, peer);
-                a = now(); shmem_quiet(); b = now(); tq += b - a;
-                a = now(); shmem_putmem_nbi(remote, local, s, peer); b = now(); tc = b - a;
+                a = now();
+                shmem_quiet();
+                b = now();
+                tq += b - a;
+                a = now();
+                shmem_putmem_nbi(remote, local, s, peer);
+                b = now();
+                tc = b - a;
                 compute(2 * pq * 1e-6);
-                a = now(); shmem_quiet(); b = now(); tover += tc + (b - a);
+                a = now();
+                shmem_quiet();
+                b = now();
+                tover += tc + (b - a);
             }
         }
         shmem_barrier_all();
-        double bw_t = TIME_PE0(1, { for (long k = 0; k < it; k++) shmem_putmem(remote, local, s, peer); shmem_quiet(); });
+        double bw_t = TIME_PE0(1, {
+            for (long k = 0; k < it; k++) shmem_putmem(remote, local, s, peer);
+            shmem_quiet();
+        });
         if (me == 0) {
             double timer = tnone / (double)oit;
             double quiet = (tq / (double)oit - timer) * 1e6;
-            double over  = (tover / (double)oit - 2 * timer) * 1e6;
+            double over = (tover / (double)oit - 2 * timer) * 1e6;
             printf("%-10zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.2f\n", s, call, pq, post,
                    quiet < 0 ? 0 : quiet, over < 0 ? 0 : over, get,
                    (double)s * (double)it / (bw_t * 1e-6) / 1e9);
@@ -138,7 +157,7 @@ static double bcast_ack(long iters, long *dst, long *src, size_t nelems, long *p
         if (me == 0) {
             double t0 = now();
             for (long i = 0; i < iters; i++) {
-                shmem_int_p(ack, 1, task);          /* ping */
+                shmem_int_p(ack, 1, task); /* ping */
                 shmem_int_wait_until(ack, SHMEM_CMP_EQ, 1);
                 *ack = 0;
             }
@@ -190,8 +209,8 @@ static void collectives(long iters)
     }
     qsort(r, TRIALS, sizeof(double), cmpd);
     if (me == 0) {
-        printf("# collectives over %d PEs, µs per call\n%-10s %10s %10s %10s %10s\n", npes, "elements",
-               "barrier", "bcast_ack", "sum_to_all", "fcollect");
+        printf("# collectives over %d PEs, µs per call\n%-10s %10s %10s %10s %10s\n", npes,
+               "elements", "barrier", "bcast_ack", "sum_to_all", "fcollect");
     }
     for (size_t n = 1; n <= 1024; n *= 4) {
         long it = iters_for(n * 8 * (size_t)npes, iters);

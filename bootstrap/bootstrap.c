@@ -28,13 +28,14 @@ static unsigned bootstrap_allgather_seq;
 static int bootstrap_srun_without_pmi(void)
 {
     const char *tasks = getenv("SLURM_STEP_NUM_TASKS");
-    const char *rank  = getenv("SLURM_PROCID");
+    const char *rank = getenv("SLURM_PROCID");
 
     if (tasks == NULL || rank == NULL || atol(tasks) <= 1) {
         return 0;
     }
     util_error("task %s of %s of a Slurm step started without PMIx (srun with no --mpi, or "
-               "--mpi=none): each task would run alone; use srun --mpi=pmix", rank, tasks);
+               "--mpi=none): each task would run alone; use srun --mpi=pmix",
+               rank, tasks);
     return 1;
 }
 
@@ -76,7 +77,7 @@ static util_status_t bootstrap_choose(const bootstrap_flavour_ops_t **ops_p)
  * dense (0..num_nodes-1), which every flavour guarantees. */
 static util_status_t bootstrap_derive_locality(bootstrap_job_t *job)
 {
-    job->num_nodes  = 0;
+    job->num_nodes = 0;
     job->local_size = 0;
     for (int r = 0; r < job->size; r++) {
         if (job->node_of[r] < 0 || job->node_of[r] >= job->size) {
@@ -120,7 +121,8 @@ static void bootstrap_apply_log_level(void)
             return;
         }
     }
-    util_warn("RMB_LOG_LEVEL=\"%s\" is not valid: expected error, warn, info, debug or trace", level);
+    util_warn("RMB_LOG_LEVEL=\"%s\" is not valid: expected error, warn, info, debug or trace",
+              level);
 }
 
 util_status_t bootstrap_init(void)
@@ -148,7 +150,7 @@ util_status_t bootstrap_init(void)
     if (status != UTIL_OK) {
         goto err_finalize;
     }
-    bootstrap_ops      = ops;
+    bootstrap_ops = ops;
     bootstrap_refcount = 1;
     util_wait_setup(bootstrap_job.local_size, 1);
     util_env_check_unknown();
@@ -197,13 +199,34 @@ const char *bootstrap_flavour(void)
     return bootstrap_ops ? bootstrap_ops->name : "none";
 }
 
-int bootstrap_rank(void) { return bootstrap_job.rank; }
-int bootstrap_size(void) { return bootstrap_job.size; }
-int bootstrap_local_rank(void) { return bootstrap_job.local_rank; }
-int bootstrap_local_size(void) { return bootstrap_job.local_size; }
-int bootstrap_node_id(void) { return bootstrap_job.node_id; }
-int bootstrap_num_nodes(void) { return bootstrap_job.num_nodes; }
-const int *bootstrap_local_ranks(void) { return bootstrap_job.local_ranks; }
+int bootstrap_rank(void)
+{
+    return bootstrap_job.rank;
+}
+int bootstrap_size(void)
+{
+    return bootstrap_job.size;
+}
+int bootstrap_local_rank(void)
+{
+    return bootstrap_job.local_rank;
+}
+int bootstrap_local_size(void)
+{
+    return bootstrap_job.local_size;
+}
+int bootstrap_node_id(void)
+{
+    return bootstrap_job.node_id;
+}
+int bootstrap_num_nodes(void)
+{
+    return bootstrap_job.num_nodes;
+}
+const int *bootstrap_local_ranks(void)
+{
+    return bootstrap_job.local_ranks;
+}
 
 int bootstrap_node_of(int rank)
 {
@@ -262,7 +285,8 @@ util_status_t bootstrap_get(int rank, const char *key, void *buf, size_t bufsize
         return status;
     }
     if (rank < 0 || rank >= bootstrap_job.size) {
-        util_error("bootstrap: get from rank %d, job has ranks 0..%d", rank, bootstrap_job.size - 1);
+        util_error("bootstrap: get from rank %d, job has ranks 0..%d", rank,
+                   bootstrap_job.size - 1);
         return UTIL_ERR_INVALID;
     }
     return bootstrap_ops->get(rank, key, buf, bufsize, size_p);
@@ -305,7 +329,8 @@ util_status_t bootstrap_allgather(const void *in, void *out, size_t size)
         }
         status = bootstrap_ops->get(r, key, (char *)out + (size_t)r * size, size, &got);
         if (status == UTIL_OK && got != size) {
-            util_error("bootstrap: allgather got %zu bytes from rank %d, expected %zu", got, r, size);
+            util_error("bootstrap: allgather got %zu bytes from rank %d, expected %zu", got, r,
+                       size);
             status = UTIL_ERR_TRUNCATED;
         }
     }

@@ -13,7 +13,7 @@ typedef struct bootstrap_job {
     int size;
     int node_id;
     int num_nodes;
-    int *node_of;     /* size entries: node id of every rank */
+    int *node_of; /* size entries: node id of every rank */
     int local_rank;
     int local_size;
     int *local_ranks; /* local_size entries, ascending */

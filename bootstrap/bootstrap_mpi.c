@@ -36,13 +36,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BMPI_BUCKETS     1024
-#define BMPI_GET_WAIT_S  1.0  /* a lazy get polls this long before UTIL_ERR_TIMEOUT */
+#define BMPI_BUCKETS    1024
+#define BMPI_GET_WAIT_S 1.0 /* a lazy get polls this long before UTIL_ERR_TIMEOUT */
 
 /* ---- plugin loader ---------------------------------------------------------------- */
 static const bootstrap_mpi_shim_t *bmpi_shim;
-static int bmpi_load_failed;  /* tried and failed: do not try again */
-static char bmpi_why[512];    /* why it failed */
+static int bmpi_load_failed; /* tried and failed: do not try again */
+static char bmpi_why[512];   /* why it failed */
 
 util_status_t bootstrap_mpi_fail(const char *what, int code)
 {
@@ -104,8 +104,9 @@ static const char *bmpi_pick(char *why, size_t size)
     if (getenv("PMI_RANK") != NULL || getenv("HYDRA_CONTROL_FD") != NULL) {
         return "mpich";
     }
-    snprintf(why, size, "no MPI in the process and no MPI launcher in the environment "
-                        "(start with mpirun/mpiexec, or call MPI_Init first)");
+    snprintf(why, size,
+             "no MPI in the process and no MPI launcher in the environment "
+             "(start with mpirun/mpiexec, or call MPI_Init first)");
     return NULL;
 }
 
@@ -171,8 +172,10 @@ static const bootstrap_mpi_shim_t *bmpi_load(int quiet)
         }
 #endif
         if (handle == NULL && why[0] == '\0') {
-            snprintf(why, sizeof(bmpi_why), "no rmb_mpi_%s.so (rmb was configured without %s; "
-                     "see docs/btl_mpi.md)", pick, pick);
+            snprintf(why, sizeof(bmpi_why),
+                     "no rmb_mpi_%s.so (rmb was configured without %s; "
+                     "see docs/btl_mpi.md)",
+                     pick, pick);
         }
     }
     if (handle == NULL) {
@@ -268,18 +271,18 @@ util_status_t bootstrap_mpi_comm_release(void)
 /* ---- key-value table ------------------------------------------------------------- */
 typedef struct bmpi_kv {
     struct bmpi_kv *next;
-    int    rank;
+    int rank;
     size_t size;
-    char   key[BOOTSTRAP_KEY_MAX];
-    char   value[];
+    char key[BOOTSTRAP_KEY_MAX];
+    char value[];
 } bmpi_kv_t;
 
 static bmpi_kv_t *bmpi_table[BMPI_BUCKETS];
-static uint8_t *bmpi_staged;          /* packed entries put since the last commit */
+static uint8_t *bmpi_staged; /* packed entries put since the last commit */
 static size_t bmpi_staged_len, bmpi_staged_cap;
 static uint64_t bmpi_pushes_sent;
-static uint64_t *bmpi_pushes_seen;    /* per rank */
-static int bmpi_we_initialized;       /* we called MPI_Init: we call MPI_Finalize */
+static uint64_t *bmpi_pushes_seen; /* per rank */
+static int bmpi_we_initialized;    /* we called MPI_Init: we call MPI_Finalize */
 
 static unsigned bmpi_hash(int rank, const char *key)
 {
@@ -596,8 +599,7 @@ static double bmpi_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static util_status_t bmpi_get(int rank, const char *key, void *buf, size_t bufsize,
-                              size_t *size_p)
+static util_status_t bmpi_get(int rank, const char *key, void *buf, size_t bufsize, size_t *size_p)
 {
     bmpi_kv_t *kv = *bmpi_find(rank, key);
     double deadline = 0;
@@ -673,12 +675,12 @@ __attribute__((noreturn)) static void bmpi_abort(int code, const char *msg)
 }
 
 const bootstrap_flavour_ops_t bootstrap_mpi_ops = {
-    .name     = "mpi",
-    .init     = bmpi_init,
+    .name = "mpi",
+    .init = bmpi_init,
     .finalize = bmpi_finalize,
-    .put      = bmpi_put,
-    .commit   = bmpi_commit,
-    .fence    = bmpi_fence,
-    .get      = bmpi_get,
-    .abort    = bmpi_abort,
+    .put = bmpi_put,
+    .commit = bmpi_commit,
+    .fence = bmpi_fence,
+    .get = bmpi_get,
+    .abort = bmpi_abort,
 };

@@ -42,7 +42,7 @@ typedef enum {
 } bootstrap_mpi_op_t;
 
 typedef struct bootstrap_mpi_shim {
-    unsigned    abi;  /* BOOTSTRAP_MPI_SHIM_ABI */
+    unsigned abi;     /* BOOTSTRAP_MPI_SHIM_ABI */
     const char *name; /* "openmpi", "mpich" */
 
     /* ---- process ---- */

@@ -29,21 +29,21 @@
 #error "RMB_MPI_SHIM_NAME must name the MPI this plugin is built for"
 #endif
 
-#define SHIM_TAG_PUSH 0x726d  /* pushes on the job communicator */
+#define SHIM_TAG_PUSH 0x726d    /* pushes on the job communicator */
 #define SHIM_CHUNK    (1 << 30) /* MPI counts are int: larger transfers go in pieces */
 
 typedef struct {
     MPI_Win win;
-    int     shared; /* MPI_Win_allocate_shared (disp: an offset); else dynamic (an address) */
+    int shared; /* MPI_Win_allocate_shared (disp: an offset); else dynamic (an address) */
 } shim_win_t;
 
 /* One pushed buffer and its sends to every other rank. */
 typedef struct shim_push {
     struct shim_push *next;
-    void             *buf;
-    int               nreq;
-    MPI_Request      *req;
-    MPI_Status       *st; /* not MPI_STATUSES_IGNORE: MPICH's mpi.h annotates the array */
+    void *buf;
+    int nreq;
+    MPI_Request *req;
+    MPI_Status *st; /* not MPI_STATUSES_IGNORE: MPICH's mpi.h annotates the array */
 } shim_push_t;
 
 static pthread_mutex_t shim_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -103,7 +103,8 @@ static int shim_thread_level(void)
     MPI_Query_thread(&provided);
     return provided == MPI_THREAD_MULTIPLE     ? 3
            : provided == MPI_THREAD_SERIALIZED ? 2
-           : provided == MPI_THREAD_FUNNELED   ? 1 : 0;
+           : provided == MPI_THREAD_FUNNELED   ? 1
+                                               : 0;
 }
 
 static int shim_finalize(void)
@@ -290,12 +291,18 @@ static int shim_progress(void)
 static MPI_Op shim_op(bootstrap_mpi_op_t op)
 {
     switch (op) {
-    case BOOTSTRAP_MPI_OP_REPLACE: return MPI_REPLACE;
-    case BOOTSTRAP_MPI_OP_SUM:     return MPI_SUM;
-    case BOOTSTRAP_MPI_OP_BAND:    return MPI_BAND;
-    case BOOTSTRAP_MPI_OP_BOR:     return MPI_BOR;
-    case BOOTSTRAP_MPI_OP_BXOR:    return MPI_BXOR;
-    default:                       return MPI_NO_OP;
+    case BOOTSTRAP_MPI_OP_REPLACE:
+        return MPI_REPLACE;
+    case BOOTSTRAP_MPI_OP_SUM:
+        return MPI_SUM;
+    case BOOTSTRAP_MPI_OP_BAND:
+        return MPI_BAND;
+    case BOOTSTRAP_MPI_OP_BOR:
+        return MPI_BOR;
+    case BOOTSTRAP_MPI_OP_BXOR:
+        return MPI_BXOR;
+    default:
+        return MPI_NO_OP;
     }
 }
 
@@ -426,8 +433,7 @@ static int shim_put(void *win, const void *src, size_t len, int peer, uint64_t d
 
     while (len > 0 && rc == MPI_SUCCESS) {
         int n = len > SHIM_CHUNK ? SHIM_CHUNK : (int)len;
-        rc = MPI_Put(src, n, MPI_BYTE, peer, (MPI_Aint)disp, n, MPI_BYTE,
-                     ((shim_win_t *)win)->win);
+        rc = MPI_Put(src, n, MPI_BYTE, peer, (MPI_Aint)disp, n, MPI_BYTE, ((shim_win_t *)win)->win);
         src = (const char *)src + n;
         disp += (uint64_t)n;
         len -= (size_t)n;
@@ -441,8 +447,7 @@ static int shim_get(void *win, void *dst, size_t len, int peer, uint64_t disp)
 
     while (len > 0 && rc == MPI_SUCCESS) {
         int n = len > SHIM_CHUNK ? SHIM_CHUNK : (int)len;
-        rc = MPI_Get(dst, n, MPI_BYTE, peer, (MPI_Aint)disp, n, MPI_BYTE,
-                     ((shim_win_t *)win)->win);
+        rc = MPI_Get(dst, n, MPI_BYTE, peer, (MPI_Aint)disp, n, MPI_BYTE, ((shim_win_t *)win)->win);
         dst = (char *)dst + n;
         disp += (uint64_t)n;
         len -= (size_t)n;
@@ -464,8 +469,8 @@ static int shim_fetch_op(void *win, const void *src, void *result, unsigned size
                             ((shim_win_t *)win)->win);
 }
 
-static int shim_cas(void *win, const void *src, const void *compare, void *result,
-                    unsigned size, int peer, uint64_t disp)
+static int shim_cas(void *win, const void *src, const void *compare, void *result, unsigned size,
+                    int peer, uint64_t disp)
 {
 #if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
     /* Open MPI 4.x osc/rdma over vader crashes on a 64-bit compare-and-swap
@@ -514,14 +519,14 @@ static int shim_flush_local_all(void *win)
 }
 
 /* The table's entries: each impl under the lock. */
-#define SHIM_LOCKED(_name, _params, _args)                                    \
-    static int _name##_locked _params                                         \
-    {                                                                         \
-        int rc;                                                               \
-        pthread_mutex_lock(&shim_mutex);                                      \
-        rc = _name _args;                                                     \
-        pthread_mutex_unlock(&shim_mutex);                                    \
-        return rc;                                                            \
+#define SHIM_LOCKED(_name, _params, _args)                                                         \
+    static int _name##_locked _params                                                              \
+    {                                                                                              \
+        int rc;                                                                                    \
+        pthread_mutex_lock(&shim_mutex);                                                           \
+        rc = _name _args;                                                                          \
+        pthread_mutex_unlock(&shim_mutex);                                                         \
+        return rc;                                                                                 \
     }
 
 SHIM_LOCKED(shim_init, (void), ())
@@ -546,13 +551,17 @@ SHIM_LOCKED(shim_put, (void *win, const void *src, size_t len, int peer, uint64_
             (win, src, len, peer, disp))
 SHIM_LOCKED(shim_get, (void *win, void *dst, size_t len, int peer, uint64_t disp),
             (win, dst, len, peer, disp))
-SHIM_LOCKED(shim_acc, (void *win, const void *src, unsigned size, int peer, uint64_t disp,
-                       bootstrap_mpi_op_t op), (win, src, size, peer, disp, op))
-SHIM_LOCKED(shim_fetch_op, (void *win, const void *src, void *result, unsigned size, int peer,
-                            uint64_t disp, bootstrap_mpi_op_t op),
+SHIM_LOCKED(shim_acc,
+            (void *win, const void *src, unsigned size, int peer, uint64_t disp,
+             bootstrap_mpi_op_t op),
+            (win, src, size, peer, disp, op))
+SHIM_LOCKED(shim_fetch_op,
+            (void *win, const void *src, void *result, unsigned size, int peer, uint64_t disp,
+             bootstrap_mpi_op_t op),
             (win, src, result, size, peer, disp, op))
-SHIM_LOCKED(shim_cas, (void *win, const void *src, const void *compare, void *result,
-                       unsigned size, int peer, uint64_t disp),
+SHIM_LOCKED(shim_cas,
+            (void *win, const void *src, const void *compare, void *result, unsigned size, int peer,
+             uint64_t disp),
             (win, src, compare, result, size, peer, disp))
 SHIM_LOCKED(shim_flush, (void *win, int peer), (win, peer))
 SHIM_LOCKED(shim_flush_local, (void *win, int peer), (win, peer))
@@ -560,38 +569,38 @@ SHIM_LOCKED(shim_flush_all, (void *win), (win))
 SHIM_LOCKED(shim_flush_local_all, (void *win), (win))
 
 static const bootstrap_mpi_shim_t shim_table = {
-    .abi             = BOOTSTRAP_MPI_SHIM_ABI,
-    .name            = RMB_MPI_SHIM_NAME,
-    .check           = shim_check,
-    .running         = shim_running,
-    .init            = shim_init_locked,
-    .finalize        = shim_finalize_locked,
-    .thread_level    = shim_thread_level,
-    .error_string    = shim_error_string,
-    .abort           = shim_abort,
-    .comm_open       = shim_comm_open_locked,
-    .comm_close      = shim_comm_close_locked,
-    .barrier         = shim_barrier_locked,
-    .allgather       = shim_allgather_locked,
-    .push            = shim_push_locked,
-    .push_reap       = shim_push_reap_locked,
-    .push_recv       = shim_push_recv_locked,
-    .progress        = shim_progress_locked,
-    .win_create      = shim_win_create_locked,
-    .win_allocate    = shim_win_allocate_locked,
+    .abi = BOOTSTRAP_MPI_SHIM_ABI,
+    .name = RMB_MPI_SHIM_NAME,
+    .check = shim_check,
+    .running = shim_running,
+    .init = shim_init_locked,
+    .finalize = shim_finalize_locked,
+    .thread_level = shim_thread_level,
+    .error_string = shim_error_string,
+    .abort = shim_abort,
+    .comm_open = shim_comm_open_locked,
+    .comm_close = shim_comm_close_locked,
+    .barrier = shim_barrier_locked,
+    .allgather = shim_allgather_locked,
+    .push = shim_push_locked,
+    .push_reap = shim_push_reap_locked,
+    .push_recv = shim_push_recv_locked,
+    .progress = shim_progress_locked,
+    .win_create = shim_win_create_locked,
+    .win_allocate = shim_win_allocate_locked,
     .win_shared_query = shim_win_shared_query_locked,
-    .win_free        = shim_win_free_locked,
-    .win_attach      = shim_win_attach_locked,
-    .win_detach      = shim_win_detach_locked,
-    .address         = shim_address,
-    .put             = shim_put_locked,
-    .get             = shim_get_locked,
-    .acc             = shim_acc_locked,
-    .fetch_op        = shim_fetch_op_locked,
-    .cas             = shim_cas_locked,
-    .flush           = shim_flush_locked,
-    .flush_local     = shim_flush_local_locked,
-    .flush_all       = shim_flush_all_locked,
+    .win_free = shim_win_free_locked,
+    .win_attach = shim_win_attach_locked,
+    .win_detach = shim_win_detach_locked,
+    .address = shim_address,
+    .put = shim_put_locked,
+    .get = shim_get_locked,
+    .acc = shim_acc_locked,
+    .fetch_op = shim_fetch_op_locked,
+    .cas = shim_cas_locked,
+    .flush = shim_flush_locked,
+    .flush_local = shim_flush_local_locked,
+    .flush_all = shim_flush_all_locked,
     .flush_local_all = shim_flush_local_all_locked,
 };
 

@@ -46,11 +46,21 @@ static util_status_t bootstrap_pmix_get_u32(pmix_rank_t rank, const char *key, i
         return UTIL_ERR_NOT_FOUND;
     }
     switch (val->type) {
-    case PMIX_UINT32: *value_p = val->data.uint32; break;
-    case PMIX_UINT16: *value_p = val->data.uint16; break;
-    case PMIX_INT:    *value_p = (uint32_t)val->data.integer; break;
-    case PMIX_UINT64: *value_p = (uint32_t)val->data.uint64; break;
-    case PMIX_PROC_RANK: *value_p = val->data.rank; break;
+    case PMIX_UINT32:
+        *value_p = val->data.uint32;
+        break;
+    case PMIX_UINT16:
+        *value_p = val->data.uint16;
+        break;
+    case PMIX_INT:
+        *value_p = (uint32_t)val->data.integer;
+        break;
+    case PMIX_UINT64:
+        *value_p = (uint32_t)val->data.uint64;
+        break;
+    case PMIX_PROC_RANK:
+        *value_p = val->data.rank;
+        break;
     default:
         PMIX_VALUE_RELEASE(val);
         util_error("PMIx %s has unexpected type %d", key, (int)val->type);
@@ -102,7 +112,7 @@ static util_status_t bootstrap_pmix_node_ids_by_hostname(int *node_of, int size)
         return status;
     }
     /* raw id = lowest rank with the same hostname */
-    char (*names)[256] = malloc(sizeof(*names) * (size_t)size);
+    char(*names)[256] = malloc(sizeof(*names) * (size_t)size);
     if (names == NULL) {
         return UTIL_ERR_NO_MEMORY;
     }
@@ -159,8 +169,8 @@ static util_status_t bootstrap_pmix_init(bootstrap_job_t *job)
     if (status != UTIL_OK) {
         goto err_finalize;
     }
-    job->rank    = (int)bootstrap_pmix_me.rank;
-    job->size    = (int)size;
+    job->rank = (int)bootstrap_pmix_me.rank;
+    job->size = (int)size;
     job->node_of = malloc(sizeof(int) * size);
     if (job->node_of == NULL) {
         status = UTIL_ERR_NO_MEMORY;
@@ -201,9 +211,9 @@ static util_status_t bootstrap_pmix_put(const char *key, const void *value, size
     pmix_status_t rc;
 
     PMIX_VALUE_CONSTRUCT(&val);
-    val.type          = PMIX_BYTE_OBJECT;
+    val.type = PMIX_BYTE_OBJECT;
     val.data.bo.bytes = (char *)value;
-    val.data.bo.size  = size;
+    val.data.bo.size = size;
     rc = PMIx_Put(PMIX_GLOBAL, key, &val); /* copies the value */
     return (rc == PMIX_SUCCESS) ? UTIL_OK : bootstrap_pmix_error("put", rc);
 }
@@ -277,12 +287,12 @@ __attribute__((noreturn)) static void bootstrap_pmix_abort(int code, const char 
 }
 
 const bootstrap_flavour_ops_t bootstrap_pmix_ops = {
-    .name     = "pmix",
-    .init     = bootstrap_pmix_init,
+    .name = "pmix",
+    .init = bootstrap_pmix_init,
     .finalize = bootstrap_pmix_finalize,
-    .put      = bootstrap_pmix_put,
-    .commit   = bootstrap_pmix_commit,
-    .fence    = bootstrap_pmix_fence,
-    .get      = bootstrap_pmix_get,
-    .abort    = bootstrap_pmix_abort,
+    .put = bootstrap_pmix_put,
+    .commit = bootstrap_pmix_commit,
+    .fence = bootstrap_pmix_fence,
+    .get = bootstrap_pmix_get,
+    .abort = bootstrap_pmix_abort,
 };

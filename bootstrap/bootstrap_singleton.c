@@ -22,8 +22,8 @@ static bootstrap_singleton_kv_t *bootstrap_singleton_store;
 
 static util_status_t bootstrap_singleton_init(bootstrap_job_t *job)
 {
-    job->rank    = 0;
-    job->size    = 1;
+    job->rank = 0;
+    job->size = 1;
     job->node_of = calloc(1, sizeof(int));
     return job->node_of ? UTIL_OK : UTIL_ERR_NO_MEMORY;
 }
@@ -32,7 +32,7 @@ static util_status_t bootstrap_singleton_finalize(void)
 {
     while (bootstrap_singleton_store != NULL) {
         bootstrap_singleton_kv_t *kv = bootstrap_singleton_store;
-        bootstrap_singleton_store    = kv->next;
+        bootstrap_singleton_store = kv->next;
         free(kv);
     }
     return UTIL_OK;
@@ -51,7 +51,7 @@ static bootstrap_singleton_kv_t **bootstrap_singleton_find(const char *key)
 static util_status_t bootstrap_singleton_put(const char *key, const void *value, size_t size)
 {
     bootstrap_singleton_kv_t **link = bootstrap_singleton_find(key);
-    bootstrap_singleton_kv_t *kv    = malloc(sizeof(*kv) + size);
+    bootstrap_singleton_kv_t *kv = malloc(sizeof(*kv) + size);
 
     if (kv == NULL) {
         return UTIL_ERR_NO_MEMORY;
@@ -100,7 +100,8 @@ static util_status_t bootstrap_singleton_get(int rank, const char *key, void *bu
 __attribute__((noreturn)) static void bootstrap_singleton_abort(int code, const char *msg)
 {
     if (code != 0) { /* 0: a deliberate successful end, nothing to report */
-        fprintf(stderr, "rmb: job aborted with status %d%s%s\n", code, msg ? ": " : "", msg ? msg : "");
+        fprintf(stderr, "rmb: job aborted with status %d%s%s\n", code, msg ? ": " : "",
+                msg ? msg : "");
         fflush(stderr);
     }
     fflush(stdout);
@@ -108,12 +109,12 @@ __attribute__((noreturn)) static void bootstrap_singleton_abort(int code, const 
 }
 
 const bootstrap_flavour_ops_t bootstrap_singleton_ops = {
-    .name     = "singleton",
-    .init     = bootstrap_singleton_init,
+    .name = "singleton",
+    .init = bootstrap_singleton_init,
     .finalize = bootstrap_singleton_finalize,
-    .put      = bootstrap_singleton_put,
-    .commit   = bootstrap_singleton_nothing,
-    .fence    = bootstrap_singleton_fence,
-    .get      = bootstrap_singleton_get,
-    .abort    = bootstrap_singleton_abort,
+    .put = bootstrap_singleton_put,
+    .commit = bootstrap_singleton_nothing,
+    .fence = bootstrap_singleton_fence,
+    .get = bootstrap_singleton_get,
+    .abort = bootstrap_singleton_abort,
 };

@@ -121,8 +121,8 @@ void *btl_map_aligned(size_t size, int fd)
     }
     /* reserve size + align of address space, then place the mapping on the
      * aligned address inside and give back the rest */
-    reserved = mmap(NULL, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                    -1, 0);
+    reserved =
+        mmap(NULL, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (reserved == MAP_FAILED) {
         return NULL;
     }
@@ -206,8 +206,8 @@ util_status_t btl_iface_key(const btl_iface_t *iface, const char *suffix, char *
     return UTIL_OK;
 }
 
-void btl_iface_base_init(btl_iface_t *iface, const btl_component_t *comp, btl_ctx_t *ctx,
-                         int index, unsigned caps)
+void btl_iface_base_init(btl_iface_t *iface, const btl_component_t *comp, btl_ctx_t *ctx, int index,
+                         unsigned caps)
 {
     iface->component = comp;
     iface->ctx = ctx;
@@ -264,8 +264,8 @@ static util_status_t btl_ctx_net_choice(const btl_component_t **net_p)
     comp = btl_component_find(name);
     if (comp == NULL || comp->on_node_only) {
         util_error("RMB_BTL_NET=\"%s\": not a network backend of this build (ucx, ofi, verbs, "
-                   "mpi when built and usable; or auto)%s", name,
-                   strcmp(name, "verbs") == 0 ? btl_verbs_hint : "");
+                   "mpi when built and usable; or auto)%s",
+                   name, strcmp(name, "verbs") == 0 ? btl_verbs_hint : "");
         return comp == NULL ? UTIL_ERR_UNSUPPORTED : UTIL_ERR_INVALID;
     }
     *net_p = comp;
@@ -285,11 +285,11 @@ static util_status_t btl_ctx_choose(btl_ctx_t *ctx, const char *choice)
         if (comp == NULL) {
             util_error("RMB_BTL=\"%s\": no such backend in this build (%d built; try auto)%s",
                        choice, btl_component_count(),
-                       strcmp(choice, "mpi") == 0 ? "; mpi needs MPI running: an MPI program, "
-                                                    "or RMB_BOOTSTRAP=mpi under mpirun"
+                       strcmp(choice, "mpi") == 0     ? "; mpi needs MPI running: an MPI program, "
+                                                        "or RMB_BOOTSTRAP=mpi under mpirun"
                        : strcmp(choice, "verbs") == 0 ? btl_verbs_hint
-                       : strcmp(choice, "ucx") == 0 ? "; ucx: libucx-dev was missing at configure"
-                                                    : "");
+                       : strcmp(choice, "ucx") == 0   ? "; ucx: libucx-dev was missing at configure"
+                                                      : "");
             return UTIL_ERR_UNSUPPORTED;
         }
         if (comp->on_node_only && multi_node) {
@@ -452,8 +452,8 @@ util_status_t btl_ctx_connect(btl_ctx_t *ctx, int peer, btl_ep_t **ep_p)
         return UTIL_OK;
     }
     if (ctx->iface_of[peer] < 0) {
-        util_error("btl: no backend reaches peer %d (node %d; set RMB_BTL or build btl/ofi)",
-                   peer, bootstrap_node_of(peer));
+        util_error("btl: no backend reaches peer %d (node %d; set RMB_BTL or build btl/ofi)", peer,
+                   bootstrap_node_of(peer));
         return UTIL_ERR_UNREACHABLE;
     }
     iface = ctx->ifaces[ctx->iface_of[peer]];
@@ -502,7 +502,7 @@ util_status_t btl_ctx_net_ep(btl_ctx_t *ctx, int peer, btl_ep_t **ep_p)
             return status;
         }
         ep->iface = iface;
-        ep->peer  = peer;
+        ep->peer = peer;
     }
     ctx->net_eps[peer] = ep;
     *ep_p = ep;

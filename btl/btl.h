@@ -55,25 +55,26 @@
 /* Capability bits of an iface (btl_iface_caps). */
 enum {
     BTL_CAP_LOAD_STORE = 1u << 0, /* peer memory from btl_mem_alloc is mapped: btl_rkey_ptr works */
-    BTL_CAP_MEM_ALLOC  = 1u << 1, /* mem_alloc hands out memory peers can map */
+    BTL_CAP_MEM_ALLOC = 1u << 1,  /* mem_alloc hands out memory peers can map */
     BTL_CAP_ANY_MEMORY = 1u << 2, /* any registered range (stack, static, heap) is reachable */
-    BTL_CAP_AMO32      = 1u << 3, /* 32-bit atomics are native (not emulated by the caller) */
-    BTL_CAP_AMO64      = 1u << 4,
-    BTL_CAP_FLAG_ORDERED = 1u << 5, /* put_flag ordering is native (no wait for completion inside) */
-    BTL_CAP_NONBLOCKING = 1u << 6,  /* operations may really return UTIL_IN_PROGRESS */
+    BTL_CAP_AMO32 = 1u << 3,      /* 32-bit atomics are native (not emulated by the caller) */
+    BTL_CAP_AMO64 = 1u << 4,
+    BTL_CAP_FLAG_ORDERED =
+        1u << 5,                   /* put_flag ordering is native (no wait for completion inside) */
+    BTL_CAP_NONBLOCKING = 1u << 6, /* operations may really return UTIL_IN_PROGRESS */
     /* Network atomics are applied by the target's CPU with atomic
      * instructions (software providers), so they stay atomic together with
      * CPU atomics that on-node peers do on the same word. Without it (NIC
      * atomics), a word must be updated only through the network. */
-    BTL_CAP_AMO_CPU    = 1u << 7
+    BTL_CAP_AMO_CPU = 1u << 7
 };
 
 /* Atomic operations. Fetching calls return the old value. */
 typedef enum {
-    BTL_AMO_FETCH,   /* fetch only (operand ignored) */
-    BTL_AMO_SET,     /* store operand; fetching form is swap */
-    BTL_AMO_SWAP,    /* fetching only: store operand, return old */
-    BTL_AMO_CSWAP,   /* fetching only: store operand if old == compare */
+    BTL_AMO_FETCH, /* fetch only (operand ignored) */
+    BTL_AMO_SET,   /* store operand; fetching form is swap */
+    BTL_AMO_SWAP,  /* fetching only: store operand, return old */
+    BTL_AMO_CSWAP, /* fetching only: store operand if old == compare */
     BTL_AMO_ADD,
     BTL_AMO_AND,
     BTL_AMO_OR,
@@ -81,20 +82,20 @@ typedef enum {
     BTL_AMO_LAST
 } btl_amo_op_t;
 
-typedef struct btl_ctx       btl_ctx_t;
-typedef struct btl_iface     btl_iface_t;
-typedef struct btl_ep        btl_ep_t;
-typedef struct btl_mr        btl_mr_t;
-typedef struct btl_mem       btl_mem_t;
-typedef struct btl_rkey      btl_rkey_t;
+typedef struct btl_ctx btl_ctx_t;
+typedef struct btl_iface btl_iface_t;
+typedef struct btl_ep btl_ep_t;
+typedef struct btl_mr btl_mr_t;
+typedef struct btl_mem btl_mem_t;
+typedef struct btl_rkey btl_rkey_t;
 typedef struct btl_component btl_component_t;
 
 /* Completion counter for non-blocking operations. Backends add one to
  * posted for each operation that returned UTIL_IN_PROGRESS and one to
  * completed when it finished; the first error is kept in status. */
 typedef struct btl_comp {
-    uint64_t      posted;
-    uint64_t      completed;
+    uint64_t posted;
+    uint64_t completed;
     util_status_t status;
 } btl_comp_t;
 
@@ -130,10 +131,10 @@ typedef struct btl_ops {
     /* Data. lmem (may be NULL) is the local buffer's registration, for
      * networks that need one (FI_MR_LOCAL, verbs lkey); backends that need
      * one and get NULL bounce or register on the fly. */
-    util_status_t (*put)(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
-                         uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp);
-    util_status_t (*get)(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
-                         uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp);
+    util_status_t (*put)(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem, uint64_t raddr,
+                         btl_rkey_t *rkey, btl_comp_t *comp);
+    util_status_t (*get)(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem, uint64_t raddr,
+                         btl_rkey_t *rkey, btl_comp_t *comp);
     /* Payload, then the 8-byte flag at flag_raddr set to flag_value; a peer
      * that sees the flag sees the whole payload. flag_raddr is 8-byte
      * aligned. Local completion as for put. */
@@ -142,9 +143,9 @@ typedef struct btl_ops {
                               btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp);
     /* Get-side counterpart: reads the payload, and only after it is in dst
      * writes flag_value to the peer's flag (e.g. "buffer consumed"). */
-    util_status_t (*get_flag)(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
-                              uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
-                              btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp);
+    util_status_t (*get_flag)(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem, uint64_t raddr,
+                              btl_rkey_t *rkey, uint64_t flag_raddr, btl_rkey_t *flag_rkey,
+                              uint64_t flag_value, btl_comp_t *comp);
 
     /* Atomics on naturally aligned 4- or 8-byte integers (size 4 or 8).
      * amo_post: non-fetching ADD/AND/OR/XOR/SET; the value is copied, so it
@@ -178,70 +179,69 @@ typedef void (*btl_describe_func_t)(void *arg, const char *backend, const char *
  * bootstrap (for oshinfo); it returns 1 when the backend could run here. */
 struct btl_component {
     const char *name; /* "shm", "ofi", ... (RMB_BTL values) */
-    int         on_node_only; /* reaches only peers on my node */
+    int on_node_only; /* reaches only peers on my node */
     util_status_t (*iface_open)(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
     int (*describe)(btl_describe_func_t report, void *arg);
 };
 
 /* A backend's struct from the base object embedded in it. */
-#define btl_container_of(_ptr, _type, _member) \
-    ((_type *)((char *)(_ptr) - offsetof(_type, _member)))
+#define btl_container_of(_ptr, _type, _member) ((_type *)((char *)(_ptr)-offsetof(_type, _member)))
 
 /* Base objects. Backends embed these first and reach their own struct with
  * btl_container_of; fields are read by the inline dispatchers. */
 struct btl_iface {
-    btl_ops_t              ops;       /* by value: dispatch is two loads */
+    btl_ops_t ops; /* by value: dispatch is two loads */
     const btl_component_t *component;
-    btl_ctx_t             *ctx;
-    unsigned               caps;      /* BTL_CAP_* */
-    int                    index;     /* slot in ctx and in btl_mem_t.mr[] */
-    char                   key[32];   /* bootstrap key prefix, unique per ctx */
+    btl_ctx_t *ctx;
+    unsigned caps; /* BTL_CAP_* */
+    int index;     /* slot in ctx and in btl_mem_t.mr[] */
+    char key[32];  /* bootstrap key prefix, unique per ctx */
 };
 
 /* iface and peer are set by btl_ctx_connect after ops.ep_connect returns. */
 struct btl_ep {
     btl_iface_t *iface;
-    int          peer;
+    int peer;
 };
 
 struct btl_mr {
     btl_iface_t *iface;
-    void        *addr;
-    size_t       size;
+    void *addr;
+    size_t size;
 };
 
 /* ep is set by btl_rkey_unpack after ops.rkey_unpack returns; the backend
  * fills the rest (ls_valid = 0 unless the range is mapped here). */
 struct btl_rkey {
     btl_ep_t *ep;
-    uint64_t  remote_base;  /* owner's address of the registered range */
-    uint64_t  length;
+    uint64_t remote_base; /* owner's address of the registered range */
+    uint64_t length;
     /* Load/store reachable: local pointer = remote address + ls_delta. */
-    int       ls_valid;
-    intptr_t  ls_delta;
+    int ls_valid;
+    intptr_t ls_delta;
 };
 
 /* Per-job context; fields are read by btl_ctx_ep (btl_inl.h). */
 struct btl_ctx {
-    int          rank;
-    int          size;
-    unsigned     serial;      /* n-th context of this process: key scope */
-    int          num_ifaces;
+    int rank;
+    int size;
+    unsigned serial; /* n-th context of this process: key scope */
+    int num_ifaces;
     btl_iface_t *ifaces[BTL_MAX_IFACES];
-    int         *iface_of;    /* per peer: index in ifaces[], -1 unreachable */
-    btl_ep_t   **eps;         /* per peer: NULL until first use */
-    btl_ep_t   **net_eps;     /* per peer, through the network iface (btl_ctx_net_ep) */
+    int *iface_of;      /* per peer: index in ifaces[], -1 unreachable */
+    btl_ep_t **eps;     /* per peer: NULL until first use */
+    btl_ep_t **net_eps; /* per peer, through the network iface (btl_ctx_net_ep) */
 };
 
 /* Memory registered with every iface of a context. */
 struct btl_mem {
     btl_ctx_t *ctx;
-    void      *addr;
-    size_t     size;
-    int        owner_iface; /* iface whose mem_alloc allocated it, -1 if registered */
-    void      *heap;        /* our fallback allocation, if any */
-    size_t     heap_size;
-    btl_mr_t  *mr[BTL_MAX_IFACES];
+    void *addr;
+    size_t size;
+    int owner_iface; /* iface whose mem_alloc allocated it, -1 if registered */
+    void *heap;      /* our fallback allocation, if any */
+    size_t heap_size;
+    btl_mr_t *mr[BTL_MAX_IFACES];
 };
 
 /* Maps size bytes (fd >= 0: that file, shared; -1: anonymous, private,
@@ -310,10 +310,11 @@ util_status_t btl_ctx_comp_wait(btl_ctx_t *ctx, btl_comp_t *comp);
 
 /* Backends call this first in iface_open: fills the base fields, among
  * them the bootstrap key prefix "btl<ctx serial>.<name>". */
-void btl_iface_base_init(btl_iface_t *iface, const btl_component_t *comp, btl_ctx_t *ctx,
-                         int index, unsigned caps);
+void btl_iface_base_init(btl_iface_t *iface, const btl_component_t *comp, btl_ctx_t *ctx, int index,
+                         unsigned caps);
 /* Bootstrap key "<iface key>.<suffix>" for an iface's published values. */
-util_status_t btl_iface_key(const btl_iface_t *iface, const char *suffix, char *buf, size_t bufsize);
+util_status_t btl_iface_key(const btl_iface_t *iface, const char *suffix, char *buf,
+                            size_t bufsize);
 
 /* ---- memory ---- */
 /* Allocates size bytes that every iface can reach fast (shm segment when
@@ -328,7 +329,10 @@ util_status_t btl_mem_reg(btl_ctx_t *ctx, void *addr, size_t size, btl_mem_t **m
 util_status_t btl_mem_remap(btl_ctx_t *ctx, void *addr, size_t size, btl_mem_t **mem_p);
 /* Deregisters, and frees what btl_mem_alloc allocated. */
 util_status_t btl_mem_free(btl_mem_t *mem);
-static inline void *btl_mem_addr(const btl_mem_t *mem) { return mem->addr; }
+static inline void *btl_mem_addr(const btl_mem_t *mem)
+{
+    return mem->addr;
+}
 /* Packs the keys of every iface: at most BTL_RKEY_PACKED_MAX bytes. */
 util_status_t btl_mem_pack(const btl_mem_t *mem, void *buf, size_t bufsize, size_t *size_p);
 /* Unpacks the part of a peer's packed key that ep's iface understands. */
@@ -346,23 +350,30 @@ static inline void btl_comp_init(btl_comp_t *comp)
 /* UTIL_OK when done, UTIL_IN_PROGRESS, or the first error. */
 static inline util_status_t btl_comp_test(const btl_comp_t *comp)
 {
-    if (comp->status != UTIL_OK)
-        return comp->status;
-    return (__atomic_load_n(&comp->completed, __ATOMIC_ACQUIRE) == comp->posted)
-               ? UTIL_OK : UTIL_IN_PROGRESS;
+    if (comp->status != UTIL_OK) return comp->status;
+    return (__atomic_load_n(&comp->completed, __ATOMIC_ACQUIRE) == comp->posted) ? UTIL_OK
+                                                                                 : UTIL_IN_PROGRESS;
 }
 
 /* ---- dispatchers: one line each ---- */
-static inline unsigned btl_iface_caps(const btl_iface_t *iface) { return iface->caps; }
-static inline unsigned btl_ep_caps(const btl_ep_t *ep) { return ep->iface->caps; }
-static inline const char *btl_ep_backend(const btl_ep_t *ep) { return ep->iface->component->name; }
+static inline unsigned btl_iface_caps(const btl_iface_t *iface)
+{
+    return iface->caps;
+}
+static inline unsigned btl_ep_caps(const btl_ep_t *ep)
+{
+    return ep->iface->caps;
+}
+static inline const char *btl_ep_backend(const btl_ep_t *ep)
+{
+    return ep->iface->component->name;
+}
 
 /* Direct pointer to a peer's remote address when its memory is load/store
  * reachable through this rkey; UTIL_ERR_UNSUPPORTED otherwise. */
 static inline util_status_t btl_rkey_ptr(const btl_rkey_t *rkey, uint64_t raddr, void **ptr_p)
 {
-    if (!rkey->ls_valid)
-        return UTIL_ERR_UNSUPPORTED;
+    if (!rkey->ls_valid) return UTIL_ERR_UNSUPPORTED;
     *ptr_p = (void *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta);
     return UTIL_OK;
 }
@@ -394,10 +405,10 @@ static inline util_status_t btl_get_nb(btl_ep_t *ep, void *dst, size_t len, btl_
 }
 
 /* Notified flag: payload, then flag (see btl_ops_t.put_flag). comp as above. */
-static inline util_status_t btl_put_flag(btl_ep_t *ep, const void *src, size_t len,
-                                         btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey,
-                                         uint64_t flag_raddr, btl_rkey_t *flag_rkey,
-                                         uint64_t flag_value, btl_comp_t *comp)
+static inline util_status_t btl_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
+                                         uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
+                                         btl_rkey_t *flag_rkey, uint64_t flag_value,
+                                         btl_comp_t *comp)
 {
     return ep->iface->ops.put_flag(ep, src, len, lmem, raddr, rkey, flag_raddr, flag_rkey,
                                    flag_value, comp);
@@ -427,8 +438,17 @@ static inline util_status_t btl_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigne
     return ep->iface->ops.amo_fetch(ep, op, size, raddr, rkey, operand, compare, result_p);
 }
 
-static inline util_status_t btl_fence(btl_ep_t *ep) { return ep->iface->ops.fence(ep); }
-static inline util_status_t btl_quiet(btl_iface_t *iface) { return iface->ops.quiet(iface); }
-static inline util_status_t btl_progress(btl_iface_t *iface) { return iface->ops.progress(iface); }
+static inline util_status_t btl_fence(btl_ep_t *ep)
+{
+    return ep->iface->ops.fence(ep);
+}
+static inline util_status_t btl_quiet(btl_iface_t *iface)
+{
+    return iface->ops.quiet(iface);
+}
+static inline util_status_t btl_progress(btl_iface_t *iface)
+{
+    return iface->ops.progress(iface);
+}
 
 #endif

@@ -36,32 +36,46 @@ BTL_CPU_AMO_INLINE uint64_t btl_cpu_amo_fetch(btl_amo_op_t op, unsigned size, vo
     if (size == 8) {
         uint64_t *w = ptr, old = compare;
         switch (op) {
-        case BTL_AMO_FETCH: return __atomic_load_n(w, __ATOMIC_SEQ_CST);
+        case BTL_AMO_FETCH:
+            return __atomic_load_n(w, __ATOMIC_SEQ_CST);
         case BTL_AMO_SET:
-        case BTL_AMO_SWAP:  return __atomic_exchange_n(w, operand, __ATOMIC_SEQ_CST);
+        case BTL_AMO_SWAP:
+            return __atomic_exchange_n(w, operand, __ATOMIC_SEQ_CST);
         case BTL_AMO_CSWAP:
             __atomic_compare_exchange_n(w, &old, operand, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
             return old;
-        case BTL_AMO_ADD:   return __atomic_fetch_add(w, operand, __ATOMIC_SEQ_CST);
-        case BTL_AMO_AND:   return __atomic_fetch_and(w, operand, __ATOMIC_SEQ_CST);
-        case BTL_AMO_OR:    return __atomic_fetch_or(w, operand, __ATOMIC_SEQ_CST);
-        case BTL_AMO_XOR:   return __atomic_fetch_xor(w, operand, __ATOMIC_SEQ_CST);
-        default:            return 0;
+        case BTL_AMO_ADD:
+            return __atomic_fetch_add(w, operand, __ATOMIC_SEQ_CST);
+        case BTL_AMO_AND:
+            return __atomic_fetch_and(w, operand, __ATOMIC_SEQ_CST);
+        case BTL_AMO_OR:
+            return __atomic_fetch_or(w, operand, __ATOMIC_SEQ_CST);
+        case BTL_AMO_XOR:
+            return __atomic_fetch_xor(w, operand, __ATOMIC_SEQ_CST);
+        default:
+            return 0;
         }
     } else {
         uint32_t *w = ptr, v = (uint32_t)operand, old = (uint32_t)compare;
         switch (op) {
-        case BTL_AMO_FETCH: return __atomic_load_n(w, __ATOMIC_SEQ_CST);
+        case BTL_AMO_FETCH:
+            return __atomic_load_n(w, __ATOMIC_SEQ_CST);
         case BTL_AMO_SET:
-        case BTL_AMO_SWAP:  return __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST);
+        case BTL_AMO_SWAP:
+            return __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST);
         case BTL_AMO_CSWAP:
             __atomic_compare_exchange_n(w, &old, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
             return old;
-        case BTL_AMO_ADD:   return __atomic_fetch_add(w, v, __ATOMIC_SEQ_CST);
-        case BTL_AMO_AND:   return __atomic_fetch_and(w, v, __ATOMIC_SEQ_CST);
-        case BTL_AMO_OR:    return __atomic_fetch_or(w, v, __ATOMIC_SEQ_CST);
-        case BTL_AMO_XOR:   return __atomic_fetch_xor(w, v, __ATOMIC_SEQ_CST);
-        default:            return 0;
+        case BTL_AMO_ADD:
+            return __atomic_fetch_add(w, v, __ATOMIC_SEQ_CST);
+        case BTL_AMO_AND:
+            return __atomic_fetch_and(w, v, __ATOMIC_SEQ_CST);
+        case BTL_AMO_OR:
+            return __atomic_fetch_or(w, v, __ATOMIC_SEQ_CST);
+        case BTL_AMO_XOR:
+            return __atomic_fetch_xor(w, v, __ATOMIC_SEQ_CST);
+        default:
+            return 0;
         }
     }
 }

@@ -28,13 +28,13 @@ typedef struct {
      * cannot block (no fd, events queued): the helper then sleeps its
      * interval. */
     int (*block)(void *arg, int timeout_ms); /* may be NULL: no fd to sleep in */
-    void (*wake)(void *arg); /* may be NULL: ends a block early at stop */
+    void (*wake)(void *arg);                 /* may be NULL: ends a block early at stop */
     void *arg;
-    long  interval_usec;
+    long interval_usec;
 
-    uint64_t  activity; /* bumped by the PE's thread (btl_helper_touch) */
-    int       stop;
-    int       running;
+    uint64_t activity; /* bumped by the PE's thread (btl_helper_touch) */
+    int stop;
+    int running;
     pthread_t thread;
 } btl_helper_t;
 

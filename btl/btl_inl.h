@@ -14,8 +14,8 @@ static inline util_status_t btl_ctx_ep(btl_ctx_t *ctx, int peer, btl_ep_t **ep_p
 {
     btl_ep_t *ep;
 
-    if (__builtin_expect((unsigned)peer < (unsigned)ctx->size &&
-                         (ep = ctx->eps[peer]) != NULL, 1)) {
+    if (__builtin_expect((unsigned)peer < (unsigned)ctx->size && (ep = ctx->eps[peer]) != NULL,
+                         1)) {
         *ep_p = ep;
         return UTIL_OK;
     }
@@ -38,10 +38,8 @@ static inline util_status_t btl_flag_wait(btl_ctx_t *ctx, const uint64_t *flag, 
 
     while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != value) {
         util_status_t status = btl_ctx_progress(ctx);
-        if (status < 0)
-            return status;
-        if (max_polls != 0 && ++polls >= max_polls)
-            return UTIL_ERR_TIMEOUT;
+        if (status < 0) return status;
+        if (max_polls != 0 && ++polls >= max_polls) return UTIL_ERR_TIMEOUT;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #elif defined(__aarch64__)

@@ -47,16 +47,17 @@ int btl_wait_expire_comp(const btl_wait_bound_t *bound, btl_comp_t *comp, uint64
         return 0;
     }
     util_error("%s: non-blocking operation to PE %d: no completion after %llu s (PE dead or "
-               "transport stalled; %s)", bound->backend, peer,
-               (unsigned long long)(bound->timeout_ns / 1000000000u), bound->variable);
+               "transport stalled; %s)",
+               bound->backend, peer, (unsigned long long)(bound->timeout_ns / 1000000000u),
+               bound->variable);
     if (comp->status == UTIL_OK) {
         comp->status = UTIL_ERR_TIMEOUT;
     }
     return 1;
 }
 
-util_status_t btl_wait_tick_slow(btl_wait_t *w, const btl_wait_bound_t *bound,
-                                 const char *what, int peer)
+util_status_t btl_wait_tick_slow(btl_wait_t *w, const btl_wait_bound_t *bound, const char *what,
+                                 int peer)
 {
     uint64_t now;
 
@@ -76,7 +77,8 @@ util_status_t btl_wait_tick_slow(btl_wait_t *w, const btl_wait_bound_t *bound,
     }
     if (peer >= 0) {
         util_error("%s: %s to PE %d: no completion after %llu s (PE dead or transport stalled; "
-                   "%s)", bound->backend, what, peer,
+                   "%s)",
+                   bound->backend, what, peer,
                    (unsigned long long)(bound->timeout_ns / 1000000000u), bound->variable);
     } else {
         util_error("%s: %s: no completion after %llu s (a peer dead or transport stalled; %s)",

@@ -23,16 +23,19 @@
 
 typedef struct {
     util_wait_t idle;
-    uint64_t    deadline; /* 0 until the wait has spun a while */
+    uint64_t deadline; /* 0 until the wait has spun a while */
 } btl_wait_t;
 
-#define BTL_WAIT_INIT {UTIL_WAIT_INIT, 0}
+#define BTL_WAIT_INIT                                                                              \
+    {                                                                                              \
+        UTIL_WAIT_INIT, 0                                                                          \
+    }
 
 /* What a backend's waits are bounded by. */
 typedef struct {
     const char *backend;  /* "btl/ofi", "btl/ucx": first word of messages */
     const char *variable; /* the variable that sets the bound, for messages */
-    uint64_t    timeout_ns; /* 0: unbounded */
+    uint64_t timeout_ns;  /* 0: unbounded */
 } btl_wait_bound_t;
 
 /* Reads RMB_BTL_TIMEOUT_SEC (legacy: a backend's own variable, when set,
@@ -44,8 +47,8 @@ uint64_t btl_now_ns(void);
 
 /* One idle step of a wait for `what` (to peer, or every peer when peer < 0):
  * UTIL_OK to go on, UTIL_ERR_TIMEOUT (logged) once the bound has passed. */
-util_status_t btl_wait_tick_slow(btl_wait_t *w, const btl_wait_bound_t *bound,
-                                 const char *what, int peer);
+util_status_t btl_wait_tick_slow(btl_wait_t *w, const btl_wait_bound_t *bound, const char *what,
+                                 int peer);
 
 /* A non-blocking operation to peer, posted at posted_ns (btl_now_ns), that
  * has outlived the bound at now: logged once, comp fails with

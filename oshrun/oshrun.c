@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define OSHRUN_EXIT_USAGE 2
+#define OSHRUN_EXIT_USAGE    2
 #define OSHRUN_KILL_GRACE_MS 1000 /* SIGTERM, then SIGKILL after this */
 
 extern char **environ;
@@ -44,46 +44,45 @@ typedef struct {
 
 static void oshrun_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: oshrun -n N [options] [--] program [args...]\n"
-            "\n"
-            "Runs N processing elements (PEs) of program on this machine. oshrun is\n"
-            "itself the PMIx server of the job: no other runtime is needed.\n"
-            "\n"
-            "options:\n"
-            "  -n, -np, --np N     number of PEs (required, >= 1)\n"
-            "  --nodes K           emulate K nodes: PEs are placed in consecutive blocks,\n"
-            "                      and each block reports its own node id (default 1)\n"
-            "  --map-by node       place PE r on emulated node r mod K (round robin)\n"
-            "  --map-by ppr:M:node M PEs per emulated node (K = ceil(N/M) unless --nodes)\n"
-            "  --map-by slot|core  consecutive blocks (the default)\n"
-            "  --netns             (root) put each emulated node in its own network\n"
-            "                      namespace, linked by veth to a bridge, so traffic\n"
-            "                      between nodes crosses a network interface\n"
-            "  -x VAR[=value]      set VAR in the PEs' environment (without a value:\n"
-            "                      pass oshrun's VAR, as every variable is passed anyway)\n"
-            "  --tag-output        prefix every line of output with \"[PE r] \"\n"
-            "  --bind-to none|core none (default): no binding; core: PE r is bound to the\n"
-            "                      r-th CPU oshrun may use (round robin)\n"
-            "  --oversubscribe     accepted: more PEs than cores is always allowed\n"
-            "  --allow-run-as-root accepted: root is always allowed\n"
-            "  --timeout SECONDS   terminate the job after SECONDS (exit status 124)\n"
-            "  --local             run the PEs on this machine even inside a Slurm job\n"
-            "  -h, --help          this text\n"
-            "  -V, --version       print the version\n"
-            "\n"
-            "The environment is passed to every PE. stdout and stderr of every PE go to\n"
-            "oshrun's; stdin goes to PE 0. The exit status is 0 only if every PE exits 0;\n"
-            "otherwise the status given to shmem_global_exit()/abort, the first failing\n"
-            "PE's exit code, or 128+signal; 2 for bad usage. When a PE fails, the others\n"
-            "are terminated at once and oshrun names the PE and the cause on stderr.\n"
-            "\n"
-            "Inside a Slurm allocation (SLURM_JOB_ID set, not in a job step) oshrun runs\n"
-            "srun --mpi=pmix --ntasks=N [--nodes=K] --kill-on-bad-exit=1 program args\n"
-            "instead: the PEs run on the allocation's nodes (--timeout becomes --time,\n"
-            "in whole minutes; --map-by, --bind-to, --tag-output and --oversubscribe\n"
-            "become srun's --distribution/--ntasks-per-node, --cpu-bind, --label and\n"
-            "--overcommit; -x values go through the environment).\n");
+    fprintf(out, "usage: oshrun -n N [options] [--] program [args...]\n"
+                 "\n"
+                 "Runs N processing elements (PEs) of program on this machine. oshrun is\n"
+                 "itself the PMIx server of the job: no other runtime is needed.\n"
+                 "\n"
+                 "options:\n"
+                 "  -n, -np, --np N     number of PEs (required, >= 1)\n"
+                 "  --nodes K           emulate K nodes: PEs are placed in consecutive blocks,\n"
+                 "                      and each block reports its own node id (default 1)\n"
+                 "  --map-by node       place PE r on emulated node r mod K (round robin)\n"
+                 "  --map-by ppr:M:node M PEs per emulated node (K = ceil(N/M) unless --nodes)\n"
+                 "  --map-by slot|core  consecutive blocks (the default)\n"
+                 "  --netns             (root) put each emulated node in its own network\n"
+                 "                      namespace, linked by veth to a bridge, so traffic\n"
+                 "                      between nodes crosses a network interface\n"
+                 "  -x VAR[=value]      set VAR in the PEs' environment (without a value:\n"
+                 "                      pass oshrun's VAR, as every variable is passed anyway)\n"
+                 "  --tag-output        prefix every line of output with \"[PE r] \"\n"
+                 "  --bind-to none|core none (default): no binding; core: PE r is bound to the\n"
+                 "                      r-th CPU oshrun may use (round robin)\n"
+                 "  --oversubscribe     accepted: more PEs than cores is always allowed\n"
+                 "  --allow-run-as-root accepted: root is always allowed\n"
+                 "  --timeout SECONDS   terminate the job after SECONDS (exit status 124)\n"
+                 "  --local             run the PEs on this machine even inside a Slurm job\n"
+                 "  -h, --help          this text\n"
+                 "  -V, --version       print the version\n"
+                 "\n"
+                 "The environment is passed to every PE. stdout and stderr of every PE go to\n"
+                 "oshrun's; stdin goes to PE 0. The exit status is 0 only if every PE exits 0;\n"
+                 "otherwise the status given to shmem_global_exit()/abort, the first failing\n"
+                 "PE's exit code, or 128+signal; 2 for bad usage. When a PE fails, the others\n"
+                 "are terminated at once and oshrun names the PE and the cause on stderr.\n"
+                 "\n"
+                 "Inside a Slurm allocation (SLURM_JOB_ID set, not in a job step) oshrun runs\n"
+                 "srun --mpi=pmix --ntasks=N [--nodes=K] --kill-on-bad-exit=1 program args\n"
+                 "instead: the PEs run on the allocation's nodes (--timeout becomes --time,\n"
+                 "in whole minutes; --map-by, --bind-to, --tag-output and --oversubscribe\n"
+                 "become srun's --distribution/--ntasks-per-node, --cpu-bind, --label and\n"
+                 "--overcommit; -x values go through the environment).\n");
 }
 
 static int oshrun_bad_usage(const char *fmt, const char *arg)
@@ -100,7 +99,8 @@ static int oshrun_parse_count(const char *text, const char *what, int *value_p)
 
     if (text == NULL || util_env_parse_int(text, &value) != UTIL_OK || value < 1 ||
         value > 100000) {
-        fprintf(stderr, "oshrun: %s must be a whole number >= 1, got '%s' (oshrun --help for usage)\n",
+        fprintf(stderr,
+                "oshrun: %s must be a whole number >= 1, got '%s' (oshrun --help for usage)\n",
                 what, text ? text : "");
         return OSHRUN_EXIT_USAGE;
     }
@@ -152,9 +152,10 @@ static int oshrun_parse_export(const char *text)
     size_t len = text ? (eq ? (size_t)(eq - text) : strlen(text)) : 0;
     char name[256];
 
-    if (len == 0 || len >= sizeof(name) || strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                        "abcdefghijklmnopqrstuvwxyz"
-                                                        "0123456789_") != len ||
+    if (len == 0 || len >= sizeof(name) ||
+        strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "abcdefghijklmnopqrstuvwxyz"
+                     "0123456789_") != len ||
         (text[0] >= '0' && text[0] <= '9')) {
         return oshrun_bad_usage("-x takes VAR or VAR=value, got '%s'", text ? text : "");
     }
@@ -178,11 +179,12 @@ static int oshrun_parse_map(const char *text, oshrun_job_t *job)
         job->map_cyclic = 0;
     } else if (text != NULL && sscanf(text, "ppr:%d:nod%c", &n, &tail) == 2 && tail == 'e' &&
                n >= 1 && strcmp(strrchr(text, ':'), ":node") == 0) {
-        job->per_node   = n;
+        job->per_node = n;
         job->map_cyclic = 0;
     } else {
         return oshrun_bad_usage("--map-by takes node, ppr:N:node, slot or core (placement on "
-                                "emulated nodes), got '%s'", text ? text : "");
+                                "emulated nodes), got '%s'",
+                                text ? text : "");
     }
     return 0;
 }
@@ -191,7 +193,7 @@ static int oshrun_parse_args(int argc, char **argv, oshrun_job_t *job, long *tim
 {
     int i, rc;
 
-    job->np    = 0;
+    job->np = 0;
     job->nodes = 1;
     *timeout_p = 0;
     for (i = 1; i < argc; i++) {
@@ -269,9 +271,10 @@ static int oshrun_parse_args(int argc, char **argv, oshrun_job_t *job, long *tim
         if (!job->nodes_given) {
             job->nodes = (job->np + job->per_node - 1) / job->per_node;
         } else if ((long)job->per_node * job->nodes < job->np) {
-            fprintf(stderr, "oshrun: --map-by ppr:%d:node places at most %ld of the %d PEs on "
-                            "%d nodes\n", job->per_node, (long)job->per_node * job->nodes,
-                    job->np, job->nodes);
+            fprintf(stderr,
+                    "oshrun: --map-by ppr:%d:node places at most %ld of the %d PEs on "
+                    "%d nodes\n",
+                    job->per_node, (long)job->per_node * job->nodes, job->np, job->nodes);
             return OSHRUN_EXIT_USAGE;
         }
     }
@@ -392,7 +395,7 @@ static pid_t oshrun_spawn(oshrun_job_t *job, int rank, const char *path, char **
                           const sigset_t *old_mask)
 {
     pid_t parent = getpid();
-    pid_t pid    = fork();
+    pid_t pid = fork();
 
     if (pid != 0) {
         return pid;
@@ -514,7 +517,7 @@ static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, struct pollfd *
                     fprintf(stderr, "oshrun: received signal %d (%s); terminating %d PE(s)\n",
                             si.ssi_signo, strsignal((int)si.ssi_signo),
                             oshrun_count_running(pes, job->np));
-                    failed    = 1;
+                    failed = 1;
                     exit_code = 128 + (int)si.ssi_signo;
                     oshrun_signal_all(pes, job->np, SIGTERM);
                     kill_at = oshrun_now_ms() + OSHRUN_KILL_GRACE_MS;
@@ -548,9 +551,9 @@ static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, struct pollfd *
                         break; /* reported below, with the abort's status */
                     }
                     oshrun_describe(wstatus, how, sizeof(how));
-                    fprintf(stderr, "oshrun: PE %d (pid %ld) %s; terminating the other %d PE(s)\n", r,
-                            (long)pid, how, oshrun_count_running(pes, job->np));
-                    failed    = 1;
+                    fprintf(stderr, "oshrun: PE %d (pid %ld) %s; terminating the other %d PE(s)\n",
+                            r, (long)pid, how, oshrun_count_running(pes, job->np));
+                    failed = 1;
                     exit_code = oshrun_exit_code(wstatus);
                     if (exit_code == 0) {
                         exit_code = 1;
@@ -571,15 +574,15 @@ static int oshrun_supervise(oshrun_job_t *job, oshrun_pe_t *pes, struct pollfd *
                             "oshrun: PE %d called abort with status %d%s%s; terminating the job\n",
                             abort_rank, abort_status, abort_msg[0] ? ": " : "", abort_msg);
                 }
-                failed    = 1;
+                failed = 1;
                 exit_code = abort_status;
                 oshrun_signal_all(pes, job->np, SIGKILL);
             }
         }
         if (!failed && timeout_s > 0 && oshrun_now_ms() - start > timeout_s * 1000) {
-            fprintf(stderr, "oshrun: job exceeded --timeout %ld s; terminating %d PE(s)\n", timeout_s,
-                    oshrun_count_running(pes, job->np));
-            failed    = 1;
+            fprintf(stderr, "oshrun: job exceeded --timeout %ld s; terminating %d PE(s)\n",
+                    timeout_s, oshrun_count_running(pes, job->np));
+            failed = 1;
             exit_code = 124;
             oshrun_signal_all(pes, job->np, SIGKILL);
         }
@@ -639,7 +642,8 @@ int main(int argc, char **argv)
     snprintf(job.tmpdir, sizeof(job.tmpdir), "%s/oshrun.XXXXXX",
              getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (mkdtemp(job.tmpdir) == NULL) {
-        fprintf(stderr, "oshrun: cannot create a directory in %s: %s\n", job.tmpdir, strerror(errno));
+        fprintf(stderr, "oshrun: cannot create a directory in %s: %s\n", job.tmpdir,
+                strerror(errno));
         return 1;
     }
     watchdog = oshrun_start_watchdog(job.tmpdir, &watchdog_wr);

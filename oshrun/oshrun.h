@@ -15,23 +15,23 @@
 #include <sys/types.h>
 
 typedef struct oshrun_job {
-    int np;              /* number of PEs */
-    int nodes;           /* emulated nodes; PEs are placed in blocks */
-    char **argv;         /* program and its arguments */
+    int np;      /* number of PEs */
+    int nodes;   /* emulated nodes; PEs are placed in blocks */
+    char **argv; /* program and its arguments */
     char tmpdir[PATH_MAX];
     char nspace[PMIX_MAX_NSLEN + 1];
-    int wake_fd;         /* write end of the main loop's wake-up pipe */
-    int netns;           /* --netns: one network namespace per node */
-    int *netns_fds;      /* node k's namespace (NULL without --netns) */
-    int netns_hub;       /* the bridge's namespace; -1 without --netns */
-    int nodes_given;     /* --nodes was on the command line */
-    int local;           /* --local: on this machine even in a Slurm job */
-    int per_node;        /* PEs per node (--map-by ppr:N:node); 0: ceil(np/nodes) */
-    int map_cyclic;      /* --map-by node: PE r on node r mod nodes */
-    int bind;            /* --bind-to: OSHRUN_BIND_* */
-    int oversubscribe;   /* --oversubscribe (always allowed here; srun --overcommit) */
-    int tag_output;      /* --tag-output: "[PE r] " before each line */
-    int *out_fds;        /* --tag-output: per PE the read ends of stdout, stderr */
+    int wake_fd;       /* write end of the main loop's wake-up pipe */
+    int netns;         /* --netns: one network namespace per node */
+    int *netns_fds;    /* node k's namespace (NULL without --netns) */
+    int netns_hub;     /* the bridge's namespace; -1 without --netns */
+    int nodes_given;   /* --nodes was on the command line */
+    int local;         /* --local: on this machine even in a Slurm job */
+    int per_node;      /* PEs per node (--map-by ppr:N:node); 0: ceil(np/nodes) */
+    int map_cyclic;    /* --map-by node: PE r on node r mod nodes */
+    int bind;          /* --bind-to: OSHRUN_BIND_* */
+    int oversubscribe; /* --oversubscribe (always allowed here; srun --overcommit) */
+    int tag_output;    /* --tag-output: "[PE r] " before each line */
+    int *out_fds;      /* --tag-output: per PE the read ends of stdout, stderr */
 } oshrun_job_t;
 
 enum { OSHRUN_BIND_DEFAULT, OSHRUN_BIND_NONE, OSHRUN_BIND_CORE };

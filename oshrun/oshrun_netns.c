@@ -127,7 +127,8 @@ int oshrun_netns_create(oshrun_job_t *job)
     int rc = -1;
 
     if (geteuid() != 0) {
-        fprintf(stderr, "oshrun: --netns needs root (it creates network namespaces and veth links)\n");
+        fprintf(stderr,
+                "oshrun: --netns needs root (it creates network namespaces and veth links)\n");
         return -1;
     }
     if (job->nodes > OSHRUN_NETNS_MAX_NODES) {
@@ -135,11 +136,12 @@ int oshrun_netns_create(oshrun_job_t *job)
         return -1;
     }
     if (ip == NULL) {
-        fprintf(stderr, "oshrun: --netns needs the 'ip' command (iproute2), which is not installed\n");
+        fprintf(stderr,
+                "oshrun: --netns needs the 'ip' command (iproute2), which is not installed\n");
         return -1;
     }
     job->netns_fds = malloc(sizeof(int) * (size_t)job->nodes);
-    cmds           = malloc(len);
+    cmds = malloc(len);
     if (job->netns_fds == NULL || cmds == NULL) {
         fprintf(stderr, "oshrun: --netns: out of memory\n");
         goto out;

@@ -21,11 +21,11 @@
 #define OSHRUN_LINE_MAX 8192
 
 typedef struct {
-    int    rank;
-    int    dest;        /* STDOUT_FILENO or STDERR_FILENO */
-    int    rd, wr;      /* pipe ends; -1 once closed */
+    int rank;
+    int dest;   /* STDOUT_FILENO or STDERR_FILENO */
+    int rd, wr; /* pipe ends; -1 once closed */
     size_t used;
-    char   buf[OSHRUN_LINE_MAX];
+    char buf[OSHRUN_LINE_MAX];
 } oshrun_stream_t;
 
 static oshrun_stream_t *oshrun_streams; /* 2 per PE: stdout, stderr */
@@ -34,7 +34,7 @@ static int oshrun_nstreams;
 int oshrun_output_open(oshrun_job_t *job)
 {
     oshrun_nstreams = 2 * job->np;
-    oshrun_streams  = calloc((size_t)oshrun_nstreams, sizeof(*oshrun_streams));
+    oshrun_streams = calloc((size_t)oshrun_nstreams, sizeof(*oshrun_streams));
     if (oshrun_streams == NULL) {
         fprintf(stderr, "oshrun: out of memory\n");
         return -1;
@@ -80,8 +80,8 @@ void oshrun_output_spawned(const oshrun_job_t *job, int rank)
 int oshrun_output_pollfds(const oshrun_job_t *job, struct pollfd *pfd)
 {
     for (int i = 0; i < oshrun_nstreams; i++) {
-        pfd[i].fd      = oshrun_streams[i].rd; /* poll skips negative fds */
-        pfd[i].events  = POLLIN;
+        pfd[i].fd = oshrun_streams[i].rd; /* poll skips negative fds */
+        pfd[i].events = POLLIN;
         pfd[i].revents = 0;
     }
     return oshrun_nstreams;
@@ -107,7 +107,7 @@ static void oshrun_write_all(int fd, const char *data, size_t len)
 static void oshrun_emit(const oshrun_stream_t *s, const char *line, size_t len)
 {
     char out[OSHRUN_LINE_MAX + 32];
-    int  tag = snprintf(out, sizeof(out), "[PE %d] ", s->rank);
+    int tag = snprintf(out, sizeof(out), "[PE %d] ", s->rank);
 
     memcpy(out + tag, line, len);
     out[(size_t)tag + len] = '\n';
@@ -118,7 +118,7 @@ static void oshrun_emit(const oshrun_stream_t *s, const char *line, size_t len)
 static void oshrun_emit_lines(oshrun_stream_t *s, int flush)
 {
     size_t start = 0;
-    char  *nl;
+    char *nl;
 
     while ((nl = memchr(s->buf + start, '\n', s->used - start)) != NULL) {
         size_t len = (size_t)(nl - (s->buf + start));
@@ -180,7 +180,7 @@ void oshrun_output_forward(oshrun_job_t *job, const struct pollfd *pfd, int n, i
             }
         }
         free(oshrun_streams);
-        oshrun_streams  = NULL;
+        oshrun_streams = NULL;
         oshrun_nstreams = 0;
     }
 }

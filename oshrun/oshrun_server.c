@@ -31,7 +31,10 @@ typedef struct {
     pmix_status_t status;
 } oshrun_wait_t;
 
-#define OSHRUN_WAIT_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, PMIX_SUCCESS}
+#define OSHRUN_WAIT_INIT                                                                           \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, PMIX_SUCCESS                       \
+    }
 
 static void oshrun_wait_cb(pmix_status_t status, void *cbdata)
 {
@@ -39,7 +42,7 @@ static void oshrun_wait_cb(pmix_status_t status, void *cbdata)
 
     pthread_mutex_lock(&w->lock);
     w->status = status;
-    w->done   = 1;
+    w->done = 1;
     pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
 }
@@ -81,8 +84,8 @@ static pmix_status_t oshrun_abort(const pmix_proc_t *proc, void *server_object, 
     pthread_mutex_lock(&oshrun_abort_state.lock);
     if (!oshrun_abort_state.aborted) {
         oshrun_abort_state.aborted = 1;
-        oshrun_abort_state.rank    = (int)proc->rank;
-        oshrun_abort_state.status  = status;
+        oshrun_abort_state.rank = (int)proc->rank;
+        oshrun_abort_state.status = status;
         snprintf(oshrun_abort_state.msg, sizeof(oshrun_abort_state.msg), "%s", msg ? msg : "");
     }
     pthread_mutex_unlock(&oshrun_abort_state.lock);
@@ -91,8 +94,8 @@ static pmix_status_t oshrun_abort(const pmix_proc_t *proc, void *server_object, 
     return PMIX_OPERATION_SUCCEEDED;
 }
 
-static pmix_status_t oshrun_fence(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[],
-                                  size_t ninfo, char *data, size_t ndata,
+static pmix_status_t oshrun_fence(const pmix_proc_t procs[], size_t nprocs,
+                                  const pmix_info_t info[], size_t ninfo, char *data, size_t ndata,
                                   pmix_modex_cbfunc_t cbfunc, void *cbdata)
 {
     /* All PEs are local clients of this server: nothing to collect elsewhere. */
@@ -112,9 +115,9 @@ static pmix_status_t oshrun_direct_modex(const pmix_proc_t *proc, const pmix_inf
 static pmix_server_module_t oshrun_module = {
     .client_connected = oshrun_client_connected,
     .client_finalized = oshrun_client_finalized,
-    .abort            = oshrun_abort,
-    .fence_nb         = oshrun_fence,
-    .direct_modex     = oshrun_direct_modex,
+    .abort = oshrun_abort,
+    .fence_nb = oshrun_fence,
+    .direct_modex = oshrun_direct_modex,
 };
 
 int oshrun_node_of(const oshrun_job_t *job, int rank)
@@ -181,7 +184,7 @@ static int oshrun_register_job(oshrun_job_t *job)
         pmix_info_t *pinfo;
         pmix_rank_t rank = (pmix_rank_t)r;
         uint16_t local = (uint16_t)r;
-        uint32_t node  = (uint32_t)oshrun_node_of(job, r);
+        uint32_t node = (uint32_t)oshrun_node_of(job, r);
 
         PMIX_DATA_ARRAY_CREATE(darray, 5, PMIX_INFO);
         pinfo = darray->array;
@@ -296,7 +299,7 @@ int oshrun_server_abort_info(int *rank_p, int *status_p, char *msg, size_t msgle
     pthread_mutex_lock(&oshrun_abort_state.lock);
     aborted = oshrun_abort_state.aborted;
     if (aborted) {
-        *rank_p   = oshrun_abort_state.rank;
+        *rank_p = oshrun_abort_state.rank;
         *status_p = oshrun_abort_state.status;
         snprintf(msg, msglen, "%s", oshrun_abort_state.msg);
     }

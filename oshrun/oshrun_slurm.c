@@ -29,8 +29,9 @@ int oshrun_slurm_exec(const oshrun_job_t *job, long timeout_s)
     int argc = 0, nargs = 0;
 
     if (job->netns) {
-        fprintf(stderr, "oshrun: --netns emulates nodes on this machine, but this is Slurm job %s: "
-                        "its PEs run on the allocation's nodes (oshrun --local to emulate here)\n",
+        fprintf(stderr,
+                "oshrun: --netns emulates nodes on this machine, but this is Slurm job %s: "
+                "its PEs run on the allocation's nodes (oshrun --local to emulate here)\n",
                 getenv("SLURM_JOB_ID"));
         return 2;
     }
@@ -76,8 +77,9 @@ int oshrun_slurm_exec(const oshrun_job_t *job, long timeout_s)
     argv[argc++] = "--";
     memcpy(argv + argc, job->argv, sizeof(char *) * (size_t)nargs);
     execvp("srun", argv);
-    fprintf(stderr, "oshrun: this is Slurm job %s, but srun cannot be run (%s): start the PEs "
-                    "with srun --mpi=pmix, or with oshrun --local on this machine\n",
+    fprintf(stderr,
+            "oshrun: this is Slurm job %s, but srun cannot be run (%s): start the PEs "
+            "with srun --mpi=pmix, or with oshrun --local on this machine\n",
             getenv("SLURM_JOB_ID"), strerror(errno));
     free(argv);
     return 1;

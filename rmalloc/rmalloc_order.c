@@ -14,11 +14,11 @@ static void squeeze(rmalloc_order_t *o)
 
     for (size_t i = o->head; i != o->tail; i++)
         if (o->desc[i].id != 0) {
-            o->seq[n]    = o->seq[i];
+            o->seq[n] = o->seq[i];
             o->desc[n++] = o->desc[i];
         }
-    o->head  = 0;
-    o->tail  = n;
+    o->head = 0;
+    o->tail = n;
     o->holes = 0;
 }
 
@@ -30,17 +30,16 @@ util_status_t rmalloc_order_grow(rmalloc_order_t *o)
         squeeze(o);
         return UTIL_OK;
     }
-    size_t    cap  = o->cap ? o->cap * 2 : 64;
-    uint64_t *seq  = realloc(o->seq, cap * sizeof(*seq));
-    if (seq != NULL)
-        o->seq = seq;
-    raddr_t  *desc = seq ? realloc(o->desc, cap * sizeof(*desc)) : NULL;
+    size_t cap = o->cap ? o->cap * 2 : 64;
+    uint64_t *seq = realloc(o->seq, cap * sizeof(*seq));
+    if (seq != NULL) o->seq = seq;
+    raddr_t *desc = seq ? realloc(o->desc, cap * sizeof(*desc)) : NULL;
     if (desc == NULL) {
         util_error("rmalloc: cannot grow the list of live messages to %zu", cap);
         return UTIL_ERR_NO_MEMORY;
     }
     o->desc = desc;
-    o->cap  = cap;
+    o->cap = cap;
     return UTIL_OK;
 }
 
@@ -48,8 +47,7 @@ size_t rmalloc_order_find(const rmalloc_order_t *o, uint64_t seq)
 {
     size_t lo = o->head, hi = o->tail;
 
-    if (lo == hi || seq < o->seq[lo])
-        return SIZE_MAX;
+    if (lo == hi || seq < o->seq[lo]) return SIZE_MAX;
     /* Without holes squeezed out, seq sits at its distance from the front. */
     if (seq - o->seq[lo] < hi - lo && o->seq[lo + (size_t)(seq - o->seq[lo])] == seq)
         lo += (size_t)(seq - o->seq[lo]);
@@ -73,8 +71,7 @@ void rmalloc_order_remove(rmalloc_order_t *o, size_t i)
     }
     o->desc[i].id = 0;
     o->holes++;
-    if (o->holes > 32 && o->holes * 2 > o->tail - o->head)
-        squeeze(o);
+    if (o->holes > 32 && o->holes * 2 > o->tail - o->head) squeeze(o);
 }
 
 void rmalloc_order_fini(rmalloc_order_t *o)

@@ -22,10 +22,10 @@
 #include <stdint.h>
 
 typedef struct {
-    uint64_t *seq;  /* post sequences */
-    raddr_t  *desc; /* this side's descriptors; id 0 once freed (a hole) */
-    size_t    cap, head, tail; /* desc[head] is live unless head == tail */
-    size_t    holes;           /* in (head, tail) */
+    uint64_t *seq;          /* post sequences */
+    raddr_t *desc;          /* this side's descriptors; id 0 once freed (a hole) */
+    size_t cap, head, tail; /* desc[head] is live unless head == tail */
+    size_t holes;           /* in (head, tail) */
 } rmalloc_order_t;
 
 util_status_t rmalloc_order_grow(rmalloc_order_t *o);
@@ -40,7 +40,7 @@ static inline util_status_t rmalloc_order_reserve(rmalloc_order_t *o)
  * Call rmalloc_order_reserve() first. */
 static inline void rmalloc_order_push(rmalloc_order_t *o, uint64_t seq, const raddr_t *desc)
 {
-    o->seq[o->tail]  = seq;
+    o->seq[o->tail] = seq;
     o->desc[o->tail] = *desc;
     o->tail++;
 }
@@ -64,8 +64,7 @@ static inline size_t rmalloc_order_run(const rmalloc_order_t *o, size_t max,
 {
     size_t n = o->tail - o->head;
 
-    if (n > max)
-        n = max;
+    if (n > max) n = max;
     if (o->holes)
         for (size_t i = 1; i < n; i++)
             if (o->desc[o->head + i].id == 0) {

@@ -18,12 +18,12 @@ util_status_t rmalloc_ring_create(uint64_t total_units, unsigned unit_shift, uin
         util_error("rmalloc: cannot allocate a ring instance");
         return UTIL_ERR_NO_MEMORY;
     }
-    ring->mask  = 63;
+    ring->mask = 63;
     ring->total = total_units;
     ring->shift = unit_shift;
     ring->stamp = stamp;
     ring->dummy_seq = UINT64_MAX;
-    *ring_p     = ring;
+    *ring_p = ring;
     return UTIL_OK;
 }
 
@@ -37,7 +37,7 @@ void rmalloc_ring_destroy(rmalloc_ring_t *ring)
 
 util_status_t rmalloc_ring_grow(rmalloc_ring_t *ring)
 {
-    uint64_t    cap  = (ring->mask + 1) * 2;
+    uint64_t cap = (ring->mask + 1) * 2;
     rmalloc_ring_ent_t *fifo = malloc(cap * sizeof(*fifo));
 
     if (fifo == NULL) {
@@ -72,17 +72,15 @@ typedef struct {
 
 /* Releases e, then pops the released entries at the head: units count as
  * released in allocation order only (Alg. 6/7). */
-static inline void ring_release_at(rmalloc_ring_ent_t *fifo, uint64_t mask, uint64_t tail, ring_pos_t *p,
-                                   rmalloc_ring_ent_t *e)
+static inline void ring_release_at(rmalloc_ring_ent_t *fifo, uint64_t mask, uint64_t tail,
+                                   ring_pos_t *p, rmalloc_ring_ent_t *e)
 {
     e->state = RMALLOC_RING_ENT_RELEASED;
     p->used -= e->units;
     while (p->head != tail) {
         e = &fifo[p->head & mask];
-        if (e->state == RMALLOC_RING_ENT_ALLOC)
-            break;
-        if (e->state == RMALLOC_RING_ENT_DUMMY)
-            p->used -= e->units;
+        if (e->state == RMALLOC_RING_ENT_ALLOC) break;
+        if (e->state == RMALLOC_RING_ENT_DUMMY) p->used -= e->units;
         p->released += e->units;
         p->head++;
     }
@@ -93,8 +91,8 @@ static inline void ring_release(rmalloc_ring_t *ring, rmalloc_ring_ent_t *e)
     ring_pos_t p = {ring->head, ring->used, ring->released};
 
     ring_release_at(ring->fifo, ring->mask, ring->tail, &p, e);
-    ring->head     = p.head;
-    ring->used     = p.used;
+    ring->head = p.head;
+    ring->used = p.used;
     ring->released = p.released;
     ring->live--;
 }
@@ -119,9 +117,9 @@ util_status_t rmalloc_ring_free_oldest(rmalloc_ring_t *ring, const raddr_t *desc
 size_t rmalloc_ring_free_oldest_n(rmalloc_ring_t *ring, const raddr_t *descs, size_t n)
 {
     rmalloc_ring_ent_t *fifo = ring->fifo;
-    uint64_t    mask = ring->mask, tail = ring->tail;
-    ring_pos_t  p    = {ring->head, ring->used, ring->released};
-    size_t      k;
+    uint64_t mask = ring->mask, tail = ring->tail;
+    ring_pos_t p = {ring->head, ring->used, ring->released};
+    size_t k;
 
     for (k = 0; k < n; k++) {
         const raddr_t *desc = &descs[k];
@@ -129,18 +127,17 @@ size_t rmalloc_ring_free_oldest_n(rmalloc_ring_t *ring, const raddr_t *descs, si
         /* After a release the head is an allocation; only a wrap into an
          * empty ring leaves a dummy in front of one. */
         uint64_t s = p.head;
-        while (s != tail && fifo[s & mask].state == RMALLOC_RING_ENT_DUMMY)
-            s++;
+        while (s != tail && fifo[s & mask].state == RMALLOC_RING_ENT_DUMMY) s++;
         rmalloc_ring_ent_t *e = &fifo[s & mask];
         if (s == tail || (uint32_t)s != desc->block || e->id != desc->id ||
             e->start != desc->start || e->start + e->units != desc->end)
             break;
         ring_release_at(fifo, mask, tail, &p, e);
     }
-    ring->head     = p.head;
-    ring->used     = p.used;
+    ring->head = p.head;
+    ring->used = p.used;
     ring->released = p.released;
-    ring->live    -= k;
+    ring->live -= k;
     return k;
 }
 
@@ -161,8 +158,7 @@ uint64_t rmalloc_ring_spare_units(const rmalloc_ring_t *ring)
 {
     const rmalloc_ring_ent_t *d = live_dummy(ring);
 
-    if (d == NULL)
-        return 0;
+    if (d == NULL) return 0;
     if (d == &ring->fifo[ring->head & ring->mask]) /* nothing older: one gap to the end */
         return ring->total - ring->cursor;
     return d->units;
@@ -187,12 +183,12 @@ void rmalloc_ring_export(const rmalloc_ring_t *ring,
         }
     }
     *cursor_p = ring->cursor;
-    *seq_p    = ring->seq;
+    *seq_p = ring->seq;
 }
 
 uint64_t rmalloc_ring_take_released(rmalloc_ring_t *ring)
 {
-    uint64_t r     = ring->released;
+    uint64_t r = ring->released;
     ring->released = 0;
     return r;
 }
@@ -210,10 +206,8 @@ util_status_t rmalloc_ring_retire(rmalloc_ring_t *ring, uint64_t units)
     }
     for (; ring->head != s; ring->head++) {
         const rmalloc_ring_ent_t *e = &ring->fifo[ring->head & ring->mask];
-        if (e->state == RMALLOC_RING_ENT_ALLOC)
-            ring->live--;
-        if (e->state != RMALLOC_RING_ENT_RELEASED)
-            ring->used -= e->units;
+        if (e->state == RMALLOC_RING_ENT_ALLOC) ring->live--;
+        if (e->state != RMALLOC_RING_ENT_RELEASED) ring->used -= e->units;
     }
     return UTIL_OK;
 }
@@ -231,7 +225,7 @@ uint64_t rmalloc_ring_live_count(const rmalloc_ring_t *ring)
 void rmalloc_ring_walk(const rmalloc_ring_t *ring,
                        void (*fn)(const rmalloc_block_info_t *block, void *arg), void *arg)
 {
-    uint64_t              n = 0;
+    uint64_t n = 0;
     rmalloc_block_info_t *blocks = malloc((ring->tail - ring->head + 1) * sizeof(*blocks));
 
     if (blocks == NULL) {
@@ -247,12 +241,12 @@ void rmalloc_ring_walk(const rmalloc_ring_t *ring,
     free(blocks);
 }
 
-#define CHECK_(_cond, ...)                                                    \
-    do {                                                                      \
-        if (!(_cond)) {                                                       \
-            util_error("rmalloc ring check: " __VA_ARGS__);                   \
-            return UTIL_ERR_STATE;                                            \
-        }                                                                     \
+#define CHECK_(_cond, ...)                                                                         \
+    do {                                                                                           \
+        if (!(_cond)) {                                                                            \
+            util_error("rmalloc ring check: " __VA_ARGS__);                                        \
+            return UTIL_ERR_STATE;                                                                 \
+        }                                                                                          \
     } while (0)
 
 util_status_t rmalloc_ring_check(const rmalloc_ring_t *ring)
@@ -269,11 +263,11 @@ util_status_t rmalloc_ring_check(const rmalloc_ring_t *ring)
         if (s != ring->head)
             CHECK_(e->from == end || (e->from == 0 && end == ring->total),
                    "entry %llu does not follow its predecessor", (unsigned long long)s);
-        CHECK_(s != ring->head || e->state != RMALLOC_RING_ENT_RELEASED, "released entry at the head");
+        CHECK_(s != ring->head || e->state != RMALLOC_RING_ENT_RELEASED,
+               "released entry at the head");
         span += e->start + e->units - e->from;
         end = e->start + e->units;
-        if (e->state != RMALLOC_RING_ENT_RELEASED)
-            used += e->units;
+        if (e->state != RMALLOC_RING_ENT_RELEASED) used += e->units;
         live += (e->state == RMALLOC_RING_ENT_ALLOC);
     }
     CHECK_(ring->head == ring->tail || end == ring->cursor, "cursor is not after the newest block");

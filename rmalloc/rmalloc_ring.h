@@ -55,9 +55,9 @@ uint64_t rmalloc_ring_dummy_units(const rmalloc_ring_t *ring);
 
 /* One FIFO entry, for an instance that leaves its ring (rmalloc_vmem.c). */
 typedef struct {
-    uint64_t seq;   /* FIFO sequence: a descriptor's block is its low 32 bits */
+    uint64_t seq; /* FIFO sequence: a descriptor's block is its low 32 bits */
     uint64_t start, units, id;
-    int      state; /* RMALLOC_BLOCK_ALLOC or _DUMMY; released entries are skipped */
+    int state; /* RMALLOC_BLOCK_ALLOC or _DUMMY; released entries are skipped */
 } rmalloc_ring_entry_t;
 
 /* Calls fn for every entry still in the FIFO, oldest first, and returns

@@ -10,7 +10,11 @@
 
 #include "rmalloc/rmalloc_ring.h"
 
-enum { RMALLOC_RING_ENT_ALLOC = RMALLOC_BLOCK_ALLOC, RMALLOC_RING_ENT_DUMMY = RMALLOC_BLOCK_DUMMY, RMALLOC_RING_ENT_RELEASED = 0 };
+enum {
+    RMALLOC_RING_ENT_ALLOC = RMALLOC_BLOCK_ALLOC,
+    RMALLOC_RING_ENT_DUMMY = RMALLOC_BLOCK_DUMMY,
+    RMALLOC_RING_ENT_RELEASED = 0
+};
 
 typedef struct {
     uint64_t from;  /* the occupied span starts here (alignment padding before start) */
@@ -23,40 +27,40 @@ typedef struct {
 
 struct rmalloc_ring {
     rmalloc_ring_ent_t *fifo;
-    uint64_t    mask, head, tail; /* entries [head, tail), sequence numbers */
-    uint64_t    total, cursor;
-    uint64_t    used, live, released;
-    uint64_t    stamp, seq;
-    uint64_t    dummy_seq; /* FIFO sequence of the newest dummy (at most one is live) */
-    unsigned    shift;
+    uint64_t mask, head, tail; /* entries [head, tail), sequence numbers */
+    uint64_t total, cursor;
+    uint64_t used, live, released;
+    uint64_t stamp, seq;
+    uint64_t dummy_seq; /* FIFO sequence of the newest dummy (at most one is live) */
+    unsigned shift;
 };
 
 /* Doubles the FIFO (out of line: rare). */
 util_status_t rmalloc_ring_grow(rmalloc_ring_t *ring);
 
-static inline rmalloc_ring_ent_t *rmalloc_ring_push(rmalloc_ring_t *ring, uint64_t from, uint64_t start,
-                                            uint64_t units, uint32_t state)
+static inline rmalloc_ring_ent_t *rmalloc_ring_push(rmalloc_ring_t *ring, uint64_t from,
+                                                    uint64_t start, uint64_t units, uint32_t state)
 {
     rmalloc_ring_ent_t *e = &ring->fifo[ring->tail++ & ring->mask];
 
-    e->from  = from;
+    e->from = from;
     e->start = start;
     e->units = units;
     e->state = state;
-    e->id    = (ring->stamp << 40) | (++ring->seq & ((UINT64_C(1) << 40) - 1));
+    e->id = (ring->stamp << 40) | (++ring->seq & ((UINT64_C(1) << 40) - 1));
     ring->used += units;
     ring->cursor = start + units;
     return e;
 }
 
 static inline util_status_t rmalloc_ring_alloc_inl(rmalloc_ring_t *ring, uint64_t units,
-                                                    uint64_t align_units, uint64_t payload,
-                                                    raddr_t *desc_p)
+                                                   uint64_t align_units, uint64_t payload,
+                                                   raddr_t *desc_p)
 {
     uint64_t cursor = ring->cursor;
-    uint64_t s      = (cursor + align_units - 1) & ~(align_units - 1);
-    int      empty  = (ring->head == ring->tail);
-    uint64_t lo     = empty ? 0 : ring->fifo[ring->head & ring->mask].from;
+    uint64_t s = (cursor + align_units - 1) & ~(align_units - 1);
+    int empty = (ring->head == ring->tail);
+    uint64_t lo = empty ? 0 : ring->fifo[ring->head & ring->mask].from;
     uint64_t wrap_from = UINT64_MAX;
 
     /* Two pushes at most (a dummy and the block). */
@@ -65,21 +69,18 @@ static inline util_status_t rmalloc_ring_alloc_inl(rmalloc_ring_t *ring, uint64_
     /* Occupied: [lo, cursor) when lo < cursor, [lo, total) + [0, cursor)
      * when it wrapped; lo == cursor with entries means full. */
     if (s + units <= ring->total) {
-        if (!empty && !(lo < cursor || s + units <= lo))
-            return UTIL_ERR_NO_RESOURCE;
+        if (!empty && !(lo < cursor || s + units <= lo)) return UTIL_ERR_NO_RESOURCE;
     } else {
         /* Wrap: the dummy takes [cursor, total), the block [0, units). */
         uint64_t free0_end;
-        if (units > ring->total)
-            return UTIL_ERR_NO_RESOURCE;
+        if (units > ring->total) return UTIL_ERR_NO_RESOURCE;
         if (empty)
             free0_end = cursor;
         else if (lo < cursor || cursor == ring->total)
             free0_end = lo;
         else
             return UTIL_ERR_NO_RESOURCE;
-        if (free0_end < units)
-            return UTIL_ERR_NO_RESOURCE;
+        if (free0_end < units) return UTIL_ERR_NO_RESOURCE;
         wrap_from = cursor;
         if (cursor < ring->total) {
             ring->dummy_seq = ring->tail;
@@ -89,16 +90,16 @@ static inline util_status_t rmalloc_ring_alloc_inl(rmalloc_ring_t *ring, uint64_
     }
     rmalloc_ring_ent_t *e = rmalloc_ring_push(ring, cursor, s, units, RMALLOC_RING_ENT_ALLOC);
     ring->live++;
-    desc_p->start      = s;
-    desc_p->end        = s + units;
-    desc_p->id         = e->id;
-    desc_p->payload    = payload;
-    desc_p->block      = (uint32_t)(ring->tail - 1);
+    desc_p->start = s;
+    desc_p->end = s + units;
+    desc_p->id = e->id;
+    desc_p->payload = payload;
+    desc_p->block = (uint32_t)(ring->tail - 1);
     desc_p->unit_shift = (uint16_t)ring->shift;
-    desc_p->flags      = 0;
-    desc_p->wrap_from  = 0;
+    desc_p->flags = 0;
+    desc_p->wrap_from = 0;
     if (wrap_from != UINT64_MAX) {
-        desc_p->flags     = RMALLOC_DESC_WRAPPED;
+        desc_p->flags = RMALLOC_DESC_WRAPPED;
         desc_p->wrap_from = wrap_from;
     }
     return UTIL_OK;
@@ -109,8 +110,7 @@ static inline rmalloc_ring_ent_t *rmalloc_ring_find(const rmalloc_ring_t *ring, 
 {
     uint32_t off = desc->block - (uint32_t)ring->head;
 
-    if (desc->id == 0 || off >= ring->tail - ring->head)
-        return NULL;
+    if (desc->id == 0 || off >= ring->tail - ring->head) return NULL;
     rmalloc_ring_ent_t *e = &ring->fifo[(ring->head + off) & ring->mask];
     if (e->state != RMALLOC_RING_ENT_ALLOC || e->id != desc->id || e->start != desc->start ||
         e->start + e->units != desc->end)

@@ -32,8 +32,7 @@ void rmalloc_symm_destroy(rmalloc_symm_t *symm);
 
 /* Allocates size bytes aligned to align (0 = granularity; else a power of
  * two). size 0 gives *ptr_p = NULL and UTIL_OK, as shmem_malloc(0) does. */
-util_status_t rmalloc_symm_alloc(rmalloc_symm_t *symm, size_t size, size_t align,
-                                 void **ptr_p);
+util_status_t rmalloc_symm_alloc(rmalloc_symm_t *symm, size_t size, size_t align, void **ptr_p);
 
 /* Resizes: in place when the block shrinks or its successor is free, else
  * moves (copying the old contents). ptr NULL allocates; size 0 frees and
@@ -44,8 +43,7 @@ util_status_t rmalloc_symm_realloc(rmalloc_symm_t *symm, void *ptr, size_t size,
 util_status_t rmalloc_symm_free(rmalloc_symm_t *symm, void *ptr);
 
 /* Offset of any address inside the heap; ERR_INVALID outside it. */
-util_status_t rmalloc_symm_offset(const rmalloc_symm_t *symm, const void *ptr,
-                                  uint64_t *offset_p);
+util_status_t rmalloc_symm_offset(const rmalloc_symm_t *symm, const void *ptr, uint64_t *offset_p);
 
 /* Address of an offset (NULL when offset is outside the heap). */
 void *rmalloc_symm_ptr(const rmalloc_symm_t *symm, uint64_t offset);

@@ -16,14 +16,14 @@
 #include <strings.h>
 
 /* The tables, by protocol and role. */
-static const rmalloc_sync_protocol_ops_t *const
-    rmalloc_sync_protocols[RMALLOC_SYNC_PROTOCOL_COUNT][2] = {
+static const rmalloc_sync_protocol_ops_t
+    *const rmalloc_sync_protocols[RMALLOC_SYNC_PROTOCOL_COUNT][2] = {
         [RMALLOC_SYNC_CHANNEL] = {[RMALLOC_SYNC_PRODUCER] = &rmalloc_sync_channel_producer_ops,
                                   [RMALLOC_SYNC_CONSUMER] = &rmalloc_sync_channel_consumer_ops},
-        [RMALLOC_SYNC_BLOCK]   = {[RMALLOC_SYNC_PRODUCER] = &rmalloc_sync_block_producer_ops,
-                                  [RMALLOC_SYNC_CONSUMER] = &rmalloc_sync_block_consumer_ops},
-        [RMALLOC_SYNC_TAG]     = {[RMALLOC_SYNC_PRODUCER] = &rmalloc_sync_tag_producer_ops,
-                                  [RMALLOC_SYNC_CONSUMER] = &rmalloc_sync_tag_consumer_ops},
+        [RMALLOC_SYNC_BLOCK] = {[RMALLOC_SYNC_PRODUCER] = &rmalloc_sync_block_producer_ops,
+                                [RMALLOC_SYNC_CONSUMER] = &rmalloc_sync_block_consumer_ops},
+        [RMALLOC_SYNC_TAG] = {[RMALLOC_SYNC_PRODUCER] = &rmalloc_sync_tag_producer_ops,
+                              [RMALLOC_SYNC_CONSUMER] = &rmalloc_sync_tag_consumer_ops},
 };
 
 const char *rmalloc_sync_protocol_name(rmalloc_sync_protocol_t protocol)
@@ -38,7 +38,7 @@ const char *rmalloc_sync_protocol_name(rmalloc_sync_protocol_t protocol)
 
 util_status_t rmalloc_sync_parse_watermark(const char *text, double *watermark_p)
 {
-    char  *end;
+    char *end;
     double w;
 
     if (!strcasecmp(text, "half")) {
@@ -61,18 +61,18 @@ util_status_t rmalloc_sync_parse_watermark(const char *text, double *watermark_p
 util_status_t rmalloc_sync_config_init(rmalloc_sync_config_t *config)
 {
     util_status_t status;
-    const char   *text;
-    size_t        unit;
-    long          value;
+    const char *text;
+    size_t unit;
+    long value;
 
     memset(config, 0, sizeof(*config));
-    config->unit         = 64;
+    config->unit = 64;
     config->header_bytes = 8;
-    config->watermark    = RMALLOC_WATERMARK_FULL;
-    config->retries      = 4;
-    config->queue_len    = 256;
-    config->heuristic    = RMALLOC_NEXT_FIT;
-    config->protocol     = RMALLOC_SYNC_BLOCK;
+    config->watermark = RMALLOC_WATERMARK_FULL;
+    config->retries = 4;
+    config->queue_len = 256;
+    config->heuristic = RMALLOC_NEXT_FIT;
+    config->protocol = RMALLOC_SYNC_BLOCK;
 
     if ((status = util_env_get_string("RMB_RMALLOC_HEURISTIC", &text)) != UTIL_OK ||
         (status = rmalloc_heuristic_parse(text, &config->heuristic)) != UTIL_OK) {
@@ -143,10 +143,10 @@ util_status_t rmalloc_sync_create(const rmalloc_sync_config_t *config, void *syn
                                   rmalloc_sync_ep_t **ep_p)
 {
     const rmalloc_sync_protocol_ops_t *ops;
-    util_status_t                      status;
-    rmalloc_sync_ep_t                 *ep;
-    rmalloc_vmem_config_t              vcfg;
-    int                                is_local;
+    util_status_t status;
+    rmalloc_sync_ep_t *ep;
+    rmalloc_vmem_config_t vcfg;
+    int is_local;
 
     if (config == NULL || sync_buf == NULL || transport == NULL || transport->ops == NULL ||
         ((uintptr_t)sync_buf & 7) || config->queue_len == 0 ||
@@ -156,7 +156,7 @@ util_status_t rmalloc_sync_create(const rmalloc_sync_config_t *config, void *syn
         util_error("rmalloc: invalid sync endpoint configuration");
         return UTIL_ERR_INVALID;
     }
-    ops    = rmalloc_sync_protocols[config->protocol][config->role];
+    ops = rmalloc_sync_protocols[config->protocol][config->role];
     status = ops->check(config);
     if (status != UTIL_OK) {
         return status;
@@ -167,14 +167,13 @@ util_status_t rmalloc_sync_create(const rmalloc_sync_config_t *config, void *syn
         util_error("rmalloc: cannot allocate a sync endpoint");
         return UTIL_ERR_NO_MEMORY;
     }
-    ep->ops           = ops;
-    ep->cfg           = *config;
+    ep->ops = ops;
+    ep->cfg = *config;
     ep->cfg.queue_len = (uint32_t)rmalloc_sync_queue_slots(config->queue_len);
-    ep->tr            = *transport;
-    ep->buf           = sync_buf;
-    ep->buf_size      = rmalloc_sync_buffer_size(config);
-    ep->ring_off      = RMALLOC_SYNC_OFF_TAGS +
-                        (uint64_t)config->queue_len * sizeof(rmalloc_sync_rec_t);
+    ep->tr = *transport;
+    ep->buf = sync_buf;
+    ep->buf_size = rmalloc_sync_buffer_size(config);
+    ep->ring_off = RMALLOC_SYNC_OFF_TAGS + (uint64_t)config->queue_len * sizeof(rmalloc_sync_rec_t);
     memset(sync_buf, 0, ep->buf_size);
 
     ep->scratch = malloc(RMALLOC_SYNC_TAG_WINDOW * sizeof(rmalloc_sync_rec_t));
@@ -187,14 +186,14 @@ util_status_t rmalloc_sync_create(const rmalloc_sync_config_t *config, void *syn
     /* PUT: the consumer owns the memory; GET: the producer does. */
     is_local = (config->direction == RMALLOC_SYNC_PUT) == (config->role == RMALLOC_SYNC_CONSUMER);
     memset(&vcfg, 0, sizeof(vcfg));
-    vcfg.base         = is_local ? config->base : NULL;
-    vcfg.size         = config->size;
-    vcfg.unit         = config->unit;
-    vcfg.heuristic    = config->heuristic;
+    vcfg.base = is_local ? config->base : NULL;
+    vcfg.size = config->size;
+    vcfg.unit = config->unit;
+    vcfg.heuristic = config->heuristic;
     vcfg.header_bytes = config->header_bytes;
-    vcfg.flags        = ops->vmem_flags;
-    vcfg.seed         = config->seed;
-    status            = rmalloc_vmem_create(&vcfg, &ep->vm);
+    vcfg.flags = ops->vmem_flags;
+    vcfg.seed = config->seed;
+    status = rmalloc_vmem_create(&vcfg, &ep->vm);
     if (status != UTIL_OK) {
         goto err_free_scratch;
     }
@@ -274,8 +273,8 @@ util_status_t rmalloc_sync_next(rmalloc_sync_ep_t *ep, raddr_t *desc_p)
     return ep->ops->next(ep, desc_p);
 }
 
-util_status_t rmalloc_sync_guess(const rmalloc_sync_ep_t *ep, uint64_t *start_p,
-                                 uint64_t *units_p, uint64_t *payload_p)
+util_status_t rmalloc_sync_guess(const rmalloc_sync_ep_t *ep, uint64_t *start_p, uint64_t *units_p,
+                                 uint64_t *payload_p)
 {
     return ep->ops->guess(ep, start_p, units_p, payload_p);
 }
@@ -318,8 +317,8 @@ util_status_t rmalloc_sync_progress(rmalloc_sync_ep_t *ep)
 util_status_t rmalloc_sync_dq_push(rmalloc_sync_dq_t *dq, const raddr_t *d)
 {
     if (dq->tail - dq->head == dq->cap) {
-        size_t   cap = dq->cap ? dq->cap * 2 : 64;
-        raddr_t *q   = malloc(cap * sizeof(*q));
+        size_t cap = dq->cap ? dq->cap * 2 : 64;
+        raddr_t *q = malloc(cap * sizeof(*q));
 
         if (q == NULL) {
             util_error("rmalloc: cannot grow a descriptor queue to %zu", cap);
@@ -329,9 +328,9 @@ util_status_t rmalloc_sync_dq_push(rmalloc_sync_dq_t *dq, const raddr_t *d)
             q[s - dq->head] = dq->q[s & (dq->cap - 1)];
         }
         dq->tail -= dq->head;
-        dq->head  = 0;
+        dq->head = 0;
         free(dq->q);
-        dq->q   = q;
+        dq->q = q;
         dq->cap = cap;
     }
     dq->q[dq->tail++ & (dq->cap - 1)] = *d;
@@ -341,13 +340,13 @@ util_status_t rmalloc_sync_dq_push(rmalloc_sync_dq_t *dq, const raddr_t *d)
 util_status_t rmalloc_sync_complete_read(rmalloc_sync_ep_t *ep)
 {
     rmalloc_sync_pend_t kind = ep->pending;
-    util_status_t       status;
+    util_status_t status;
 
     status = ep->tr.ops->flush(ep->tr.ctx);
     if (status != UTIL_OK) {
         return status;
     }
-    ep->pending   = RMALLOC_SYNC_PEND_NONE;
+    ep->pending = RMALLOC_SYNC_PEND_NONE;
     ep->unflushed = 0;
     return ep->ops->read_done(ep, kind);
 }
@@ -364,8 +363,7 @@ util_status_t rmalloc_sync_read_issued(rmalloc_sync_ep_t *ep, rmalloc_sync_pend_
     return status;
 }
 
-util_status_t rmalloc_sync_read_word(rmalloc_sync_ep_t *ep, rmalloc_sync_pend_t kind,
-                                     uint64_t off)
+util_status_t rmalloc_sync_read_word(rmalloc_sync_ep_t *ep, rmalloc_sync_pend_t kind, uint64_t off)
 {
     util_status_t status;
 
@@ -399,8 +397,8 @@ util_status_t rmalloc_sync_pull_producer(rmalloc_sync_ep_t *ep)
     return rmalloc_sync_start_pull(ep);
 }
 
-util_status_t rmalloc_sync_alloc_deferred(rmalloc_sync_ep_t *ep, uint64_t payload,
-                                          uint64_t align, raddr_t *desc_p)
+util_status_t rmalloc_sync_alloc_deferred(rmalloc_sync_ep_t *ep, uint64_t payload, uint64_t align,
+                                          raddr_t *desc_p)
 {
     util_status_t status;
 
@@ -461,9 +459,9 @@ util_status_t rmalloc_sync_guess_next(const rmalloc_sync_ep_t *ep, uint64_t *sta
     /* Next-fit puts the next allocation right after the last one; guess
      * that its size is the same (streams, ping-pongs), and at unit 0 when
      * it would not fit before the region's end. */
-    start      = ep->last_start + ep->last_units;
-    *start_p   = ((start + ep->last_units) * ep->cfg.unit > ep->cfg.size) ? 0 : start;
-    *units_p   = ep->last_units;
+    start = ep->last_start + ep->last_units;
+    *start_p = ((start + ep->last_units) * ep->cfg.unit > ep->cfg.size) ? 0 : start;
+    *units_p = ep->last_units;
     *payload_p = ep->last_payload;
     return UTIL_OK;
 }
@@ -484,14 +482,11 @@ util_status_t rmalloc_sync_check_any(const rmalloc_sync_config_t *config)
     return UTIL_OK;
 }
 
-void rmalloc_sync_no_peer_view(rmalloc_sync_ep_t *ep)
-{
-}
+void rmalloc_sync_no_peer_view(rmalloc_sync_ep_t *ep) {}
 
 util_status_t rmalloc_sync_no_read(rmalloc_sync_ep_t *ep, rmalloc_sync_pend_t kind)
 {
-    util_error("rmalloc: a %s endpoint got a read it never issues (%d)", ep->ops->name,
-               (int)kind);
+    util_error("rmalloc: a %s endpoint got a read it never issues (%d)", ep->ops->name, (int)kind);
     return UTIL_ERR_STATE;
 }
 

@@ -83,7 +83,7 @@ typedef struct rmalloc_sync_ops {
 
 typedef struct {
     const rmalloc_sync_ops_t *ops;
-    void                     *ctx; /* user context passed to every op */
+    void *ctx; /* user context passed to every op */
 } rmalloc_sync_transport_t;
 
 /* ---- configuration -------------------------------------------------------- */
@@ -102,20 +102,20 @@ typedef enum { RMALLOC_SYNC_PRODUCER = 0, RMALLOC_SYNC_CONSUMER } rmalloc_sync_r
 #define RMALLOC_WATERMARK_FULL 1.0 /* only when an allocation fails */
 
 typedef struct {
-    rmalloc_sync_protocol_t  protocol;
+    rmalloc_sync_protocol_t protocol;
     rmalloc_sync_direction_t direction;
-    rmalloc_sync_role_t      role;
-    rmalloc_heuristic_t      heuristic;    /* BLOCK requires next-fit */
-    void                    *base;         /* this side's memory if its instance
+    rmalloc_sync_role_t role;
+    rmalloc_heuristic_t heuristic; /* BLOCK requires next-fit */
+    void *base;                    /* this side's memory if its instance
                                               is the real one, else ignored */
-    uint64_t                 size;         /* region bytes (same on both sides) */
-    uint64_t                 unit;         /* granularity (power of two) */
-    uint32_t                 header_bytes; /* poll header per allocation */
-    double                   watermark;    /* 0 < w <= 1 */
-    unsigned                 retries;      /* syncs per allocation before NO_RESOURCE */
-    uint32_t                 queue_len;    /* tag queue / channel ring entries (rounded
+    uint64_t size;                 /* region bytes (same on both sides) */
+    uint64_t unit;                 /* granularity (power of two) */
+    uint32_t header_bytes;         /* poll header per allocation */
+    double watermark;              /* 0 < w <= 1 */
+    unsigned retries;              /* syncs per allocation before NO_RESOURCE */
+    uint32_t queue_len;            /* tag queue / channel ring entries (rounded
                                               up to a power of two) */
-    uint64_t                 seed;         /* random-fit seed (same on both sides) */
+    uint64_t seed;                 /* random-fit seed (same on both sides) */
 } rmalloc_sync_config_t;
 
 /* Counters for benchmarks and debugging. */
@@ -172,7 +172,6 @@ void rmalloc_sync_set_peer_view(rmalloc_sync_ep_t *ep, void *peer_buf);
  * a peer view). */
 const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep);
 
-
 /* Counters since creation. */
 void rmalloc_sync_get_stats(const rmalloc_sync_ep_t *ep, rmalloc_sync_stats_t *stats_p);
 
@@ -207,8 +206,8 @@ util_status_t rmalloc_sync_next(rmalloc_sync_ep_t *ep, raddr_t *desc_p);
 /* Consumer, TAG and CHANNEL with next-fit, nothing claimed and untaken:
  * where the next allocation most likely is (right after the last one, of
  * the same size). NO_RESOURCE when there is no guess to make. */
-util_status_t rmalloc_sync_guess(const rmalloc_sync_ep_t *ep, uint64_t *start_p,
-                                 uint64_t *units_p, uint64_t *payload_p);
+util_status_t rmalloc_sync_guess(const rmalloc_sync_ep_t *ep, uint64_t *start_p, uint64_t *units_p,
+                                 uint64_t *payload_p);
 
 /* Consumer: takes the next allocation before its tag or record arrived,
  * because the caller verified that it is there (rpipe: the message's flag,

@@ -39,8 +39,7 @@ static util_status_t rmalloc_sync_block_apply_freed(rmalloc_sync_ep_t *ep, uint6
     return UTIL_OK;
 }
 
-static util_status_t rmalloc_sync_block_read_done(rmalloc_sync_ep_t *ep,
-                                                  rmalloc_sync_pend_t kind)
+static util_status_t rmalloc_sync_block_read_done(rmalloc_sync_ep_t *ep, rmalloc_sync_pend_t kind)
 {
     return rmalloc_sync_block_apply_freed(ep, ep->word);
 }
@@ -81,7 +80,7 @@ static util_status_t rmalloc_sync_block_accept(rmalloc_sync_ep_t *ep, uint64_t p
 static util_status_t rmalloc_sync_block_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
 {
     util_status_t status;
-    uint64_t      released;
+    uint64_t released;
 
     status = rmalloc_vmem_free(ep->vm, desc);
     if (status != UTIL_OK) {
@@ -98,39 +97,39 @@ static util_status_t rmalloc_sync_block_free(rmalloc_sync_ep_t *ep, const raddr_
 /* ---- tables -------------------------------------------------------------- */
 
 const rmalloc_sync_protocol_ops_t rmalloc_sync_block_producer_ops = {
-    .name       = "block",
+    .name = "block",
     .vmem_flags = RMALLOC_VMEM_RING,
-    .check      = rmalloc_sync_block_check,
-    .peer_view  = rmalloc_sync_no_peer_view,
-    .read_done  = rmalloc_sync_block_read_done,
-    .sync_in    = rmalloc_sync_block_sync_in,
-    .alloc      = rmalloc_sync_alloc_deferred,
-    .post       = rmalloc_sync_block_post,
-    .pull       = rmalloc_sync_pull_producer,
-    .next       = rmalloc_sync_no_next,
-    .guess      = rmalloc_sync_no_guess,
+    .check = rmalloc_sync_block_check,
+    .peer_view = rmalloc_sync_no_peer_view,
+    .read_done = rmalloc_sync_block_read_done,
+    .sync_in = rmalloc_sync_block_sync_in,
+    .alloc = rmalloc_sync_alloc_deferred,
+    .post = rmalloc_sync_block_post,
+    .pull = rmalloc_sync_pull_producer,
+    .next = rmalloc_sync_no_next,
+    .guess = rmalloc_sync_no_guess,
     .take_early = rmalloc_sync_no_take_early,
-    .accept     = rmalloc_sync_no_accept,
-    .free       = rmalloc_sync_no_free,
-    .poll_word  = rmalloc_sync_no_poll_word,
-    .progress   = rmalloc_sync_progress_base,
+    .accept = rmalloc_sync_no_accept,
+    .free = rmalloc_sync_no_free,
+    .poll_word = rmalloc_sync_no_poll_word,
+    .progress = rmalloc_sync_progress_base,
 };
 
 const rmalloc_sync_protocol_ops_t rmalloc_sync_block_consumer_ops = {
-    .name       = "block",
+    .name = "block",
     .vmem_flags = RMALLOC_VMEM_RING,
-    .check      = rmalloc_sync_block_check,
-    .peer_view  = rmalloc_sync_no_peer_view,
-    .read_done  = rmalloc_sync_no_read,
-    .sync_in    = rmalloc_sync_no_sync_in,
-    .alloc      = rmalloc_sync_no_alloc,
-    .post       = rmalloc_sync_no_post,
-    .pull       = rmalloc_sync_no_pull,
-    .next       = rmalloc_sync_no_next,
-    .guess      = rmalloc_sync_no_guess,
+    .check = rmalloc_sync_block_check,
+    .peer_view = rmalloc_sync_no_peer_view,
+    .read_done = rmalloc_sync_no_read,
+    .sync_in = rmalloc_sync_no_sync_in,
+    .alloc = rmalloc_sync_no_alloc,
+    .post = rmalloc_sync_no_post,
+    .pull = rmalloc_sync_no_pull,
+    .next = rmalloc_sync_no_next,
+    .guess = rmalloc_sync_no_guess,
     .take_early = rmalloc_sync_no_take_early,
-    .accept     = rmalloc_sync_block_accept,
-    .free       = rmalloc_sync_block_free,
-    .poll_word  = rmalloc_sync_no_poll_word,
-    .progress   = rmalloc_sync_progress_base,
+    .accept = rmalloc_sync_block_accept,
+    .free = rmalloc_sync_block_free,
+    .poll_word = rmalloc_sync_no_poll_word,
+    .progress = rmalloc_sync_progress_base,
 };

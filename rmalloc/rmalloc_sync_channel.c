@@ -28,10 +28,10 @@ static inline void rmalloc_sync_channel_rec(rmalloc_sync_rec_t *r, const raddr_t
                                             uint64_t peer_id, uint32_t peer_block)
 {
     memset(r, 0, sizeof(*r));
-    r->start      = desc->start;
-    r->units      = desc->end - desc->start;
-    r->payload    = desc->payload;
-    r->peer_id    = peer_id;
+    r->start = desc->start;
+    r->units = desc->end - desc->start;
+    r->payload = desc->payload;
+    r->peer_id = peer_id;
     r->peer_block = peer_block;
 }
 
@@ -40,7 +40,7 @@ static inline void rmalloc_sync_channel_rec(rmalloc_sync_rec_t *r, const raddr_t
 static util_status_t rmalloc_sync_channel_send(rmalloc_sync_ep_t *ep, rmalloc_sync_rec_t *r)
 {
     util_status_t status;
-    uint64_t      cap = ep->cfg.queue_len;
+    uint64_t cap = ep->cfg.queue_len;
 
     /* Opportunistic: let earlier records and head bumps land. */
     if (ep->unflushed && ep->pending == RMALLOC_SYNC_PEND_NONE &&
@@ -59,8 +59,7 @@ static util_status_t rmalloc_sync_channel_send(rmalloc_sync_ep_t *ep, rmalloc_sy
         }
     }
     rmalloc_sync_rec_seal(r, ep->ch_sent + 1);
-    status = ep->tr.ops->write(ep->tr.ctx,
-                               ep->ring_off + (ep->ch_sent & (cap - 1)) * sizeof(*r), r,
+    status = ep->tr.ops->write(ep->tr.ctx, ep->ring_off + (ep->ch_sent & (cap - 1)) * sizeof(*r), r,
                                sizeof(*r));
     if (status == UTIL_IN_PROGRESS) {
         ep->unflushed = 1;
@@ -73,8 +72,7 @@ static util_status_t rmalloc_sync_channel_send(rmalloc_sync_ep_t *ep, rmalloc_sy
     return UTIL_OK;
 }
 
-static util_status_t rmalloc_sync_channel_read_done(rmalloc_sync_ep_t *ep,
-                                                    rmalloc_sync_pend_t kind)
+static util_status_t rmalloc_sync_channel_read_done(rmalloc_sync_ep_t *ep, rmalloc_sync_pend_t kind)
 {
     ep->peer_tail = ep->word;
     return UTIL_OK;
@@ -85,8 +83,8 @@ static util_status_t rmalloc_sync_channel_read_done(rmalloc_sync_ep_t *ep,
 static util_status_t rmalloc_sync_channel_apply_free(rmalloc_sync_ep_t *ep,
                                                      const rmalloc_sync_rec_t *r)
 {
-    raddr_t       d = {.start = r->start, .end = r->start + r->units, .id = r->peer_id,
-                       .block = r->peer_block};
+    raddr_t d = {
+        .start = r->start, .end = r->start + r->units, .id = r->peer_id, .block = r->peer_block};
     util_status_t status;
 
     ep->stats.applied++;
@@ -102,7 +100,7 @@ static util_status_t rmalloc_sync_channel_apply_alloc(rmalloc_sync_ep_t *ep,
                                                       const rmalloc_sync_rec_t *r)
 {
     util_status_t status;
-    raddr_t       d;
+    raddr_t d;
 
     ep->stats.applied++;
     if (!rmalloc_sync_dq_empty(&ep->early)) {
@@ -120,8 +118,8 @@ static util_status_t rmalloc_sync_channel_apply_alloc(rmalloc_sync_ep_t *ep,
         return (status == UTIL_OK) ? UTIL_OK : UTIL_ERR_STATE;
     }
     rmalloc_sync_prefetch_header(ep, r);
-    status = rmalloc_vmem_claim(ep->vm, r->start, r->units, r->payload, r->peer_id,
-                                r->peer_block, &d);
+    status =
+        rmalloc_vmem_claim(ep->vm, r->start, r->units, r->payload, r->peer_id, r->peer_block, &d);
     if (status == UTIL_OK) {
         status = rmalloc_sync_dq_push(&ep->ready, &d);
     }
@@ -132,9 +130,9 @@ static util_status_t rmalloc_sync_channel_apply_alloc(rmalloc_sync_ep_t *ep,
 /* Takes one record from my inbound ring. NO_RESOURCE if none. */
 static util_status_t rmalloc_sync_channel_take(rmalloc_sync_ep_t *ep)
 {
-    rmalloc_sync_rec_t        r;
+    rmalloc_sync_rec_t r;
     const rmalloc_sync_rec_t *slot = rmalloc_sync_channel_incoming(ep);
-    util_status_t             status;
+    util_status_t status;
 
     if (__atomic_load_n(&slot->stamp, __ATOMIC_ACQUIRE) != ep->ch_tail + 1) {
         return UTIL_ERR_NO_RESOURCE;
@@ -188,7 +186,7 @@ static util_status_t rmalloc_sync_channel_alloc(rmalloc_sync_ep_t *ep, uint64_t 
 
 static util_status_t rmalloc_sync_channel_post(rmalloc_sync_ep_t *ep, const raddr_t *desc)
 {
-    util_status_t      status;
+    util_status_t status;
     rmalloc_sync_rec_t r;
 
     status = rmalloc_sync_post_check(ep, desc);
@@ -255,9 +253,9 @@ static util_status_t rmalloc_sync_channel_take_early(rmalloc_sync_ep_t *ep, uint
 
 static util_status_t rmalloc_sync_channel_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
 {
-    uint64_t           peer_id;
-    uint32_t           peer_block;
-    util_status_t      status;
+    uint64_t peer_id;
+    uint32_t peer_block;
+    util_status_t status;
     rmalloc_sync_rec_t r;
 
     status = rmalloc_sync_complete_pending(ep);
@@ -307,39 +305,39 @@ static const uint64_t *rmalloc_sync_channel_poll_word(const rmalloc_sync_ep_t *e
 /* ---- tables -------------------------------------------------------------- */
 
 const rmalloc_sync_protocol_ops_t rmalloc_sync_channel_producer_ops = {
-    .name       = "channel",
+    .name = "channel",
     .vmem_flags = RMALLOC_VMEM_RING_FIRST, /* ignored by heuristics other than next-fit */
-    .check      = rmalloc_sync_check_any,
-    .peer_view  = rmalloc_sync_no_peer_view,
-    .read_done  = rmalloc_sync_channel_read_done,
-    .sync_in    = rmalloc_sync_channel_sync_in,
-    .alloc      = rmalloc_sync_channel_alloc,
-    .post       = rmalloc_sync_channel_post,
-    .pull       = rmalloc_sync_pull_producer,
-    .next       = rmalloc_sync_no_next,
-    .guess      = rmalloc_sync_no_guess,
+    .check = rmalloc_sync_check_any,
+    .peer_view = rmalloc_sync_no_peer_view,
+    .read_done = rmalloc_sync_channel_read_done,
+    .sync_in = rmalloc_sync_channel_sync_in,
+    .alloc = rmalloc_sync_channel_alloc,
+    .post = rmalloc_sync_channel_post,
+    .pull = rmalloc_sync_pull_producer,
+    .next = rmalloc_sync_no_next,
+    .guess = rmalloc_sync_no_guess,
     .take_early = rmalloc_sync_no_take_early,
-    .accept     = rmalloc_sync_no_accept,
-    .free       = rmalloc_sync_no_free,
-    .poll_word  = rmalloc_sync_no_poll_word,
-    .progress   = rmalloc_sync_channel_progress,
+    .accept = rmalloc_sync_no_accept,
+    .free = rmalloc_sync_no_free,
+    .poll_word = rmalloc_sync_no_poll_word,
+    .progress = rmalloc_sync_channel_progress,
 };
 
 const rmalloc_sync_protocol_ops_t rmalloc_sync_channel_consumer_ops = {
-    .name       = "channel",
+    .name = "channel",
     .vmem_flags = RMALLOC_VMEM_CLAIMS,
-    .check      = rmalloc_sync_check_any,
-    .peer_view  = rmalloc_sync_no_peer_view,
-    .read_done  = rmalloc_sync_channel_read_done,
-    .sync_in    = rmalloc_sync_channel_sync_in,
-    .alloc      = rmalloc_sync_no_alloc,
-    .post       = rmalloc_sync_no_post,
-    .pull       = rmalloc_sync_no_pull,
-    .next       = rmalloc_sync_channel_next,
-    .guess      = rmalloc_sync_guess_next,
+    .check = rmalloc_sync_check_any,
+    .peer_view = rmalloc_sync_no_peer_view,
+    .read_done = rmalloc_sync_channel_read_done,
+    .sync_in = rmalloc_sync_channel_sync_in,
+    .alloc = rmalloc_sync_no_alloc,
+    .post = rmalloc_sync_no_post,
+    .pull = rmalloc_sync_no_pull,
+    .next = rmalloc_sync_channel_next,
+    .guess = rmalloc_sync_guess_next,
     .take_early = rmalloc_sync_channel_take_early,
-    .accept     = rmalloc_sync_no_accept,
-    .free       = rmalloc_sync_channel_free,
-    .poll_word  = rmalloc_sync_channel_poll_word,
-    .progress   = rmalloc_sync_progress_base,
+    .accept = rmalloc_sync_no_accept,
+    .free = rmalloc_sync_channel_free,
+    .poll_word = rmalloc_sync_channel_poll_word,
+    .progress = rmalloc_sync_progress_base,
 };

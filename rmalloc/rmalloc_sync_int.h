@@ -43,8 +43,9 @@
 #define RMALLOC_SYNC_OFF_CH_TAIL  48
 #define RMALLOC_SYNC_OFF_TAGS     64
 
-#define RMALLOC_SYNC_TAG_WINDOW     16 /* tags fetched per one-sided read */
-#define RMALLOC_SYNC_TAG_PULL_READS 8  /* windows one pull reads, one-sided, to find
+#define RMALLOC_SYNC_TAG_WINDOW 16 /* tags fetched per one-sided read */
+#define RMALLOC_SYNC_TAG_PULL_READS                                                                \
+    8 /* windows one pull reads, one-sided, to find
                                           the queue's end */
 
 /* The read in flight (ep->pending): its kind says how the protocol applies
@@ -78,11 +79,10 @@ _Static_assert(sizeof(rmalloc_sync_rec_t) <= RMALLOC_SYNC_MAX_WRITE, "a record f
  * message, and a chain of multiplies was a tenth of tag mode's cost). */
 static inline uint32_t rmalloc_sync_rec_check(const rmalloc_sync_rec_t *r)
 {
-    uint64_t h = (r->start * UINT64_C(0x9e3779b97f4a7c15)) ^
-                 (r->units * UINT64_C(0xbf58476d1ce4e5b9)) ^
-                 (r->payload * UINT64_C(0x94d049bb133111eb)) ^
-                 (r->peer_id * UINT64_C(0xd6e8feb86659fd93)) ^
-                 ((((uint64_t)r->peer_block << 32) ^ r->stamp) * UINT64_C(0xff51afd7ed558ccd));
+    uint64_t h =
+        (r->start * UINT64_C(0x9e3779b97f4a7c15)) ^ (r->units * UINT64_C(0xbf58476d1ce4e5b9)) ^
+        (r->payload * UINT64_C(0x94d049bb133111eb)) ^ (r->peer_id * UINT64_C(0xd6e8feb86659fd93)) ^
+        ((((uint64_t)r->peer_block << 32) ^ r->stamp) * UINT64_C(0xff51afd7ed558ccd));
     h ^= h >> 29;
     return (uint32_t)(h >> 32) | 1u; /* never 0: a zeroed slot fails */
 }
@@ -102,7 +102,7 @@ static inline int rmalloc_sync_rec_valid(const rmalloc_sync_rec_t *r, uint64_t s
  * a division, on the take path). */
 typedef struct {
     raddr_t *q;
-    size_t   cap, head, tail;
+    size_t cap, head, tail;
 } rmalloc_sync_dq_t;
 
 static inline int rmalloc_sync_dq_empty(const rmalloc_sync_dq_t *dq)
@@ -120,8 +120,8 @@ util_status_t rmalloc_sync_dq_push(rmalloc_sync_dq_t *dq, const raddr_t *d);
 /* ---- the protocol table ------------------------------------------------- */
 
 typedef struct rmalloc_sync_protocol_ops {
-    const char *name;       /* "channel", "block", "tag" */
-    unsigned    vmem_flags; /* RMALLOC_VMEM_* of this role's instance */
+    const char *name;    /* "channel", "block", "tag" */
+    unsigned vmem_flags; /* RMALLOC_VMEM_* of this role's instance */
 
     /* Setup: ERR_INVALID when the configuration does not suit the protocol. */
     util_status_t (*check)(const rmalloc_sync_config_t *config);
@@ -161,35 +161,35 @@ extern const rmalloc_sync_protocol_ops_t rmalloc_sync_channel_consumer_ops;
 
 struct rmalloc_sync_ep {
     const rmalloc_sync_protocol_ops_t *ops; /* of cfg.protocol and cfg.role */
-    rmalloc_sync_config_t              cfg;
-    rmalloc_sync_transport_t           tr;
-    uint8_t                           *buf;
-    size_t                             buf_size;
-    uint64_t                           ring_off;
-    rmalloc_vmem_t                    *vm;
-    rmalloc_sync_pend_t                pending;
-    int                                unflushed; /* some operation returned IN_PROGRESS */
-    int                                pulled_new;
-    uint64_t                           word;      /* landing spot of 8-byte reads */
-    uint8_t                           *scratch;   /* landing spot of tag queue reads */
-    const uint8_t *window_at;     /* the window to apply: scratch, or NULL for the peer
+    rmalloc_sync_config_t cfg;
+    rmalloc_sync_transport_t tr;
+    uint8_t *buf;
+    size_t buf_size;
+    uint64_t ring_off;
+    rmalloc_vmem_t *vm;
+    rmalloc_sync_pend_t pending;
+    int unflushed; /* some operation returned IN_PROGRESS */
+    int pulled_new;
+    uint64_t word;                    /* landing spot of 8-byte reads */
+    uint8_t *scratch;                 /* landing spot of tag queue reads */
+    const uint8_t *window_at;         /* the window to apply: scratch, or NULL for the peer
                                      view's queue itself */
-    unsigned       pull_reads;    /* TAG producer: windows read this pull */
-    const uint8_t *peer_view;     /* peer's buffer mapped here, or NULL */
-    int            reader_loads;  /* tag writer: the reader said it loads tags */
-    uint64_t       window;        /* tags asked for by the read in flight */
-    uint64_t       freed_seen, freed_total; /* BLOCK: units; TAG: messages freed as the
+    unsigned pull_reads;              /* TAG producer: windows read this pull */
+    const uint8_t *peer_view;         /* peer's buffer mapped here, or NULL */
+    int reader_loads;                 /* tag writer: the reader said it loads tags */
+    uint64_t window;                  /* tags asked for by the read in flight */
+    uint64_t freed_seen, freed_total; /* BLOCK: units; TAG: messages freed as the
                                                oldest live one */
-    uint64_t       count_read;    /* TAG producer: the consumer's count, read before its
+    uint64_t count_read;              /* TAG producer: the consumer's count, read before its
                                      tags */
-    rmalloc_order_t order;        /* TAG: live messages in post order */
-    uint64_t       consumed, consumed_told; /* tag reader: taken, reported */
-    uint64_t       produced, peer_consumed; /* tag writer: appended, last seen taken */
-    uint64_t       ch_sent, peer_tail, ch_tail;
-    rmalloc_sync_dq_t ready;      /* consumer: claimed, not yet taken */
-    rmalloc_sync_dq_t early;      /* consumer: taken at the guessed place, tag not seen */
-    uint64_t       last_start, last_units, last_payload; /* consumer: last taken */
-    int            early_free_tried; /* a free waits for an early message's tag */
+    rmalloc_order_t order;            /* TAG: live messages in post order */
+    uint64_t consumed, consumed_told; /* tag reader: taken, reported */
+    uint64_t produced, peer_consumed; /* tag writer: appended, last seen taken */
+    uint64_t ch_sent, peer_tail, ch_tail;
+    rmalloc_sync_dq_t ready; /* consumer: claimed, not yet taken */
+    rmalloc_sync_dq_t early; /* consumer: taken at the guessed place, tag not seen */
+    uint64_t last_start, last_units, last_payload; /* consumer: last taken */
+    int early_free_tried;                          /* a free waits for an early message's tag */
     rmalloc_sync_stats_t stats;
 };
 
@@ -239,8 +239,7 @@ static inline util_status_t rmalloc_sync_flush_unflushed(rmalloc_sync_ep_t *ep)
 /* Reads the word at `off` of the peer's buffer into ep->word (a load where
  * the peer view maps it). OK: it is there, the caller applies it;
  * IN_PROGRESS: in flight as `kind`, read_done applies it. */
-util_status_t rmalloc_sync_read_word(rmalloc_sync_ep_t *ep, rmalloc_sync_pend_t kind,
-                                     uint64_t off);
+util_status_t rmalloc_sync_read_word(rmalloc_sync_ep_t *ep, rmalloc_sync_pend_t kind, uint64_t off);
 
 /* Accounts a read the protocol issued itself (status of the transport's
  * read): IN_PROGRESS makes it the read in flight, as `kind`. */
@@ -252,8 +251,8 @@ util_status_t rmalloc_sync_start_pull(rmalloc_sync_ep_t *ep);
 
 /* Producer, deferred protocols (block, tag): allocates, pulling frees at the
  * watermark and, when nothing fits, up to `retries` times (Alg. 3). */
-util_status_t rmalloc_sync_alloc_deferred(rmalloc_sync_ep_t *ep, uint64_t payload,
-                                          uint64_t align, raddr_t *desc_p);
+util_status_t rmalloc_sync_alloc_deferred(rmalloc_sync_ep_t *ep, uint64_t payload, uint64_t align,
+                                          raddr_t *desc_p);
 
 /* Producer: rmalloc_sync_pull(): completes the read in flight or starts a round. */
 util_status_t rmalloc_sync_pull_producer(rmalloc_sync_ep_t *ep);
@@ -266,8 +265,7 @@ util_status_t rmalloc_sync_guess_next(const rmalloc_sync_ep_t *ep, uint64_t *sta
                                       uint64_t *units_p, uint64_t *payload_p);
 
 /* The peer sent something that does not fit this instance: logs, ERR_STATE. */
-util_status_t rmalloc_sync_peer_mismatch(const rmalloc_sync_ep_t *ep,
-                                         const rmalloc_sync_rec_t *r);
+util_status_t rmalloc_sync_peer_mismatch(const rmalloc_sync_ep_t *ep, const rmalloc_sync_rec_t *r);
 
 /* Consumer: the peer's record r announced an allocation. The reader loads
  * its poll header next: start that miss now, so that it overlaps the claim
@@ -275,12 +273,12 @@ util_status_t rmalloc_sync_peer_mismatch(const rmalloc_sync_ep_t *ep,
 static inline void rmalloc_sync_prefetch_header(const rmalloc_sync_ep_t *ep,
                                                 const rmalloc_sync_rec_t *r)
 {
-    raddr_t     hint = {.start      = r->start,
-                        .end        = r->start + r->units,
-                        .id         = 1,
-                        .payload    = r->payload,
-                        .unit_shift = (uint16_t)rmalloc_vmem_unit_shift(ep->vm)};
-    const char *mem  = rmalloc_vmem_ptr(ep->vm, &hint);
+    raddr_t hint = {.start = r->start,
+                    .end = r->start + r->units,
+                    .id = 1,
+                    .payload = r->payload,
+                    .unit_shift = (uint16_t)rmalloc_vmem_unit_shift(ep->vm)};
+    const char *mem = rmalloc_vmem_ptr(ep->vm, &hint);
 
     if (mem != NULL) {
         __builtin_prefetch(mem + rmalloc_desc_flag_offset(&hint));
@@ -291,8 +289,8 @@ static inline void rmalloc_sync_prefetch_header(const rmalloc_sync_ep_t *ep,
 static inline void rmalloc_sync_note_taken(rmalloc_sync_ep_t *ep, uint64_t start, uint64_t units,
                                            uint64_t payload)
 {
-    ep->last_start   = start;
-    ep->last_units   = units;
+    ep->last_start = start;
+    ep->last_units = units;
     ep->last_payload = payload;
 }
 
@@ -313,7 +311,7 @@ static inline util_status_t rmalloc_sync_post_check(rmalloc_sync_ep_t *ep, const
 
 /* Stubs for the slots a role or protocol leaves empty. */
 util_status_t rmalloc_sync_check_any(const rmalloc_sync_config_t *config);
-void          rmalloc_sync_no_peer_view(rmalloc_sync_ep_t *ep);
+void rmalloc_sync_no_peer_view(rmalloc_sync_ep_t *ep);
 util_status_t rmalloc_sync_no_read(rmalloc_sync_ep_t *ep, rmalloc_sync_pend_t kind);
 util_status_t rmalloc_sync_no_sync_in(rmalloc_sync_ep_t *ep);
 util_status_t rmalloc_sync_no_alloc(rmalloc_sync_ep_t *ep, uint64_t payload, uint64_t align,

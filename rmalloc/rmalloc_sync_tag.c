@@ -54,11 +54,10 @@ static void rmalloc_sync_tag_peer_view(rmalloc_sync_ep_t *ep)
  * NO_RESOURCE when the reader has not yet taken the tag queue_len back. */
 static util_status_t rmalloc_sync_tag_produce(rmalloc_sync_ep_t *ep, rmalloc_sync_rec_t *r)
 {
-    uint64_t            cap      = ep->cfg.queue_len;
-    uint64_t            produced = ep->produced;
-    rmalloc_sync_rec_t *slot     = (rmalloc_sync_rec_t *)(void *)(ep->buf + RMALLOC_SYNC_OFF_TAGS +
-                                                                  (produced & (cap - 1)) *
-                                                                      sizeof(*r));
+    uint64_t cap = ep->cfg.queue_len;
+    uint64_t produced = ep->produced;
+    rmalloc_sync_rec_t *slot = (rmalloc_sync_rec_t *)(void *)(ep->buf + RMALLOC_SYNC_OFF_TAGS +
+                                                              (produced & (cap - 1)) * sizeof(*r));
 
     /* The reader's count lives in a line it writes: load it only when the
      * last value seen says the queue is full. Signed: an alloc tag's reader
@@ -103,9 +102,9 @@ static inline int rmalloc_sync_tag_to_report(const rmalloc_sync_ep_t *ep)
  * ring are unreported). */
 static util_status_t rmalloc_sync_tag_report(rmalloc_sync_ep_t *ep)
 {
-    uint64_t      told   = ep->consumed;
-    util_status_t status = ep->tr.ops->write(ep->tr.ctx, RMALLOC_SYNC_OFF_CONSUMED, &told,
-                                             sizeof(told));
+    uint64_t told = ep->consumed;
+    util_status_t status =
+        ep->tr.ops->write(ep->tr.ctx, RMALLOC_SYNC_OFF_CONSUMED, &told, sizeof(told));
 
     if (status == UTIL_ERR_NO_RESOURCE) {
         return UTIL_OK; /* reported with the next batch */
@@ -128,8 +127,8 @@ static util_status_t rmalloc_sync_tag_report(rmalloc_sync_ep_t *ep)
 static util_status_t rmalloc_sync_tag_release_counted(rmalloc_sync_ep_t *ep, uint64_t count)
 {
     const raddr_t *run;
-    size_t         n, done;
-    util_status_t  status;
+    size_t n, done;
+    util_status_t status;
 
     while ((int64_t)(count - ep->freed_seen) > 0) {
         n = rmalloc_order_run(&ep->order, count - ep->freed_seen, &run);
@@ -144,9 +143,9 @@ static util_status_t rmalloc_sync_tag_release_counted(rmalloc_sync_ep_t *ep, uin
             return UTIL_ERR_STATE;
         }
         rmalloc_order_pop_n(&ep->order, done);
-        ep->freed_seen    += done;
+        ep->freed_seen += done;
         ep->stats.applied += done;
-        ep->pulled_new     = 1;
+        ep->pulled_new = 1;
     }
     return UTIL_OK;
 }
@@ -157,7 +156,7 @@ static util_status_t rmalloc_sync_tag_release_counted(rmalloc_sync_ep_t *ep, uin
  * message is not posted here yet (deferred): stop, apply it later. */
 static util_status_t rmalloc_sync_tag_apply_free(rmalloc_sync_ep_t *ep, const rmalloc_sync_rec_t *r)
 {
-    size_t        i;
+    size_t i;
     util_status_t status = rmalloc_sync_tag_release_counted(ep, r->payload);
 
     if (status != UTIL_OK) {
@@ -183,7 +182,7 @@ static util_status_t rmalloc_sync_tag_apply_alloc(rmalloc_sync_ep_t *ep,
                                                   const rmalloc_sync_rec_t *r)
 {
     util_status_t status;
-    raddr_t       d;
+    raddr_t d;
 
     ep->stats.applied++;
     rmalloc_sync_prefetch_header(ep, r);
@@ -208,7 +207,7 @@ static util_status_t rmalloc_sync_tag_apply_window(rmalloc_sync_ep_t *ep, uint64
                                                    int *at_end_p)
 {
     util_status_t status = UTIL_OK;
-    uint64_t      n;
+    uint64_t n;
 
     *at_end_p = 0;
     for (n = 0; n < ep->window; n++) {
@@ -254,8 +253,8 @@ static util_status_t rmalloc_sync_tag_read_tags(rmalloc_sync_ep_t *ep);
 /* A window of the peer's queue arrived (Alg. 11). */
 static util_status_t rmalloc_sync_tag_apply_tags(rmalloc_sync_ep_t *ep)
 {
-    uint64_t      n;
-    int           at_end;
+    uint64_t n;
+    int at_end;
     util_status_t status;
 
     /* pulled_new was cleared when the pull began (rmalloc_sync_start_pull):
@@ -293,7 +292,7 @@ static util_status_t rmalloc_sync_tag_apply_tags(rmalloc_sync_ep_t *ep)
 static util_status_t rmalloc_sync_tag_read_tags(rmalloc_sync_ep_t *ep)
 {
     util_status_t status;
-    uint64_t      cap = ep->cfg.queue_len;
+    uint64_t cap = ep->cfg.queue_len;
 
     if (ep->peer_view != NULL) {
         status = rmalloc_sync_flush_unflushed(ep); /* no read completes here to do it */
@@ -314,12 +313,11 @@ static util_status_t rmalloc_sync_tag_read_tags(rmalloc_sync_ep_t *ep)
     }
 
     uint64_t slot = ep->consumed & (cap - 1); /* the window stops at the ring's end */
-    ep->window    = (cap - slot < RMALLOC_SYNC_TAG_WINDOW) ? cap - slot : RMALLOC_SYNC_TAG_WINDOW;
+    ep->window = (cap - slot < RMALLOC_SYNC_TAG_WINDOW) ? cap - slot : RMALLOC_SYNC_TAG_WINDOW;
     ep->window_at = ep->scratch;
-    status        = ep->tr.ops->read(ep->tr.ctx,
-                                     RMALLOC_SYNC_OFF_TAGS + slot * sizeof(rmalloc_sync_rec_t),
-                                     ep->scratch, ep->window * sizeof(rmalloc_sync_rec_t));
-    status        = rmalloc_sync_read_issued(ep, RMALLOC_SYNC_PEND_TAGS, status);
+    status = ep->tr.ops->read(ep->tr.ctx, RMALLOC_SYNC_OFF_TAGS + slot * sizeof(rmalloc_sync_rec_t),
+                              ep->scratch, ep->window * sizeof(rmalloc_sync_rec_t));
+    status = rmalloc_sync_read_issued(ep, RMALLOC_SYNC_PEND_TAGS, status);
     if (status != UTIL_OK) {
         return status;
     }
@@ -359,10 +357,10 @@ static util_status_t rmalloc_sync_tag_sync_in(rmalloc_sync_ep_t *ep)
  * consumer's frees name it by. */
 static util_status_t rmalloc_sync_tag_post(rmalloc_sync_ep_t *ep, const raddr_t *desc)
 {
-    util_status_t      status;
-    uint64_t           seq;
-    rmalloc_sync_rec_t r = {.start   = desc->start,
-                            .units   = desc->end - desc->start,
+    util_status_t status;
+    uint64_t seq;
+    rmalloc_sync_rec_t r = {.start = desc->start,
+                            .units = desc->end - desc->start,
                             .payload = desc->payload,
                             .peer_id = desc->id,
                             .peer_block = desc->block};
@@ -420,8 +418,7 @@ static util_status_t rmalloc_sync_tag_guess(const rmalloc_sync_ep_t *ep, uint64_
 /* It is the message of tag number `consumed`; its frees name it by that
  * number, so its tag is not needed: skip it, unread. */
 static util_status_t rmalloc_sync_tag_take_early(rmalloc_sync_ep_t *ep, uint64_t start,
-                                                 uint64_t units, uint64_t payload,
-                                                 raddr_t *desc_p)
+                                                 uint64_t units, uint64_t payload, raddr_t *desc_p)
 {
     util_status_t status;
 
@@ -444,10 +441,10 @@ static util_status_t rmalloc_sync_tag_take_early(rmalloc_sync_ep_t *ep, uint64_t
  * its post sequence, with the count as of now. */
 static util_status_t rmalloc_sync_tag_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
 {
-    uint64_t      seq;
-    uint32_t      unused;
+    uint64_t seq;
+    uint32_t unused;
     util_status_t status;
-    size_t        i;
+    size_t i;
 
     if (rmalloc_vmem_peer(ep->vm, desc, &seq, &unused) != UTIL_OK) {
         return UTIL_ERR_INVALID;
@@ -467,8 +464,8 @@ static util_status_t rmalloc_sync_tag_free(rmalloc_sync_ep_t *ep, const raddr_t 
                    (unsigned long long)seq);
         return UTIL_ERR_STATE;
     }
-    rmalloc_sync_rec_t r = {.start   = desc->start,
-                            .units   = desc->end - desc->start,
+    rmalloc_sync_rec_t r = {.start = desc->start,
+                            .units = desc->end - desc->start,
                             .payload = ep->freed_total,
                             .peer_id = seq};
     status = rmalloc_sync_tag_produce(ep, &r);
@@ -491,39 +488,39 @@ static const uint64_t *rmalloc_sync_tag_poll_word(const rmalloc_sync_ep_t *ep)
 /* ---- tables -------------------------------------------------------------- */
 
 const rmalloc_sync_protocol_ops_t rmalloc_sync_tag_producer_ops = {
-    .name       = "tag",
+    .name = "tag",
     .vmem_flags = RMALLOC_VMEM_RING_FIRST, /* ignored by heuristics other than next-fit */
-    .check      = rmalloc_sync_check_any,
-    .peer_view  = rmalloc_sync_tag_peer_view,
-    .read_done  = rmalloc_sync_tag_read_done,
-    .sync_in    = rmalloc_sync_tag_sync_in,
-    .alloc      = rmalloc_sync_alloc_deferred,
-    .post       = rmalloc_sync_tag_post,
-    .pull       = rmalloc_sync_pull_producer,
-    .next       = rmalloc_sync_no_next,
-    .guess      = rmalloc_sync_no_guess,
+    .check = rmalloc_sync_check_any,
+    .peer_view = rmalloc_sync_tag_peer_view,
+    .read_done = rmalloc_sync_tag_read_done,
+    .sync_in = rmalloc_sync_tag_sync_in,
+    .alloc = rmalloc_sync_alloc_deferred,
+    .post = rmalloc_sync_tag_post,
+    .pull = rmalloc_sync_pull_producer,
+    .next = rmalloc_sync_no_next,
+    .guess = rmalloc_sync_no_guess,
     .take_early = rmalloc_sync_no_take_early,
-    .accept     = rmalloc_sync_no_accept,
-    .free       = rmalloc_sync_no_free,
-    .poll_word  = rmalloc_sync_no_poll_word,
-    .progress   = rmalloc_sync_progress_base,
+    .accept = rmalloc_sync_no_accept,
+    .free = rmalloc_sync_no_free,
+    .poll_word = rmalloc_sync_no_poll_word,
+    .progress = rmalloc_sync_progress_base,
 };
 
 const rmalloc_sync_protocol_ops_t rmalloc_sync_tag_consumer_ops = {
-    .name       = "tag",
+    .name = "tag",
     .vmem_flags = RMALLOC_VMEM_CLAIMS,
-    .check      = rmalloc_sync_check_any,
-    .peer_view  = rmalloc_sync_tag_peer_view,
-    .read_done  = rmalloc_sync_tag_read_done,
-    .sync_in    = rmalloc_sync_no_sync_in,
-    .alloc      = rmalloc_sync_no_alloc,
-    .post       = rmalloc_sync_no_post,
-    .pull       = rmalloc_sync_no_pull,
-    .next       = rmalloc_sync_tag_next,
-    .guess      = rmalloc_sync_tag_guess,
+    .check = rmalloc_sync_check_any,
+    .peer_view = rmalloc_sync_tag_peer_view,
+    .read_done = rmalloc_sync_tag_read_done,
+    .sync_in = rmalloc_sync_no_sync_in,
+    .alloc = rmalloc_sync_no_alloc,
+    .post = rmalloc_sync_no_post,
+    .pull = rmalloc_sync_no_pull,
+    .next = rmalloc_sync_tag_next,
+    .guess = rmalloc_sync_tag_guess,
     .take_early = rmalloc_sync_tag_take_early,
-    .accept     = rmalloc_sync_no_accept,
-    .free       = rmalloc_sync_tag_free,
-    .poll_word  = rmalloc_sync_tag_poll_word,
-    .progress   = rmalloc_sync_progress_base,
+    .accept = rmalloc_sync_no_accept,
+    .free = rmalloc_sync_tag_free,
+    .poll_word = rmalloc_sync_tag_poll_word,
+    .progress = rmalloc_sync_progress_base,
 };

@@ -12,32 +12,36 @@
 #include <string.h>
 #include <strings.h>
 
-#define NIL          UINT32_MAX
-#define SL_BITS      3
-#define SL_COUNT     (1u << SL_BITS)
-#define FL_COUNT     64
-#define CLASS_COUNT  (FL_COUNT * SL_COUNT)
+#define NIL              UINT32_MAX
+#define SL_BITS          3
+#define SL_COUNT         (1u << SL_BITS)
+#define FL_COUNT         64
+#define CLASS_COUNT      (FL_COUNT * SL_COUNT)
 #define MAX_REGION_UNITS (UINT64_C(1) << 40)
-#define SCAN_LIMIT   32 /* entries looked at inside one size class */
-#define HOT          static inline __attribute__((always_inline))
+#define SCAN_LIMIT       32 /* entries looked at inside one size class */
+#define HOT              static inline __attribute__((always_inline))
 
-enum { BLK_UNUSED = 0, BLK_FREE = RMALLOC_BLOCK_FREE, BLK_ALLOC = RMALLOC_BLOCK_ALLOC,
-       BLK_DUMMY = RMALLOC_BLOCK_DUMMY };
+enum {
+    BLK_UNUSED = 0,
+    BLK_FREE = RMALLOC_BLOCK_FREE,
+    BLK_ALLOC = RMALLOC_BLOCK_ALLOC,
+    BLK_DUMMY = RMALLOC_BLOCK_DUMMY
+};
 
 /* One block record: exactly one 64-byte cache line. */
 typedef struct {
     uint64_t start, units;
-    uint32_t prev, next;   /* address order, every block */
+    uint32_t prev, next; /* address order, every block */
     uint16_t state;
-    uint16_t cls;          /* size class while free */
+    uint16_t cls; /* size class while free */
     uint32_t pad_;
     union {
-        struct {           /* free: class list and treap */
+        struct { /* free: class list and treap */
             uint32_t bprev, bnext;
             uint32_t left, right, parent, prio;
-            uint64_t max;  /* largest units in the subtree */
+            uint64_t max; /* largest units in the subtree */
         } f;
-        struct {           /* allocated or dummy */
+        struct { /* allocated or dummy */
             uint64_t id, peer_id, payload;
             uint32_t peer_block;
             uint32_t pad_;
@@ -48,37 +52,36 @@ typedef struct {
 _Static_assert(sizeof(blk_t) == 64, "a block record is one cache line");
 
 struct rmalloc_vmem {
-    blk_t       *blk;
-    uint32_t     cap, unused_head, unused_count;
-    uint32_t     root, first;
-    int          tree;       /* the address tree is maintained */
-    int          classes;    /* the size classes are maintained */
-    uint32_t     bins[CLASS_COUNT];
-    uint64_t     fl_map;
-    uint8_t      sl_map[FL_COUNT];
-    uint64_t     total, used, live;
-    uint8_t     *base;
-    unsigned     shift;
+    blk_t *blk;
+    uint32_t cap, unused_head, unused_count;
+    uint32_t root, first;
+    int tree;    /* the address tree is maintained */
+    int classes; /* the size classes are maintained */
+    uint32_t bins[CLASS_COUNT];
+    uint64_t fl_map;
+    uint8_t sl_map[FL_COUNT];
+    uint64_t total, used, live;
+    uint8_t *base;
+    unsigned shift;
     rmalloc_heuristic_t heuristic;
-    unsigned     flags;
-    uint32_t     header_bytes;
-    uint64_t     cursor;     /* next-fit position (units) */
-    uint32_t     cursor_blk; /* hint: block starting at the cursor */
-    uint64_t     rng;
-    uint64_t     stamp, seq;
-    rmalloc_ring_t *ring;    /* ring mode: everything is there */
-    rmalloc_claims_t *claims; /* claims mode: likewise */
-    int          ring_first; /* ring-first mode (still a ring while ring != NULL) */
-    uint32_t    *legacy;     /* ring-first, after the ring: FIFO sequence -> record */
-    uint32_t     legacy_head, legacy_n; /* of descriptors the ring issued */
-    uint64_t     legacy_seq, legacy_live; /* their largest id sequence; how many live */
+    unsigned flags;
+    uint32_t header_bytes;
+    uint64_t cursor;     /* next-fit position (units) */
+    uint32_t cursor_blk; /* hint: block starting at the cursor */
+    uint64_t rng;
+    uint64_t stamp, seq;
+    rmalloc_ring_t *ring;             /* ring mode: everything is there */
+    rmalloc_claims_t *claims;         /* claims mode: likewise */
+    int ring_first;                   /* ring-first mode (still a ring while ring != NULL) */
+    uint32_t *legacy;                 /* ring-first, after the ring: FIFO sequence -> record */
+    uint32_t legacy_head, legacy_n;   /* of descriptors the ring issued */
+    uint64_t legacy_seq, legacy_live; /* their largest id sequence; how many live */
 };
 
 #define SEQ_MASK ((UINT64_C(1) << 40) - 1)
 
-static const char *heuristic_names[RMALLOC_HEURISTIC_COUNT] = {
-    "first-fit", "next-fit", "best-fit", "worst-fit", "random-fit"
-};
+static const char *heuristic_names[RMALLOC_HEURISTIC_COUNT] = {"first-fit", "next-fit", "best-fit",
+                                                               "worst-fit", "random-fit"};
 
 static uint64_t vmem_stamp_counter;
 
@@ -89,9 +92,8 @@ const char *rmalloc_heuristic_name(rmalloc_heuristic_t heuristic)
 
 util_status_t rmalloc_heuristic_parse(const char *text, rmalloc_heuristic_t *heuristic_p)
 {
-    static const char *short_names[RMALLOC_HEURISTIC_COUNT] = {
-        "first", "next", "best", "worst", "random"
-    };
+    static const char *short_names[RMALLOC_HEURISTIC_COUNT] = {"first", "next", "best", "worst",
+                                                               "random"};
     for (unsigned i = 0; i < RMALLOC_HEURISTIC_COUNT; i++) {
         if (!strcasecmp(text, short_names[i]) || !strcasecmp(text, heuristic_names[i])) {
             *heuristic_p = (rmalloc_heuristic_t)i;
@@ -117,8 +119,7 @@ static inline uint64_t rng_next(uint64_t *s)
 
 static inline unsigned cls_of(uint64_t s)
 {
-    if (s < SL_COUNT)
-        return (unsigned)s;
+    if (s < SL_COUNT) return (unsigned)s;
     unsigned l = 63u - (unsigned)__builtin_clzll(s);
     return (l - SL_BITS + 1) * SL_COUNT + ((unsigned)(s >> (l - SL_BITS)) & (SL_COUNT - 1));
 }
@@ -126,23 +127,20 @@ static inline unsigned cls_of(uint64_t s)
 /* Smallest class whose every block holds at least s units. */
 static inline unsigned cls_ceil(uint64_t s)
 {
-    if (s < SL_COUNT)
-        return (unsigned)s;
+    if (s < SL_COUNT) return (unsigned)s;
     unsigned l = 63u - (unsigned)__builtin_clzll(s);
     return cls_of(s + ((UINT64_C(1) << (l - SL_BITS)) - 1));
 }
 
 static inline void bin_insert(rmalloc_vmem_t *vm, uint32_t i)
 {
-    if (!vm->classes)
-        return;
-    blk_t   *b = &vm->blk[i];
+    if (!vm->classes) return;
+    blk_t *b = &vm->blk[i];
     unsigned c = cls_of(b->units);
-    b->cls       = (uint16_t)c;
+    b->cls = (uint16_t)c;
     b->u.f.bprev = NIL;
     b->u.f.bnext = vm->bins[c];
-    if (vm->bins[c] != NIL)
-        vm->blk[vm->bins[c]].u.f.bprev = i;
+    if (vm->bins[c] != NIL) vm->blk[vm->bins[c]].u.f.bprev = i;
     vm->bins[c] = i;
     vm->fl_map |= UINT64_C(1) << (c / SL_COUNT);
     vm->sl_map[c / SL_COUNT] |= (uint8_t)(1u << (c % SL_COUNT));
@@ -150,20 +148,17 @@ static inline void bin_insert(rmalloc_vmem_t *vm, uint32_t i)
 
 static inline void bin_remove(rmalloc_vmem_t *vm, uint32_t i)
 {
-    if (!vm->classes)
-        return;
-    blk_t   *b = &vm->blk[i];
+    if (!vm->classes) return;
+    blk_t *b = &vm->blk[i];
     unsigned c = b->cls;
     if (b->u.f.bprev != NIL)
         vm->blk[b->u.f.bprev].u.f.bnext = b->u.f.bnext;
     else
         vm->bins[c] = b->u.f.bnext;
-    if (b->u.f.bnext != NIL)
-        vm->blk[b->u.f.bnext].u.f.bprev = b->u.f.bprev;
+    if (b->u.f.bnext != NIL) vm->blk[b->u.f.bnext].u.f.bprev = b->u.f.bprev;
     if (vm->bins[c] == NIL) {
-        vm->sl_map[c / SL_COUNT] &= (uint8_t)~(1u << (c % SL_COUNT));
-        if (!vm->sl_map[c / SL_COUNT])
-            vm->fl_map &= ~(UINT64_C(1) << (c / SL_COUNT));
+        vm->sl_map[c / SL_COUNT] &= (uint8_t) ~(1u << (c % SL_COUNT));
+        if (!vm->sl_map[c / SL_COUNT]) vm->fl_map &= ~(UINT64_C(1) << (c / SL_COUNT));
     }
 }
 
@@ -180,14 +175,12 @@ HOT void bin_reclass(rmalloc_vmem_t *vm, uint32_t i)
 static inline uint32_t bin_find(const rmalloc_vmem_t *vm, unsigned c)
 {
     unsigned fl = c / SL_COUNT;
-    if (fl >= FL_COUNT)
-        return NIL;
+    if (fl >= FL_COUNT) return NIL;
     unsigned sl_map = vm->sl_map[fl] & (0xffu << (c % SL_COUNT));
     if (!sl_map) {
         uint64_t fl_map = (fl + 1 < FL_COUNT) ? vm->fl_map & (~UINT64_C(0) << (fl + 1)) : 0;
-        if (!fl_map)
-            return NIL;
-        fl     = (unsigned)__builtin_ctzll(fl_map);
+        if (!fl_map) return NIL;
+        fl = (unsigned)__builtin_ctzll(fl_map);
         sl_map = vm->sl_map[fl];
     }
     return vm->bins[fl * SL_COUNT + (unsigned)__builtin_ctz(sl_map)];
@@ -202,7 +195,7 @@ static inline uint64_t t_max(const rmalloc_vmem_t *vm, uint32_t i)
 
 static inline void t_update(rmalloc_vmem_t *vm, uint32_t i)
 {
-    blk_t   *b = &vm->blk[i];
+    blk_t *b = &vm->blk[i];
     uint64_t m = b->units, l = t_max(vm, b->u.f.left), r = t_max(vm, b->u.f.right);
     if (l > m) m = l;
     if (r > m) m = r;
@@ -215,14 +208,12 @@ HOT void t_fix_up(rmalloc_vmem_t *vm, uint32_t i)
     while (i != NIL) {
         uint64_t old = vm->blk[i].u.f.max;
         t_update(vm, i);
-        if (vm->blk[i].u.f.max == old)
-            return;
+        if (vm->blk[i].u.f.max == old) return;
         i = vm->blk[i].u.f.parent;
     }
 }
 
-static inline void t_replace_child(rmalloc_vmem_t *vm, uint32_t parent, uint32_t old,
-                                   uint32_t new_)
+static inline void t_replace_child(rmalloc_vmem_t *vm, uint32_t parent, uint32_t old, uint32_t new_)
 {
     if (parent == NIL)
         vm->root = new_;
@@ -235,19 +226,17 @@ static inline void t_replace_child(rmalloc_vmem_t *vm, uint32_t parent, uint32_t
 /* Rotates x above its parent. */
 static void t_rotate_up(rmalloc_vmem_t *vm, uint32_t x)
 {
-    blk_t   *bx = &vm->blk[x];
-    uint32_t p  = bx->u.f.parent;
-    blk_t   *bp = &vm->blk[p];
-    uint32_t g  = bp->u.f.parent;
+    blk_t *bx = &vm->blk[x];
+    uint32_t p = bx->u.f.parent;
+    blk_t *bp = &vm->blk[p];
+    uint32_t g = bp->u.f.parent;
     if (bp->u.f.left == x) {
         bp->u.f.left = bx->u.f.right;
-        if (bx->u.f.right != NIL)
-            vm->blk[bx->u.f.right].u.f.parent = p;
+        if (bx->u.f.right != NIL) vm->blk[bx->u.f.right].u.f.parent = p;
         bx->u.f.right = p;
     } else {
         bp->u.f.right = bx->u.f.left;
-        if (bx->u.f.left != NIL)
-            vm->blk[bx->u.f.left].u.f.parent = p;
+        if (bx->u.f.left != NIL) vm->blk[bx->u.f.left].u.f.parent = p;
         bx->u.f.left = p;
     }
     bp->u.f.parent = x;
@@ -259,11 +248,11 @@ static void t_rotate_up(rmalloc_vmem_t *vm, uint32_t x)
 
 static void t_insert(rmalloc_vmem_t *vm, uint32_t i)
 {
-    blk_t   *b = &vm->blk[i];
+    blk_t *b = &vm->blk[i];
     uint32_t p = NIL, x = vm->root;
     b->u.f.left = b->u.f.right = NIL;
     b->u.f.prio = (uint32_t)rng_next(&vm->rng);
-    b->u.f.max  = b->units;
+    b->u.f.max = b->units;
     while (x != NIL) {
         p = x;
         x = (b->start < vm->blk[x].start) ? vm->blk[x].u.f.left : vm->blk[x].u.f.right;
@@ -284,10 +273,9 @@ static void t_insert(rmalloc_vmem_t *vm, uint32_t i)
 static void t_remove(rmalloc_vmem_t *vm, uint32_t i)
 {
     for (;;) {
-        blk_t   *b = &vm->blk[i];
+        blk_t *b = &vm->blk[i];
         uint32_t l = b->u.f.left, r = b->u.f.right;
-        if (l == NIL && r == NIL)
-            break;
+        if (l == NIL && r == NIL) break;
         if (r == NIL || (l != NIL && vm->blk[l].u.f.prio > vm->blk[r].u.f.prio))
             t_rotate_up(vm, l);
         else
@@ -305,13 +293,12 @@ static uint32_t t_containing(const rmalloc_vmem_t *vm, uint64_t u)
     while (x != NIL) {
         if (vm->blk[x].start <= u) {
             best = x;
-            x    = vm->blk[x].u.f.right;
+            x = vm->blk[x].u.f.right;
         } else {
             x = vm->blk[x].u.f.left;
         }
     }
-    if (best != NIL && vm->blk[best].start + vm->blk[best].units > u)
-        return best;
+    if (best != NIL && vm->blk[best].start + vm->blk[best].units > u) return best;
     return NIL;
 }
 
@@ -322,10 +309,8 @@ static uint32_t t_first_from(const rmalloc_vmem_t *vm, uint32_t x, uint64_t need
         const blk_t *b = &vm->blk[x];
         if (b->start >= lo) {
             uint32_t r = t_first_from(vm, b->u.f.left, need, lo);
-            if (r != NIL)
-                return r;
-            if (b->units >= need)
-                return x;
+            if (r != NIL) return r;
+            if (b->units >= need) return x;
         }
         x = b->u.f.right;
     }
@@ -336,24 +321,22 @@ static uint32_t t_first_from(const rmalloc_vmem_t *vm, uint32_t x, uint64_t need
 
 static util_status_t blk_reserve(rmalloc_vmem_t *vm, unsigned count)
 {
-    if (vm->unused_count >= count)
-        return UTIL_OK;
+    if (vm->unused_count >= count) return UTIL_OK;
     if (vm->cap >= NIL / 2) {
         util_error("rmalloc: too many blocks (%u)", vm->cap);
         return UTIL_ERR_NO_MEMORY;
     }
     uint32_t new_cap = vm->cap ? vm->cap * 2 : 64;
-    blk_t   *blk;
+    blk_t *blk;
     if (posix_memalign((void **)&blk, 64, (size_t)new_cap * sizeof(*blk))) {
         util_error("rmalloc: cannot grow block table to %u entries", new_cap);
         return UTIL_ERR_NO_MEMORY;
     }
-    if (vm->cap)
-        memcpy(blk, vm->blk, (size_t)vm->cap * sizeof(*blk));
+    if (vm->cap) memcpy(blk, vm->blk, (size_t)vm->cap * sizeof(*blk));
     free(vm->blk);
     for (uint32_t i = new_cap; i-- > vm->cap;) {
         blk[i].state = BLK_UNUSED;
-        blk[i].next  = vm->unused_head;
+        blk[i].next = vm->unused_head;
         vm->unused_head = i;
     }
     vm->unused_count += new_cap - vm->cap;
@@ -365,7 +348,7 @@ static util_status_t blk_reserve(rmalloc_vmem_t *vm, unsigned count)
 /* Takes a reserved record (blk_reserve() was called: never reallocates). */
 static inline uint32_t blk_new(rmalloc_vmem_t *vm)
 {
-    uint32_t i      = vm->unused_head;
+    uint32_t i = vm->unused_head;
     vm->unused_head = vm->blk[i].next;
     vm->unused_count--;
     return i;
@@ -378,10 +361,9 @@ static inline void blk_release(rmalloc_vmem_t *vm, uint32_t i)
         vm->blk[b->prev].next = b->next;
     else
         vm->first = b->next;
-    if (b->next != NIL)
-        vm->blk[b->next].prev = b->prev;
-    b->state        = BLK_UNUSED;
-    b->next         = vm->unused_head;
+    if (b->next != NIL) vm->blk[b->next].prev = b->prev;
+    b->state = BLK_UNUSED;
+    b->next = vm->unused_head;
     vm->unused_head = i;
     vm->unused_count++;
 }
@@ -392,8 +374,7 @@ static inline void blk_link_after(rmalloc_vmem_t *vm, uint32_t after, uint32_t n
     blk_t *a = &vm->blk[after], *b = &vm->blk[n];
     b->prev = after;
     b->next = a->next;
-    if (a->next != NIL)
-        vm->blk[a->next].prev = n;
+    if (a->next != NIL) vm->blk[a->next].prev = n;
     a->next = n;
 }
 
@@ -413,15 +394,13 @@ static inline void free_insert(rmalloc_vmem_t *vm, uint32_t i)
 {
     vm->blk[i].state = BLK_FREE;
     bin_insert(vm, i);
-    if (vm->tree)
-        t_insert(vm, i);
+    if (vm->tree) t_insert(vm, i);
 }
 
 static inline void free_remove(rmalloc_vmem_t *vm, uint32_t i)
 {
     bin_remove(vm, i);
-    if (vm->tree)
-        t_remove(vm, i);
+    if (vm->tree) t_remove(vm, i);
 }
 
 /* The address tree costs O(log n) per change, so instances that never
@@ -429,29 +408,26 @@ static inline void free_remove(rmalloc_vmem_t *vm, uint32_t i)
  * the first address lookup builds it and it is maintained from then on. */
 static void tree_enable(rmalloc_vmem_t *vm)
 {
-    if (vm->tree)
-        return;
+    if (vm->tree) return;
     vm->tree = 1;
     for (uint32_t i = vm->first; i != NIL; i = vm->blk[i].next)
-        if (vm->blk[i].state == BLK_FREE)
-            t_insert(vm, i);
+        if (vm->blk[i].state == BLK_FREE) t_insert(vm, i);
 }
 
 /* A free block's size changed in place (its order is unchanged). */
 HOT void free_resized(rmalloc_vmem_t *vm, uint32_t i)
 {
     bin_reclass(vm, i);
-    if (vm->tree)
-        t_fix_up(vm, i);
+    if (vm->tree) t_fix_up(vm, i);
 }
 
 /* Cuts [s, s + n) out of free block f (two records reserved) and returns the
  * new allocated record. The free remainders keep their place in the tree. */
 HOT uint32_t carve(rmalloc_vmem_t *vm, uint32_t f, uint64_t s, uint64_t n, uint32_t state)
 {
-    blk_t   *bf    = &vm->blk[f];
+    blk_t *bf = &vm->blk[f];
     uint64_t front = s - bf->start;
-    uint64_t back  = bf->start + bf->units - (s + n);
+    uint64_t back = bf->start + bf->units - (s + n);
     uint32_t a;
 
     if (front == 0 && back == 0) {
@@ -479,13 +455,13 @@ HOT uint32_t carve(rmalloc_vmem_t *vm, uint32_t f, uint64_t s, uint64_t n, uint3
         }
     }
     blk_t *ba = &vm->blk[a];
-    ba->start          = s;
-    ba->units          = n;
-    ba->state          = (uint16_t)state;
-    ba->u.a.id         = (vm->stamp << 40) | (++vm->seq & ((UINT64_C(1) << 40) - 1));
-    ba->u.a.peer_id    = 0;
+    ba->start = s;
+    ba->units = n;
+    ba->state = (uint16_t)state;
+    ba->u.a.id = (vm->stamp << 40) | (++vm->seq & ((UINT64_C(1) << 40) - 1));
+    ba->u.a.peer_id = 0;
     ba->u.a.peer_block = NIL;
-    ba->u.a.payload    = 0;
+    ba->u.a.payload = 0;
     vm->used += n;
     return a;
 }
@@ -493,20 +469,18 @@ HOT uint32_t carve(rmalloc_vmem_t *vm, uint32_t f, uint64_t s, uint64_t n, uint3
 /* Returns allocated/dummy record i to the free space, coalescing. */
 HOT void release_block(rmalloc_vmem_t *vm, uint32_t i)
 {
-    blk_t   *b    = &vm->blk[i];
-    uint32_t p    = b->prev, n = b->next;
-    int      pf   = (p != NIL && vm->blk[p].state == BLK_FREE);
-    int      nf   = (n != NIL && vm->blk[n].state == BLK_FREE);
+    blk_t *b = &vm->blk[i];
+    uint32_t p = b->prev, n = b->next;
+    int pf = (p != NIL && vm->blk[p].state == BLK_FREE);
+    int nf = (n != NIL && vm->blk[n].state == BLK_FREE);
     uint64_t size = b->units;
 
     vm->used -= size;
-    if (vm->cursor_blk == i)
-        vm->cursor_blk = NIL;
+    if (vm->cursor_blk == i) vm->cursor_blk = NIL;
     if (pf && nf) {
         uint64_t nsize = vm->blk[n].units;
         free_remove(vm, n);
-        if (vm->cursor_blk == n)
-            vm->cursor_blk = NIL;
+        if (vm->cursor_blk == n) vm->cursor_blk = NIL;
         blk_release(vm, n);
         blk_release(vm, i);
         vm->blk[p].units += size + nsize;
@@ -519,8 +493,7 @@ HOT void release_block(rmalloc_vmem_t *vm, uint32_t i)
         blk_release(vm, i);
         vm->blk[n].start -= size;
         vm->blk[n].units += size;
-        if (vm->cursor_blk == n)
-            vm->cursor_blk = NIL;
+        if (vm->cursor_blk == n) vm->cursor_blk = NIL;
         free_resized(vm, n);
     } else {
         free_insert(vm, i);
@@ -530,14 +503,14 @@ HOT void release_block(rmalloc_vmem_t *vm, uint32_t i)
 static inline void fill_desc(const rmalloc_vmem_t *vm, uint32_t i, raddr_t *d)
 {
     const blk_t *b = &vm->blk[i];
-    d->start      = b->start;
-    d->end        = b->start + b->units;
-    d->id         = b->u.a.id;
-    d->wrap_from  = 0;
-    d->payload    = b->u.a.payload;
-    d->block      = i;
+    d->start = b->start;
+    d->end = b->start + b->units;
+    d->id = b->u.a.id;
+    d->wrap_from = 0;
+    d->payload = b->u.a.payload;
+    d->block = i;
     d->unit_shift = (uint16_t)vm->shift;
-    d->flags      = 0;
+    d->flags = 0;
 }
 
 /* Record of a live allocation described by d, or NIL. A descriptor that a
@@ -550,8 +523,7 @@ HOT uint32_t lookup(const rmalloc_vmem_t *vm, const raddr_t *d)
         uint32_t off = d->block - vm->legacy_head;
         i = (off < vm->legacy_n) ? vm->legacy[off] : NIL;
     }
-    if (i >= vm->cap || d->id == 0)
-        return NIL;
+    if (i >= vm->cap || d->id == 0) return NIL;
     const blk_t *b = &vm->blk[i];
     if (b->state != BLK_ALLOC || b->u.a.id != d->id || b->start != d->start ||
         b->start + b->units != d->end)
@@ -564,8 +536,7 @@ HOT uint32_t lookup(const rmalloc_vmem_t *vm, const raddr_t *d)
  * once none is left. */
 static int legacy_forget(rmalloc_vmem_t *vm, const raddr_t *d)
 {
-    if (vm->legacy == NULL || (d->id & SEQ_MASK) > vm->legacy_seq)
-        return 0;
+    if (vm->legacy == NULL || (d->id & SEQ_MASK) > vm->legacy_seq) return 0;
     vm->legacy[d->block - vm->legacy_head] = NIL;
     if (--vm->legacy_live == 0) {
         free(vm->legacy);
@@ -578,15 +549,14 @@ static int legacy_forget(rmalloc_vmem_t *vm, const raddr_t *d)
 
 typedef struct {
     rmalloc_vmem_t *vm;
-    uint64_t        head, n; /* FIFO sequences [head, head + n) */
+    uint64_t head, n; /* FIFO sequences [head, head + n) */
 } leave_t;
 
 static void leave_count(const rmalloc_ring_entry_t *e, void *arg)
 {
     leave_t *l = arg;
 
-    if (l->n == 0)
-        l->head = e->seq;
+    if (l->n == 0) l->head = e->seq;
     l->n = e->seq - l->head + 1;
 }
 
@@ -594,11 +564,10 @@ static void leave_count(const rmalloc_ring_entry_t *e, void *arg)
  * its id (the blocks were reserved); dummies become free space. */
 static void leave_one(const rmalloc_ring_entry_t *e, void *arg)
 {
-    leave_t        *l  = arg;
+    leave_t *l = arg;
     rmalloc_vmem_t *vm = l->vm;
 
-    if (e->state != RMALLOC_BLOCK_ALLOC)
-        return;
+    if (e->state != RMALLOC_BLOCK_ALLOC) return;
     uint32_t a = carve(vm, t_containing(vm, e->start), e->start, e->units, BLK_ALLOC);
     vm->blk[a].u.a.id = e->id;
     vm->live++;
@@ -610,15 +579,14 @@ static void leave_one(const rmalloc_ring_entry_t *e, void *arg)
  * (O(live), once). NO_MEMORY leaves it a ring. */
 static util_status_t leave_ring(rmalloc_vmem_t *vm)
 {
-    leave_t  l = {vm, 0, 0};
+    leave_t l = {vm, 0, 0};
     uint64_t cursor, seq;
 
     rmalloc_ring_export(vm->ring, leave_count, &l, &cursor, &seq);
     if (l.n > 0) {
         vm->legacy = malloc(l.n * sizeof(*vm->legacy));
         while (vm->legacy != NULL && vm->unused_count < 2 * l.n + 4)
-            if (blk_reserve(vm, (unsigned)(2 * l.n + 4)) != UTIL_OK)
-                break;
+            if (blk_reserve(vm, (unsigned)(2 * l.n + 4)) != UTIL_OK) break;
         if (vm->legacy == NULL || vm->unused_count < 2 * l.n + 4) {
             free(vm->legacy);
             vm->legacy = NULL;
@@ -626,19 +594,18 @@ static util_status_t leave_ring(rmalloc_vmem_t *vm)
                        (unsigned long long)l.n);
             return UTIL_ERR_NO_MEMORY;
         }
-        for (uint64_t k = 0; k < l.n; k++)
-            vm->legacy[k] = NIL;
+        for (uint64_t k = 0; k < l.n; k++) vm->legacy[k] = NIL;
         vm->legacy_head = (uint32_t)l.head;
-        vm->legacy_n    = (uint32_t)l.n;
+        vm->legacy_n = (uint32_t)l.n;
         rmalloc_ring_export(vm->ring, leave_one, &l, &cursor, &seq);
     }
-    vm->seq        = seq; /* new ids follow the ring's */
+    vm->seq = seq; /* new ids follow the ring's */
     vm->legacy_seq = seq & SEQ_MASK;
     if (vm->legacy != NULL && vm->legacy_live == 0) {
         free(vm->legacy);
         vm->legacy = NULL;
     }
-    vm->cursor     = (cursor >= vm->total) ? 0 : cursor;
+    vm->cursor = (cursor >= vm->total) ? 0 : cursor;
     vm->cursor_blk = NIL;
     rmalloc_ring_destroy(vm->ring);
     vm->ring = NULL;
@@ -649,7 +616,7 @@ static util_status_t leave_ring(rmalloc_vmem_t *vm)
 
 util_status_t rmalloc_vmem_create(const rmalloc_vmem_config_t *config, rmalloc_vmem_t **vmem_p)
 {
-    util_status_t   status;
+    util_status_t status;
     rmalloc_vmem_t *vm;
 
     if (config == NULL || vmem_p == NULL || config->unit == 0 ||
@@ -675,46 +642,41 @@ util_status_t rmalloc_vmem_create(const rmalloc_vmem_config_t *config, rmalloc_v
         util_error("rmalloc: cannot allocate an instance");
         return UTIL_ERR_NO_MEMORY;
     }
-    vm->unused_head  = NIL;
-    vm->root         = NIL;
-    vm->cursor_blk   = NIL;
-    vm->total        = total;
-    vm->base         = config->base;
-    vm->shift        = (unsigned)__builtin_ctzll(config->unit);
-    vm->heuristic    = config->heuristic;
-    vm->flags        = config->flags;
+    vm->unused_head = NIL;
+    vm->root = NIL;
+    vm->cursor_blk = NIL;
+    vm->total = total;
+    vm->base = config->base;
+    vm->shift = (unsigned)__builtin_ctzll(config->unit);
+    vm->heuristic = config->heuristic;
+    vm->flags = config->flags;
     vm->header_bytes = config->header_bytes;
-    vm->rng          = config->seed ? config->seed : UINT64_C(0x9e3779b97f4a7c15);
+    vm->rng = config->seed ? config->seed : UINT64_C(0x9e3779b97f4a7c15);
     /* A per-instance stamp in every id makes another instance's descriptor
      * fail validation even when block index and sequence happen to match. */
     vm->stamp = __atomic_add_fetch(&vmem_stamp_counter, 1, __ATOMIC_RELAXED) % 0xffffff + 1;
-    vm->tree         = (config->heuristic == RMALLOC_FIRST_FIT ||
-                        config->heuristic == RMALLOC_NEXT_FIT);
+    vm->tree = (config->heuristic == RMALLOC_FIRST_FIT || config->heuristic == RMALLOC_NEXT_FIT);
     /* First- and next-fit search only the address tree: the size classes
      * would be bookkeeping on every allocation and free for nothing. */
-    vm->classes      = !vm->tree;
-    for (unsigned c = 0; c < CLASS_COUNT; c++)
-        vm->bins[c] = NIL;
+    vm->classes = !vm->tree;
+    for (unsigned c = 0; c < CLASS_COUNT; c++) vm->bins[c] = NIL;
 
     status = blk_reserve(vm, 64);
-    if (status != UTIL_OK)
-        goto err_free_vm;
+    if (status != UTIL_OK) goto err_free_vm;
     vm->ring_first = (vm->flags & RMALLOC_VMEM_RING_FIRST) && !(vm->flags & RMALLOC_VMEM_RING) &&
                      !(vm->flags & RMALLOC_VMEM_CLAIMS) && config->heuristic == RMALLOC_NEXT_FIT;
     if ((vm->flags & RMALLOC_VMEM_RING) || vm->ring_first) {
         status = rmalloc_ring_create(total, vm->shift, vm->stamp, &vm->ring);
-        if (status != UTIL_OK)
-            goto err_free_blk;
+        if (status != UTIL_OK) goto err_free_blk;
     } else if ((vm->flags & RMALLOC_VMEM_CLAIMS) && total <= RMALLOC_CLAIMS_MAX_UNITS) {
         status = rmalloc_claims_create(total, vm->shift, vm->stamp, &vm->claims);
-        if (status != UTIL_OK)
-            goto err_free_blk;
+        if (status != UTIL_OK) goto err_free_blk;
     }
     uint32_t i = blk_new(vm);
     vm->blk[i].start = 0;
     vm->blk[i].units = total;
-    vm->blk[i].prev  = vm->blk[i].next = NIL;
-    vm->first        = i;
+    vm->blk[i].prev = vm->blk[i].next = NIL;
+    vm->first = i;
     free_insert(vm, i);
     *vmem_p = vm;
     return UTIL_OK;
@@ -728,8 +690,7 @@ err_free_vm:
 
 void rmalloc_vmem_destroy(rmalloc_vmem_t *vmem)
 {
-    if (vmem == NULL)
-        return;
+    if (vmem == NULL) return;
     rmalloc_ring_destroy(vmem->ring);
     rmalloc_claims_destroy(vmem->claims);
     free(vmem->legacy);
@@ -740,10 +701,8 @@ void rmalloc_vmem_destroy(rmalloc_vmem_t *vmem)
 uint64_t rmalloc_vmem_units_for(const rmalloc_vmem_t *vm, uint64_t payload)
 {
     uint64_t bytes = payload;
-    if (vm->header_bytes)
-        bytes = ((payload + 7u) & ~(uint64_t)7u) + vm->header_bytes;
-    if (payload > (UINT64_C(1) << 62) || bytes == 0)
-        return 0;
+    if (vm->header_bytes) bytes = ((payload + 7u) & ~(uint64_t)7u) + vm->header_bytes;
+    if (payload > (UINT64_C(1) << 62) || bytes == 0) return 0;
     uint64_t units = (bytes + (UINT64_C(1) << vm->shift) - 1) >> vm->shift;
     return (units > RMALLOC_MAX_UNITS) ? 0 : units;
 }
@@ -763,36 +722,31 @@ static uint32_t pick(rmalloc_vmem_t *vm, uint64_t need)
         /* Exact inside the request's own class, then the smallest class
          * whose blocks all fit (within 1/8 of the best). */
         best = NIL;
-        i    = vm->bins[cls_of(need)];
+        i = vm->bins[cls_of(need)];
         for (unsigned n = 0; i != NIL && n < SCAN_LIMIT; n++, i = vm->blk[i].u.f.bnext) {
             if (vm->blk[i].units >= need &&
                 (best == NIL || vm->blk[i].units < vm->blk[best].units)) {
                 best = i;
-                if (vm->blk[i].units == need)
-                    break;
+                if (vm->blk[i].units == need) break;
             }
         }
         return (best != NIL) ? best : bin_find(vm, cls_ceil(need));
     case RMALLOC_WORST_FIT:
-        if (!vm->fl_map)
-            return NIL;
+        if (!vm->fl_map) return NIL;
         {
             unsigned fl = 63u - (unsigned)__builtin_clzll(vm->fl_map);
             unsigned sl = 31u - (unsigned)__builtin_clz(vm->sl_map[fl]);
             best = NIL;
-            i    = vm->bins[fl * SL_COUNT + sl];
+            i = vm->bins[fl * SL_COUNT + sl];
             for (unsigned n = 0; i != NIL && n < SCAN_LIMIT; n++, i = vm->blk[i].u.f.bnext)
-                if (best == NIL || vm->blk[i].units > vm->blk[best].units)
-                    best = i;
+                if (best == NIL || vm->blk[i].units > vm->blk[best].units) best = i;
         }
         return (vm->blk[best].units >= need) ? best : NIL;
     case RMALLOC_RANDOM_FIT: {
         unsigned lo = cls_ceil(need);
-        if (!vm->fl_map || lo / SL_COUNT >= FL_COUNT)
-            return NIL;
+        if (!vm->fl_map || lo / SL_COUNT >= FL_COUNT) return NIL;
         unsigned top = (63u - (unsigned)__builtin_clzll(vm->fl_map) + 1) * SL_COUNT;
-        if (top <= lo)
-            return bin_find(vm, lo);
+        if (top <= lo) return bin_find(vm, lo);
         i = bin_find(vm, lo + (unsigned)(rng_next(&vm->rng) % (top - lo)));
         return (i != NIL) ? i : bin_find(vm, lo);
     }
@@ -814,7 +768,7 @@ static __attribute__((noinline)) util_status_t vmem_alloc_general(rmalloc_vmem_t
                                                                   uint64_t au, raddr_t *desc_p)
 {
     util_status_t status;
-    uint32_t      f, a;
+    uint32_t f, a;
 
     if (vm->ring != NULL) {
         if (au == 1) {
@@ -822,14 +776,11 @@ static __attribute__((noinline)) util_status_t vmem_alloc_general(rmalloc_vmem_t
             if (status != UTIL_ERR_NO_RESOURCE || rmalloc_ring_spare_units(vm->ring) < units)
                 return status; /* placed, or the general instance would not place it either */
         }
-        if ((status = leave_ring(vm)) != UTIL_OK)
-            return status;
+        if ((status = leave_ring(vm)) != UTIL_OK) return status;
     }
-    if (vm->claims != NULL)
-        return UTIL_ERR_UNSUPPORTED;
+    if (vm->claims != NULL) return UTIL_ERR_UNSUPPORTED;
     status = blk_reserve(vm, 4);
-    if (status != UTIL_OK)
-        return status;
+    if (status != UTIL_OK) return status;
 
     /* Next-fit fast path: the free block right at the cursor. */
     if (vm->heuristic == RMALLOC_NEXT_FIT) {
@@ -845,29 +796,26 @@ static __attribute__((noinline)) util_status_t vmem_alloc_general(rmalloc_vmem_t
         }
     }
     f = pick(vm, units + au - 1);
-    if (f == NIL)
-        return UTIL_ERR_NO_RESOURCE;
+    if (f == NIL) return UTIL_ERR_NO_RESOURCE;
     a = carve(vm, f, align_up(vm->blk[f].start, au), units, BLK_ALLOC);
 found:
     vm->blk[a].u.a.payload = payload;
     vm->live++;
-    vm->cursor     = vm->blk[a].start + vm->blk[a].units;
+    vm->cursor = vm->blk[a].start + vm->blk[a].units;
     vm->cursor_blk = vm->blk[a].next;
     if (vm->cursor >= vm->total) {
-        vm->cursor     = 0;
+        vm->cursor = 0;
         vm->cursor_blk = vm->first;
     }
     fill_desc(vm, a, desc_p);
     return UTIL_OK;
 }
 
-rmalloc_ring_t *rmalloc_vmem_ring_for(const rmalloc_vmem_t *vm, uint64_t payload,
-                                      uint64_t *units_p)
+rmalloc_ring_t *rmalloc_vmem_ring_for(const rmalloc_vmem_t *vm, uint64_t payload, uint64_t *units_p)
 {
     uint64_t units = rmalloc_vmem_units_for(vm, payload);
 
-    if (vm->ring == NULL || units == 0 || units > vm->total)
-        return NULL;
+    if (vm->ring == NULL || units == 0 || units > vm->total) return NULL;
     *units_p = units;
     return vm->ring;
 }
@@ -876,20 +824,17 @@ util_status_t rmalloc_vmem_alloc(rmalloc_vmem_t *vm, uint64_t payload, uint64_t 
                                  raddr_t *desc_p)
 {
     uint64_t units = rmalloc_vmem_units_for(vm, payload);
-    uint64_t au    = 1;
+    uint64_t au = 1;
 
-    if (units == 0 || units > vm->total || (align & (align - 1)))
-        return UTIL_ERR_INVALID;
-    if (align > (UINT64_C(1) << vm->shift))
-        au = align >> vm->shift;
+    if (units == 0 || units > vm->total || (align & (align - 1))) return UTIL_ERR_INVALID;
+    if (align > (UINT64_C(1) << vm->shift)) au = align >> vm->shift;
     /* The per-message path of block mode on both ends, and of a ring-first
      * producer whose frees come back in order: the ring, inline. A ring-first
      * instance the ring cannot serve tries the general instance. */
     if (vm->ring != NULL && (!vm->ring_first || au == 1)) {
         util_status_t status = rmalloc_ring_alloc_inl(vm->ring, units, au, payload, desc_p);
 
-        if (status != UTIL_ERR_NO_RESOURCE || !vm->ring_first)
-            return status;
+        if (status != UTIL_ERR_NO_RESOURCE || !vm->ring_first) return status;
     }
     return vmem_alloc_general(vm, payload, units, au, desc_p);
 }
@@ -911,18 +856,13 @@ util_status_t rmalloc_vmem_free(rmalloc_vmem_t *vm, const raddr_t *desc)
 {
     util_status_t status;
 
-    if (desc == NULL)
-        return UTIL_ERR_INVALID;
+    if (desc == NULL) return UTIL_ERR_INVALID;
     if (vm->ring != NULL) {
-        if (!vm->ring_first)
-            return rmalloc_ring_free(vm->ring, desc);
-        if (rmalloc_ring_free_oldest(vm->ring, desc) == UTIL_OK)
-            return UTIL_OK;
-        if ((status = leave_ring_for(vm, desc)) != UTIL_OK)
-            return status;
+        if (!vm->ring_first) return rmalloc_ring_free(vm->ring, desc);
+        if (rmalloc_ring_free_oldest(vm->ring, desc) == UTIL_OK) return UTIL_OK;
+        if ((status = leave_ring_for(vm, desc)) != UTIL_OK) return status;
     }
-    if (vm->claims != NULL)
-        return rmalloc_claims_free(vm->claims, desc);
+    if (vm->claims != NULL) return rmalloc_claims_free(vm->claims, desc);
     uint32_t i = lookup(vm, desc);
     if (i == NIL) {
         util_debug("rmalloc: free of a descriptor this instance did not issue or already freed");
@@ -938,10 +878,9 @@ util_status_t rmalloc_vmem_free_n(rmalloc_vmem_t *vm, const raddr_t *descs, size
                                   size_t *done_p)
 {
     util_status_t status = UTIL_OK;
-    size_t        k      = 0;
+    size_t k = 0;
 
-    if (vm->ring != NULL && vm->ring_first)
-        k = rmalloc_ring_free_oldest_n(vm->ring, descs, n);
+    if (vm->ring != NULL && vm->ring_first) k = rmalloc_ring_free_oldest_n(vm->ring, descs, n);
     for (; k < n && (status = rmalloc_vmem_free(vm, &descs[k])) == UTIL_OK; k++)
         ;
     *done_p = k;
@@ -957,9 +896,8 @@ util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vm, const raddr_t *desc, uint
 
     if (vm->flags & RMALLOC_VMEM_RING)
         return rmalloc_ring_lookup(vm->ring, desc) == UTIL_OK ? UTIL_ERR_UNSUPPORTED
-                                                               : UTIL_ERR_INVALID;
-    if (vm->ring != NULL && (status = leave_ring_for(vm, desc)) != UTIL_OK)
-        return status;
+                                                              : UTIL_ERR_INVALID;
+    if (vm->ring != NULL && (status = leave_ring_for(vm, desc)) != UTIL_OK) return status;
     if (vm->claims != NULL) {
         uint64_t peer_id;
         uint32_t peer_block;
@@ -967,15 +905,12 @@ util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vm, const raddr_t *desc, uint
                    ? UTIL_ERR_UNSUPPORTED
                    : UTIL_ERR_INVALID;
     }
-    if ((i = lookup(vm, desc)) == NIL)
-        return UTIL_ERR_INVALID;
+    if ((i = lookup(vm, desc)) == NIL) return UTIL_ERR_INVALID;
     units = rmalloc_vmem_units_for(vm, payload);
-    if (units == 0)
-        return UTIL_ERR_INVALID;
-    if (blk_reserve(vm, 2) != UTIL_OK)
-        return UTIL_ERR_NO_MEMORY;
+    if (units == 0) return UTIL_ERR_INVALID;
+    if (blk_reserve(vm, 2) != UTIL_OK) return UTIL_ERR_NO_MEMORY;
 
-    blk_t   *b = &vm->blk[i];
+    blk_t *b = &vm->blk[i];
     uint32_t n = b->next;
     if (units < b->units) {
         uint64_t diff = b->units - units;
@@ -998,8 +933,7 @@ util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vm, const raddr_t *desc, uint
             return UTIL_ERR_NO_RESOURCE;
         if (vm->blk[n].units == diff) {
             free_remove(vm, n);
-            if (vm->cursor_blk == n)
-                vm->cursor_blk = NIL;
+            if (vm->cursor_blk == n) vm->cursor_blk = NIL;
             blk_release(vm, n);
         } else {
             vm->blk[n].start += diff;
@@ -1021,15 +955,12 @@ util_status_t rmalloc_vmem_claim(rmalloc_vmem_t *vm, uint64_t start, uint64_t un
                                  raddr_t *desc_p)
 {
     if (vm->claims != NULL)
-        return rmalloc_claims_claim(vm->claims, start, units, payload, peer_id, peer_block,
-                                    desc_p);
+        return rmalloc_claims_claim(vm->claims, start, units, payload, peer_id, peer_block, desc_p);
     if ((vm->flags & RMALLOC_VMEM_RING) || units == 0 || units > RMALLOC_MAX_UNITS ||
         start >= vm->total || units > vm->total - start)
         return UTIL_ERR_INVALID;
-    if (vm->ring != NULL && leave_ring(vm) != UTIL_OK)
-        return UTIL_ERR_NO_MEMORY;
-    if (blk_reserve(vm, 2) != UTIL_OK)
-        return UTIL_ERR_NO_MEMORY;
+    if (vm->ring != NULL && leave_ring(vm) != UTIL_OK) return UTIL_ERR_NO_MEMORY;
+    if (blk_reserve(vm, 2) != UTIL_OK) return UTIL_ERR_NO_MEMORY;
     tree_enable(vm);
     uint32_t f = t_containing(vm, start);
     if (f == NIL || vm->blk[f].start + vm->blk[f].units < start + units) {
@@ -1038,28 +969,26 @@ util_status_t rmalloc_vmem_claim(rmalloc_vmem_t *vm, uint64_t start, uint64_t un
         return UTIL_ERR_INVALID;
     }
     uint32_t a = carve(vm, f, start, units, BLK_ALLOC);
-    vm->blk[a].u.a.payload    = payload;
-    vm->blk[a].u.a.peer_id    = peer_id;
+    vm->blk[a].u.a.payload = payload;
+    vm->blk[a].u.a.peer_id = peer_id;
     vm->blk[a].u.a.peer_block = peer_block;
     vm->live++;
     fill_desc(vm, a, desc_p);
     return UTIL_OK;
 }
 
-util_status_t rmalloc_vmem_peer(const rmalloc_vmem_t *vm, const raddr_t *desc,
-                                uint64_t *peer_id_p, uint32_t *peer_block_p)
+util_status_t rmalloc_vmem_peer(const rmalloc_vmem_t *vm, const raddr_t *desc, uint64_t *peer_id_p,
+                                uint32_t *peer_block_p)
 {
     if (vm->ring != NULL) { /* ring mode claims nothing: no peer names */
-        *peer_id_p    = 0;
+        *peer_id_p = 0;
         *peer_block_p = NIL;
         return rmalloc_ring_find(vm->ring, desc) != NULL ? UTIL_OK : UTIL_ERR_INVALID;
     }
-    if (vm->claims != NULL)
-        return rmalloc_claims_peer(vm->claims, desc, peer_id_p, peer_block_p);
+    if (vm->claims != NULL) return rmalloc_claims_peer(vm->claims, desc, peer_id_p, peer_block_p);
     uint32_t i = lookup(vm, desc);
-    if (i == NIL)
-        return UTIL_ERR_INVALID;
-    *peer_id_p    = vm->blk[i].u.a.peer_id;
+    if (i == NIL) return UTIL_ERR_INVALID;
+    *peer_id_p = vm->blk[i].u.a.peer_id;
     *peer_block_p = vm->blk[i].u.a.peer_block;
     return UTIL_OK;
 }
@@ -1069,16 +998,12 @@ util_status_t rmalloc_vmem_set_peer(rmalloc_vmem_t *vm, const raddr_t *desc, uin
 {
     util_status_t status;
 
-    if (vm->flags & RMALLOC_VMEM_RING)
-        return UTIL_ERR_UNSUPPORTED;
-    if (vm->ring != NULL && (status = leave_ring_for(vm, desc)) != UTIL_OK)
-        return status;
-    if (vm->claims != NULL)
-        return rmalloc_claims_set_peer(vm->claims, desc, peer_id, peer_block);
+    if (vm->flags & RMALLOC_VMEM_RING) return UTIL_ERR_UNSUPPORTED;
+    if (vm->ring != NULL && (status = leave_ring_for(vm, desc)) != UTIL_OK) return status;
+    if (vm->claims != NULL) return rmalloc_claims_set_peer(vm->claims, desc, peer_id, peer_block);
     uint32_t i = lookup(vm, desc);
-    if (i == NIL)
-        return UTIL_ERR_INVALID;
-    vm->blk[i].u.a.peer_id    = peer_id;
+    if (i == NIL) return UTIL_ERR_INVALID;
+    vm->blk[i].u.a.peer_id = peer_id;
     vm->blk[i].u.a.peer_block = peer_block;
     return UTIL_OK;
 }
@@ -1096,8 +1021,7 @@ util_status_t rmalloc_vmem_ring_retire(rmalloc_vmem_t *vm, uint64_t units)
 
 void *rmalloc_vmem_ptr(const rmalloc_vmem_t *vm, const raddr_t *desc)
 {
-    if (vm->base == NULL || desc == NULL || !rmalloc_desc_valid(desc))
-        return NULL;
+    if (vm->base == NULL || desc == NULL || !rmalloc_desc_valid(desc)) return NULL;
     return vm->base + (desc->start << vm->shift);
 }
 
@@ -1108,8 +1032,7 @@ uint64_t rmalloc_vmem_total_units(const rmalloc_vmem_t *vm)
 
 uint64_t rmalloc_vmem_used_units(const rmalloc_vmem_t *vm)
 {
-    if (vm->claims != NULL)
-        return rmalloc_claims_used_units(vm->claims);
+    if (vm->claims != NULL) return rmalloc_claims_used_units(vm->claims);
     if (vm->ring != NULL) /* a ring-first instance counts as its general instance would */
         return rmalloc_ring_used_units(vm->ring) -
                (vm->ring_first ? rmalloc_ring_dummy_units(vm->ring) : 0);
@@ -1118,8 +1041,7 @@ uint64_t rmalloc_vmem_used_units(const rmalloc_vmem_t *vm)
 
 uint64_t rmalloc_vmem_live_count(const rmalloc_vmem_t *vm)
 {
-    if (vm->claims != NULL)
-        return rmalloc_claims_live_count(vm->claims);
+    if (vm->claims != NULL) return rmalloc_claims_live_count(vm->claims);
     return (vm->ring != NULL) ? rmalloc_ring_live_count(vm->ring) : vm->live;
 }
 
@@ -1172,20 +1094,19 @@ void rmalloc_vmem_walk(const rmalloc_vmem_t *vm,
     }
 }
 
-#define CHECK_(_cond, ...)                                                    \
-    do {                                                                      \
-        if (!(_cond)) {                                                       \
-            util_error("rmalloc check: " __VA_ARGS__);                        \
-            return UTIL_ERR_STATE;                                            \
-        }                                                                     \
+#define CHECK_(_cond, ...)                                                                         \
+    do {                                                                                           \
+        if (!(_cond)) {                                                                            \
+            util_error("rmalloc check: " __VA_ARGS__);                                             \
+            return UTIL_ERR_STATE;                                                                 \
+        }                                                                                          \
     } while (0)
 
 /* In-order walk of the treap: order, parents, heap priorities, maxima. */
 static util_status_t check_tree(const rmalloc_vmem_t *vm, uint32_t x, uint32_t parent,
                                 uint64_t *last_end, uint64_t *count, unsigned depth)
 {
-    if (x == NIL)
-        return UTIL_OK;
+    if (x == NIL) return UTIL_OK;
     const blk_t *b = &vm->blk[x];
     CHECK_(depth < 4096, "tree too deep");
     CHECK_(b->state == BLK_FREE, "tree holds a non-free block %u", x);
@@ -1209,12 +1130,10 @@ util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
 {
     uint64_t pos = 0, used = 0, live = 0, nfree = 0, nbin = 0, ntree = 0, last_end = 0;
     uint32_t prev = NIL;
-    int      prev_free = 0;
+    int prev_free = 0;
 
-    if (vm->ring != NULL)
-        return rmalloc_ring_check(vm->ring);
-    if (vm->claims != NULL)
-        return rmalloc_claims_check(vm->claims);
+    if (vm->ring != NULL) return rmalloc_ring_check(vm->ring);
+    if (vm->claims != NULL) return rmalloc_claims_check(vm->claims);
 
     for (uint32_t i = vm->first; i != NIL; prev = i, i = vm->blk[i].next) {
         const blk_t *b = &vm->blk[i];
@@ -1224,7 +1143,8 @@ util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
         CHECK_(b->state != BLK_UNUSED, "unused record %u in the address list", i);
         if (b->state == BLK_FREE) {
             CHECK_(!prev_free, "adjacent free blocks at unit %llu", (unsigned long long)pos);
-            CHECK_(!vm->classes || b->cls == cls_of(b->units), "block %u in the wrong size class", i);
+            CHECK_(!vm->classes || b->cls == cls_of(b->units), "block %u in the wrong size class",
+                   i);
             nfree++;
         } else {
             used += b->units;
@@ -1241,8 +1161,7 @@ util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
     CHECK_(live == vm->live, "live count %llu, counted %llu", (unsigned long long)vm->live,
            (unsigned long long)live);
     uint64_t nunused = 0;
-    for (uint32_t i = vm->unused_head; i != NIL; i = vm->blk[i].next)
-        nunused++;
+    for (uint32_t i = vm->unused_head; i != NIL; i = vm->blk[i].next) nunused++;
     CHECK_(nunused == vm->unused_count, "unused records %llu, counted %llu",
            (unsigned long long)vm->unused_count, (unsigned long long)nunused);
     for (unsigned c = 0; c < CLASS_COUNT; c++) {
@@ -1269,8 +1188,7 @@ util_status_t rmalloc_vmem_check(const rmalloc_vmem_t *vm)
     uint64_t nlegacy = 0;
     for (uint32_t k = 0; vm->legacy != NULL && k < vm->legacy_n; k++) {
         uint32_t i = vm->legacy[k];
-        if (i == NIL)
-            continue;
+        if (i == NIL) continue;
         CHECK_(i < vm->cap && vm->blk[i].state == BLK_ALLOC &&
                    (vm->blk[i].u.a.id & SEQ_MASK) <= vm->legacy_seq,
                "ring descriptor %u maps to record %u, not one of its allocations", k, i);

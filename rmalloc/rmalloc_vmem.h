@@ -69,8 +69,8 @@ typedef enum {
 
 /* Instance flags. */
 enum {
-    RMALLOC_VMEM_RING   = 1u << 0, /* strict circular buffer (next-fit only) */
-    RMALLOC_VMEM_CLAIMS = 1u << 1, /* only claims and frees, never allocates
+    RMALLOC_VMEM_RING = 1u << 0,      /* strict circular buffer (next-fit only) */
+    RMALLOC_VMEM_CLAIMS = 1u << 1,    /* only claims and frees, never allocates
                                       (rmalloc_claims.h); ignored for regions
                                       of more than 2^27 units */
     RMALLOC_VMEM_RING_FIRST = 1u << 2 /* next-fit: runs as a ring while frees come
@@ -82,13 +82,13 @@ enum {
 #define RMALLOC_MAX_UNITS (UINT64_C(1) << 31)
 
 typedef struct {
-    void                *base;         /* mapped region, or NULL for a shadow */
-    uint64_t             size;         /* region bytes (whole units are used) */
-    uint64_t             unit;         /* granularity: power of two bytes */
-    rmalloc_heuristic_t  heuristic;
-    uint32_t             header_bytes; /* poll header after each payload */
-    unsigned             flags;        /* RMALLOC_VMEM_* */
-    uint64_t             seed;         /* random-fit generator seed */
+    void *base;    /* mapped region, or NULL for a shadow */
+    uint64_t size; /* region bytes (whole units are used) */
+    uint64_t unit; /* granularity: power of two bytes */
+    rmalloc_heuristic_t heuristic;
+    uint32_t header_bytes; /* poll header after each payload */
+    unsigned flags;        /* RMALLOC_VMEM_* */
+    uint64_t seed;         /* random-fit generator seed */
 } rmalloc_vmem_config_t;
 
 typedef struct rmalloc_vmem rmalloc_vmem_t;
@@ -96,7 +96,7 @@ typedef struct rmalloc_vmem rmalloc_vmem_t;
 /* One block as seen by rmalloc_vmem_walk(). */
 typedef struct {
     uint64_t start, end; /* units */
-    int      state;      /* RMALLOC_BLOCK_* */
+    int state;           /* RMALLOC_BLOCK_* */
 } rmalloc_block_info_t;
 
 enum { RMALLOC_BLOCK_FREE = 1, RMALLOC_BLOCK_ALLOC = 2, RMALLOC_BLOCK_DUMMY = 3 };
@@ -110,8 +110,7 @@ util_status_t rmalloc_heuristic_parse(const char *text, rmalloc_heuristic_t *heu
 /* Creates an instance over [base, base + size) (base may be NULL: shadow).
  * ERR_INVALID when unit is not a power of two, the region holds no unit or
  * more than 2^40 units, or RING is asked for with another heuristic. */
-util_status_t rmalloc_vmem_create(const rmalloc_vmem_config_t *config,
-                                  rmalloc_vmem_t **vmem_p);
+util_status_t rmalloc_vmem_create(const rmalloc_vmem_config_t *config, rmalloc_vmem_t **vmem_p);
 
 /* Frees the instance and its metadata (not the region itself). */
 void rmalloc_vmem_destroy(rmalloc_vmem_t *vmem);
@@ -119,8 +118,8 @@ void rmalloc_vmem_destroy(rmalloc_vmem_t *vmem);
 /* Allocates payload bytes (+ the header) aligned to `align` bytes (0 or a
  * power of two; alignment below the unit is free). ERR_NO_RESOURCE when
  * nothing fits; ERR_INVALID for a zero or over-large size or a bad align. */
-util_status_t rmalloc_vmem_alloc(rmalloc_vmem_t *vmem, uint64_t payload,
-                                 uint64_t align, raddr_t *desc_p);
+util_status_t rmalloc_vmem_alloc(rmalloc_vmem_t *vmem, uint64_t payload, uint64_t align,
+                                 raddr_t *desc_p);
 
 /* Releases an allocation. ERR_INVALID (nothing changes) for a double free,
  * a descriptor of another instance or a dummy. In ring mode the released
@@ -136,8 +135,8 @@ util_status_t rmalloc_vmem_free_n(rmalloc_vmem_t *vmem, const raddr_t *descs, si
 /* Resizes an allocation in place: shrinks, or grows into a free successor.
  * ERR_NO_RESOURCE when it cannot stay in place (the caller moves it);
  * ERR_UNSUPPORTED in ring mode. *desc_p gets the updated descriptor. */
-util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vmem, const raddr_t *desc,
-                                   uint64_t payload, raddr_t *desc_p);
+util_status_t rmalloc_vmem_realloc(rmalloc_vmem_t *vmem, const raddr_t *desc, uint64_t payload,
+                                   raddr_t *desc_p);
 
 /* Marks [start, start + units) allocated; it must lie inside one free block
  * (ERR_INVALID otherwise). Used to apply a peer's allocation. peer_id and
@@ -150,8 +149,8 @@ util_status_t rmalloc_vmem_claim(rmalloc_vmem_t *vmem, uint64_t start, uint64_t 
 util_status_t rmalloc_vmem_peer(const rmalloc_vmem_t *vmem, const raddr_t *desc,
                                 uint64_t *peer_id_p, uint32_t *peer_block_p);
 /* Replaces them (a claim made before the peer's names were known). */
-util_status_t rmalloc_vmem_set_peer(rmalloc_vmem_t *vmem, const raddr_t *desc,
-                                    uint64_t peer_id, uint32_t peer_block);
+util_status_t rmalloc_vmem_set_peer(rmalloc_vmem_t *vmem, const raddr_t *desc, uint64_t peer_id,
+                                    uint32_t peer_block);
 
 /* Ring mode: units released in allocation order since the last call (freed
  * blocks at the tail, plus dummies they uncover). */
@@ -185,8 +184,7 @@ struct rmalloc_ring *rmalloc_vmem_ring_for(const rmalloc_vmem_t *vmem, uint64_t 
 
 /* Calls fn for every block in address order (for tests and debugging). */
 void rmalloc_vmem_walk(const rmalloc_vmem_t *vmem,
-                       void (*fn)(const rmalloc_block_info_t *block, void *arg),
-                       void *arg);
+                       void (*fn)(const rmalloc_block_info_t *block, void *arg), void *arg);
 
 /* For instance modes that keep only their allocations (ring, claims): sorts
  * blocks[0..n) by address and calls fn for each, with the free gaps between

@@ -34,12 +34,12 @@
 #define RCOLL_STEP_FINAL ((1u << RCOLL_STEP_BITS) - 1)
 
 static struct {
-    rcoll_peer_t  **peers[2];  /* [RDMA_PUT / RDMA_GET][rank], created on demand */
-    int             nranks;
-    rcoll_group_t  *groups;
-    unsigned        handles;   /* live handles: the tables go with the last one */
-    rcoll_h         active;    /* collectives in flight */
-    rcoll_h         all;       /* every live handle */
+    rcoll_peer_t **peers[2]; /* [RDMA_PUT / RDMA_GET][rank], created on demand */
+    int nranks;
+    rcoll_group_t *groups;
+    unsigned handles; /* live handles: the tables go with the last one */
+    rcoll_h active;   /* collectives in flight */
+    rcoll_h all;      /* every live handle */
 } rcoll_state;
 
 /* ---- peers and channels ---------------------------------------------------------------- */
@@ -57,20 +57,20 @@ static int rcoll_channel(rdma_op_t op, int peer, int producer, rch_t *ch_p)
     int active = rcoll_active_side(op, producer);
 
     for (rch_t ch = rpipe_state.channels; ch != NULL; ch = ch->next) {
-        if (ch->cfg.peer == peer && ch->cfg.context == RCOLL_CONTEXT_LANE &&
-            ch->cfg.op == op && !!ch->cfg.rdma_active == active) {
+        if (ch->cfg.peer == peer && ch->cfg.context == RCOLL_CONTEXT_LANE && ch->cfg.op == op &&
+            !!ch->cfg.rdma_active == active) {
             *ch_p = ch;
             return R_SUCCESS;
         }
     }
     rmalloc_config_init(&cfg);
-    cfg.peer        = peer;
+    cfg.peer = peer;
     cfg.rdma_active = active;
-    cfg.op          = op;
-    cfg.sync        = NET_SYNC_TAGS; /* messages of any size up to the capacity */
-    cfg.algorithm   = NEXT_FIT;
-    cfg.alloc_size  = RCOLL_CHANNEL_BYTES;
-    cfg.context     = RCOLL_CONTEXT_LANE;
+    cfg.op = op;
+    cfg.sync = NET_SYNC_TAGS; /* messages of any size up to the capacity */
+    cfg.algorithm = NEXT_FIT;
+    cfg.alloc_size = RCOLL_CHANNEL_BYTES;
+    cfg.context = RCOLL_CONTEXT_LANE;
     return rpipe(ch_p, &cfg);
 }
 
@@ -95,7 +95,7 @@ static int rcoll_peer_get(rdma_op_t op, int rank, rcoll_peer_t **peer_p)
     if (peer == NULL) {
         return R_ERR_NOMEM;
     }
-    peer->rank       = rank;
+    peer->rank = rank;
     peer->unexp_tail = &peer->unexp;
     status = rcoll_channel(op, rank, 1, &peer->out);
     if (status == R_SUCCESS) {
@@ -161,7 +161,7 @@ static rcoll_group_t *rcoll_group_get(uint64_t key)
     }
     g = calloc(1, sizeof(*g));
     if (g != NULL) {
-        g->key  = key;
+        g->key = key;
         g->refs = 1;
         g->next = rcoll_state.groups;
         rcoll_state.groups = g;
@@ -186,10 +186,10 @@ static void rcoll_group_put(rcoll_group_t *g)
 
 typedef struct {
     rcoll_action_t *acts;
-    uint32_t        nacts, cap;
-    rcoll_round_t  *rounds;
-    uint32_t        nrounds, rcap;
-    int             failed;
+    uint32_t nacts, cap;
+    rcoll_round_t *rounds;
+    uint32_t nrounds, rcap;
+    int failed;
 } rcoll_builder_t;
 
 static void rcoll_round(rcoll_builder_t *b)
@@ -202,7 +202,7 @@ static void rcoll_round(rcoll_builder_t *b)
             return;
         }
         b->rounds = r;
-        b->rcap   = cap;
+        b->rcap = cap;
     }
     b->rounds[b->nrounds].first = b->nacts;
     b->rounds[b->nrounds].count = 0;
@@ -225,11 +225,11 @@ static rcoll_action_t *rcoll_add(rcoll_builder_t *b, uint8_t kind)
             return NULL;
         }
         b->acts = acts;
-        b->cap  = cap;
+        b->cap = cap;
     }
     a = &b->acts[b->nacts++];
     memset(a, 0, sizeof(*a));
-    a->kind   = kind;
+    a->kind = kind;
     a->member = -1;
     b->rounds[b->nrounds - 1].count++;
     return a;
@@ -300,8 +300,8 @@ static void rcoll_compile_bcast(rcoll_h h, rcoll_builder_t *b)
         while (!(v & mask)) {
             mask <<= 1;
         }
-        rcoll_recv(b, (v - mask + root) % n, rcoll_log2(mask), RCOLL_RECV_COPY, RCOLL_BUF_DST,
-                   0, RCOLL_BUF_NONE, 0, h->block);
+        rcoll_recv(b, (v - mask + root) % n, rcoll_log2(mask), RCOLL_RECV_COPY, RCOLL_BUF_DST, 0,
+                   RCOLL_BUF_NONE, 0, h->block);
         rcoll_round(b);
     }
     for (mask >>= 1; mask > 0; mask >>= 1) {
@@ -349,13 +349,12 @@ static void rcoll_compile_allreduce(rcoll_h h, rcoll_builder_t *b)
     if (i >= p2) {
         rcoll_send(b, i - p2, 0, RCOLL_BUF_DST, 0, h->block);
         rcoll_round(b);
-        rcoll_recv(b, i - p2, RCOLL_STEP_FINAL, RCOLL_RECV_COPY, RCOLL_BUF_DST, 0,
-                   RCOLL_BUF_NONE, 0, h->block);
+        rcoll_recv(b, i - p2, RCOLL_STEP_FINAL, RCOLL_RECV_COPY, RCOLL_BUF_DST, 0, RCOLL_BUF_NONE,
+                   0, h->block);
         return;
     }
     if (i + p2 < n) {
-        rcoll_recv(b, i + p2, 0, RCOLL_RECV_REDUCE, RCOLL_BUF_DST, 0, RCOLL_BUF_NONE, 0,
-                   h->block);
+        rcoll_recv(b, i + p2, 0, RCOLL_RECV_REDUCE, RCOLL_BUF_DST, 0, RCOLL_BUF_NONE, 0, h->block);
     }
     for (int mask = 1; mask < p2; mask <<= 1) {
         rcoll_round(b);
@@ -387,8 +386,8 @@ static void rcoll_compile_allgather(rcoll_h h, rcoll_builder_t *b)
         }
         for (int d = 1; d < n; d++) {
             int j = (i - d + n) % n;
-            rcoll_recv(b, j, 0, RCOLL_RECV_COPY, RCOLL_BUF_DST, (size_t)j * B, RCOLL_BUF_NONE,
-                       0, B);
+            rcoll_recv(b, j, 0, RCOLL_RECV_COPY, RCOLL_BUF_DST, (size_t)j * B, RCOLL_BUF_NONE, 0,
+                       B);
         }
         return;
     }
@@ -423,8 +422,8 @@ static void rcoll_compile_scan(rcoll_h h, rcoll_builder_t *b, int exclusive)
                        mask == 1 ? RCOLL_RECV_COPY : RCOLL_RECV_REDUCE, RCOLL_BUF_DST, 0,
                        i + mask < n ? acc : RCOLL_BUF_NONE, 0, h->block);
         } else {
-            rcoll_recv(b, i - mask, rcoll_log2(mask), RCOLL_RECV_REDUCE, acc, 0,
-                       RCOLL_BUF_NONE, 0, h->block);
+            rcoll_recv(b, i - mask, rcoll_log2(mask), RCOLL_RECV_REDUCE, acc, 0, RCOLL_BUF_NONE, 0,
+                       h->block);
         }
     }
 }
@@ -490,25 +489,45 @@ static int rcoll_compile(rcoll_h h)
 
     memset(&b, 0, sizeof(b));
     switch (h->cfg.type) {
-    case RCOLL_BARRIER:   rcoll_compile_barrier(h, &b); break;
-    case RCOLL_BCAST:     rcoll_compile_bcast(h, &b); break;
-    case RCOLL_REDUCE:    rcoll_compile_reduce(h, &b); break;
-    case RCOLL_ALLREDUCE: rcoll_compile_allreduce(h, &b); break;
-    case RCOLL_ALLGATHER: rcoll_compile_allgather(h, &b); break;
-    case RCOLL_SCAN:      rcoll_compile_scan(h, &b, 0); break;
-    case RCOLL_EXSCAN:    rcoll_compile_scan(h, &b, 1); break;
-    case RCOLL_SCATTER:   rcoll_compile_scatter(h, &b); break;
-    case RCOLL_GATHER:    rcoll_compile_gather(h, &b); break;
-    case RCOLL_ALLTOALL:  rcoll_compile_alltoall(h, &b); break;
+    case RCOLL_BARRIER:
+        rcoll_compile_barrier(h, &b);
+        break;
+    case RCOLL_BCAST:
+        rcoll_compile_bcast(h, &b);
+        break;
+    case RCOLL_REDUCE:
+        rcoll_compile_reduce(h, &b);
+        break;
+    case RCOLL_ALLREDUCE:
+        rcoll_compile_allreduce(h, &b);
+        break;
+    case RCOLL_ALLGATHER:
+        rcoll_compile_allgather(h, &b);
+        break;
+    case RCOLL_SCAN:
+        rcoll_compile_scan(h, &b, 0);
+        break;
+    case RCOLL_EXSCAN:
+        rcoll_compile_scan(h, &b, 1);
+        break;
+    case RCOLL_SCATTER:
+        rcoll_compile_scatter(h, &b);
+        break;
+    case RCOLL_GATHER:
+        rcoll_compile_gather(h, &b);
+        break;
+    case RCOLL_ALLTOALL:
+        rcoll_compile_alltoall(h, &b);
+        break;
     }
     if (b.failed) {
         free(b.acts);
         free(b.rounds);
         return R_ERR_NOMEM;
     }
-    h->acts    = b.acts;
-    h->nacts   = b.nacts;
-    h->rounds  = b.rounds;
+    h->acts = b.acts;
+    h->nacts = b.nacts;
+    h->rounds = b.rounds;
     h->nrounds = b.nrounds;
     return R_SUCCESS;
 }
@@ -549,7 +568,7 @@ static int rcoll_send_progress(rcoll_h h, uint32_t k)
         }
         done += len;
     } while (done < a->bytes);
-    h->done[k]     = done;
+    h->done[k] = done;
     h->finished[k] = 1;
     return R_SUCCESS;
 }
@@ -562,7 +581,8 @@ static int rcoll_apply(rcoll_h h, uint32_t k, const unsigned char *data, size_t 
 
     if (len > a->bytes - done) {
         util_error("rcoll: %zu bytes from rank %d exceed the %zu expected (members disagree "
-                   "on the collective)", len, a->peer->rank, a->bytes - done);
+                   "on the collective)",
+                   len, a->peer->rank, a->bytes - done);
         return R_ERR_TRUNCATED;
     }
     if (len > 0) {
@@ -595,12 +615,12 @@ static int rcoll_stash(rcoll_peer_t *peer, raddr_t d, const unsigned char *p)
         return R_ERR_NOMEM;
     }
     m->next = NULL;
-    m->key  = *(uint64_t *)network_header(peer->in, d);
-    m->tag  = *(const uint64_t *)p;
-    m->len  = len;
+    m->key = *(uint64_t *)network_header(peer->in, d);
+    m->tag = *(const uint64_t *)p;
+    m->len = len;
     memcpy(m->data, p + RCOLL_TAG_BYTES, len);
     *peer->unexp_tail = m;
-    peer->unexp_tail  = &m->next;
+    peer->unexp_tail = &m->next;
     return rfree(peer->in, d);
 }
 
@@ -670,8 +690,8 @@ static int rcoll_recv_progress(rcoll_h h, uint32_t k)
         if (status != R_SUCCESS) {
             return status;
         }
-        if (__builtin_expect(*(uint64_t *)network_header(peer->in, d) == key &&
-                             *(uint64_t *)p == tag, 1)) {
+        if (__builtin_expect(
+                *(uint64_t *)network_header(peer->in, d) == key && *(uint64_t *)p == tag, 1)) {
             status = rcoll_apply(h, k, p + RCOLL_TAG_BYTES, d.payload - RCOLL_TAG_BYTES);
             if (status == R_SUCCESS) {
                 status = rfree(peer->in, d);
@@ -698,7 +718,7 @@ static int rcoll_run_copies(rcoll_h h, const rcoll_round_t *r)
             continue;
         }
         from = h->base[a->buf];
-        to   = h->base[a->buf2];
+        to = h->base[a->buf2];
         if (from != NULL && to != NULL && from + a->off != to + a->off2 && a->bytes > 0) {
             memmove(to + a->off2, from + a->off, a->bytes);
         }
@@ -810,9 +830,9 @@ static int rcoll_start(rcoll_h h, const void *src, void *dst)
     int status;
 
     h->base[RCOLL_BUF_NONE] = NULL;
-    h->base[RCOLL_BUF_SRC]  = (unsigned char *)(uintptr_t)src;
-    h->base[RCOLL_BUF_DST]  = dst;
-    h->base[RCOLL_BUF_TMP]  = h->tmp;
+    h->base[RCOLL_BUF_SRC] = (unsigned char *)(uintptr_t)src;
+    h->base[RCOLL_BUF_DST] = dst;
+    h->base[RCOLL_BUF_TMP] = h->tmp;
     if (h->block > 0) {
         status = rcoll_check_buffers(h);
         if (status != R_SUCCESS) {
@@ -820,14 +840,14 @@ static int rcoll_start(rcoll_h h, const void *src, void *dst)
         }
     }
     h->tag_base = (h->group->seq++ & ((1ull << (64 - RCOLL_STEP_BITS)) - 1)) << RCOLL_STEP_BITS;
-    h->round    = 0;
-    h->copied   = 0;
-    h->error    = R_SUCCESS;
+    h->round = 0;
+    h->copied = 0;
+    h->error = R_SUCCESS;
     if (h->nacts > 0) {
         memset(h->done, 0, h->nacts * sizeof(*h->done));
         memset(h->finished, 0, h->nacts);
     }
-    h->state       = RCOLL_ACTIVE;
+    h->state = RCOLL_ACTIVE;
     h->next_active = rcoll_state.active;
     rcoll_state.active = h;
     return R_SUCCESS;
@@ -852,11 +872,11 @@ static int rcoll_result(rcoll_h h)
 void rcoll_config_init(rcoll_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
-    cfg->type       = RCOLL_BARRIER;
+    cfg->type = RCOLL_BARRIER;
     cfg->group_size = RCOLL_GROUP_ALL;
-    cfg->dtype      = RCOLL_BYTES;
-    cfg->op         = RCOLL_OP_NONE;
-    cfg->rdma_op    = RDMA_PUT;
+    cfg->dtype = RCOLL_BYTES;
+    cfg->op = RCOLL_OP_NONE;
+    cfg->rdma_op = RDMA_PUT;
 }
 
 static int rcoll_is_reduction(rcoll_type_t type)
@@ -878,9 +898,9 @@ static int rcoll_check_config(rcoll_h h, const rcoll_config_t *cfg)
         util_error("rcoll: unknown operation %d or RDMA op %d", (int)cfg->type, (int)cfg->rdma_op);
         return R_ERR_INVALID;
     }
-    start   = cfg->group_size == RCOLL_GROUP_ALL ? 0 : cfg->group_start;
+    start = cfg->group_size == RCOLL_GROUP_ALL ? 0 : cfg->group_start;
     lstride = cfg->group_size == RCOLL_GROUP_ALL ? 0 : cfg->group_log2stride;
-    size    = cfg->group_size == RCOLL_GROUP_ALL ? nranks : cfg->group_size;
+    size = cfg->group_size == RCOLL_GROUP_ALL ? nranks : cfg->group_size;
     if (start < 0 || lstride < 0 || lstride > 30 || size < 1 || start >= nranks ||
         (long long)start + ((long long)(size - 1) << lstride) >= nranks) {
         util_error("rcoll: active set start %d, log2 stride %d, size %d does not fit %d ranks",
@@ -890,14 +910,15 @@ static int rcoll_check_config(rcoll_h h, const rcoll_config_t *cfg)
     if (rpipe_state.rank < start || ((rpipe_state.rank - start) & ((1 << lstride) - 1)) != 0 ||
         ((rpipe_state.rank - start) >> lstride) >= size) {
         util_error("rcoll: rank %d is not a member of the active set (start %d, log2 stride "
-                   "%d, size %d)", rpipe_state.rank, start, lstride, size);
+                   "%d, size %d)",
+                   rpipe_state.rank, start, lstride, size);
         return R_ERR_INVALID;
     }
     h->me = (rpipe_state.rank - start) >> lstride;
-    h->n  = size;
-    h->cfg.group_start      = start;
+    h->n = size;
+    h->cfg.group_start = start;
     h->cfg.group_log2stride = lstride;
-    h->cfg.group_size       = size;
+    h->cfg.group_size = size;
     if (cfg->root < 0 || cfg->root >= size) {
         util_error("rcoll: root %d is not a member index (0..%d)", cfg->root, size - 1);
         return R_ERR_INVALID;
@@ -927,7 +948,8 @@ static int rcoll_check_config(rcoll_h h, const rcoll_config_t *cfg)
         }
         if (h->reduce == NULL) {
             util_error("rcoll: no reduction for dtype %d and op %d (bitwise ops need an "
-                       "integer type; or give user_op)", (int)cfg->dtype, (int)cfg->op);
+                       "integer type; or give user_op)",
+                       (int)cfg->dtype, (int)cfg->op);
             return R_ERR_INVALID;
         }
     }
@@ -1050,8 +1072,8 @@ int rcoll_init(rcoll_h *handle_p, const rcoll_config_t *cfg)
     if (rcoll_state.nranks == 0) {
         rcoll_state.nranks = (int)rpipe_state.size;
     }
-    h->group = rcoll_group_get(rcoll_group_key(h->cfg.group_start, h->cfg.group_log2stride,
-                                               h->cfg.group_size));
+    h->group = rcoll_group_get(
+        rcoll_group_key(h->cfg.group_start, h->cfg.group_log2stride, h->cfg.group_size));
     if (h->group == NULL) {
         status = R_ERR_NOMEM;
         goto err;
@@ -1067,7 +1089,7 @@ int rcoll_init(rcoll_h *handle_p, const rcoll_config_t *cfg)
     if (status != R_SUCCESS) {
         goto err;
     }
-    h->done     = calloc(h->nacts > 0 ? h->nacts : 1, sizeof(*h->done));
+    h->done = calloc(h->nacts > 0 ? h->nacts : 1, sizeof(*h->done));
     h->finished = calloc(h->nacts > 0 ? h->nacts : 1, 1);
     if (h->done == NULL || h->finished == NULL) {
         status = R_ERR_NOMEM;
@@ -1077,7 +1099,7 @@ int rcoll_init(rcoll_h *handle_p, const rcoll_config_t *cfg)
     if (status != R_SUCCESS) {
         goto err;
     }
-    h->state  = RCOLL_IDLE;
+    h->state = RCOLL_IDLE;
     *handle_p = h;
     return R_SUCCESS;
 
@@ -1151,7 +1173,7 @@ int rcoll(rcoll_h h, const void *src, void *dst)
         return R_ERR_BUSY;
     }
     h->state = RCOLL_IDLE;
-    status   = rcoll_start(h, src, dst);
+    status = rcoll_start(h, src, dst);
     if (status != R_SUCCESS) {
         return status;
     }

@@ -90,19 +90,19 @@ typedef void (*rcoll_user_op_func_t)(void *inout, const void *in, size_t count);
 #define RCOLL_GROUP_ALL 0
 
 typedef struct rcoll_config {
-    rcoll_type_t  type;
+    rcoll_type_t type;
     /* The group: ranks start + k * 2^log2stride for k < group_size
      * (an OpenSHMEM 1.x active set); group_size RCOLL_GROUP_ALL: every rank. */
-    int           group_start;
-    int           group_log2stride;
-    int           group_size;
-    int           root;       /* member index (0..n-1) of BCAST/REDUCE/SCATTER/GATHER */
-    size_t        elem_size;  /* bytes per element (set from dtype when 0) */
-    size_t        count;      /* elements per block */
-    rcoll_dtype_t dtype;      /* with op: a built-in reduction */
-    rcoll_op_t    op;
+    int group_start;
+    int group_log2stride;
+    int group_size;
+    int root;            /* member index (0..n-1) of BCAST/REDUCE/SCATTER/GATHER */
+    size_t elem_size;    /* bytes per element (set from dtype when 0) */
+    size_t count;        /* elements per block */
+    rcoll_dtype_t dtype; /* with op: a built-in reduction */
+    rcoll_op_t op;
     rcoll_user_op_func_t user_op; /* non-NULL: used instead of dtype/op */
-    rdma_op_t     rdma_op;    /* channels: RDMA_PUT (default) or RDMA_GET */
+    rdma_op_t rdma_op;            /* channels: RDMA_PUT (default) or RDMA_GET */
 } rcoll_config_t;
 
 typedef struct rcoll_handle *rcoll_h;

@@ -26,16 +26,16 @@
  * channel (the only allocation on a data path, and only out of order). */
 typedef struct rcoll_msg {
     struct rcoll_msg *next;
-    uint64_t          key, tag;
-    size_t            len;
-    unsigned char     data[];
+    uint64_t key, tag;
+    size_t len;
+    unsigned char data[];
 } rcoll_msg_t;
 
 /* Both directions with one rank, shared by every handle (per RDMA op). */
 typedef struct rcoll_peer {
-    int           rank;
-    rch_t         out, in;     /* out: this rank produces; in: it consumes */
-    rcoll_msg_t  *unexp;       /* arrived early, in arrival order */
+    int rank;
+    rch_t out, in;      /* out: this rank produces; in: it consumes */
+    rcoll_msg_t *unexp; /* arrived early, in arrival order */
     rcoll_msg_t **unexp_tail;
 } rcoll_peer_t;
 
@@ -44,14 +44,14 @@ enum { RCOLL_ACT_COPY = 0, RCOLL_ACT_SEND, RCOLL_ACT_RECV };
 enum { RCOLL_RECV_COPY = 0, RCOLL_RECV_REDUCE };
 
 typedef struct rcoll_action {
-    uint8_t       kind;     /* RCOLL_ACT_* */
-    uint8_t       mode;     /* RECV: RCOLL_RECV_* into buf */
-    uint8_t       buf;      /* SEND: from; RECV: into; COPY: from */
-    uint8_t       buf2;     /* COPY: to; RECV: also reduce into (or NONE) */
-    uint32_t      step;     /* matches a send with its receive */
-    int           member;   /* peer's member index (at compile time) */
+    uint8_t kind;  /* RCOLL_ACT_* */
+    uint8_t mode;  /* RECV: RCOLL_RECV_* into buf */
+    uint8_t buf;   /* SEND: from; RECV: into; COPY: from */
+    uint8_t buf2;  /* COPY: to; RECV: also reduce into (or NONE) */
+    uint32_t step; /* matches a send with its receive */
+    int member;    /* peer's member index (at compile time) */
     rcoll_peer_t *peer;
-    size_t        off, off2, bytes;
+    size_t off, off2, bytes;
 } rcoll_action_t;
 
 typedef struct rcoll_round {
@@ -59,39 +59,39 @@ typedef struct rcoll_round {
 } rcoll_round_t;
 
 typedef struct rcoll_group {
-    uint64_t            key;  /* start, log2 stride, size: exact */
-    uint64_t            seq;  /* collectives started on this group */
-    unsigned            refs;
+    uint64_t key; /* start, log2 stride, size: exact */
+    uint64_t seq; /* collectives started on this group */
+    unsigned refs;
     struct rcoll_group *next;
 } rcoll_group_t;
 
 enum { RCOLL_IDLE = 0, RCOLL_ACTIVE, RCOLL_DONE, RCOLL_FAILED };
 
 struct rcoll_handle {
-    rcoll_config_t       cfg;
-    rcoll_group_t       *group;
-    int                  me, n;       /* member index, member count */
-    size_t               esize, block;
-    size_t               frag;        /* most data bytes per message */
+    rcoll_config_t cfg;
+    rcoll_group_t *group;
+    int me, n; /* member index, member count */
+    size_t esize, block;
+    size_t frag; /* most data bytes per message */
     rcoll_user_op_func_t reduce;
-    rcoll_action_t      *acts;
-    uint32_t             nacts;
-    rcoll_round_t       *rounds;
-    uint32_t             nrounds;
-    size_t              *done;        /* per action: bytes moved */
-    uint8_t             *finished;    /* per action */
-    rcoll_peer_t       **peers;       /* distinct peers of the schedule */
-    uint32_t             npeers;
-    void                *tmp;
-    size_t               tmp_bytes;
+    rcoll_action_t *acts;
+    uint32_t nacts;
+    rcoll_round_t *rounds;
+    uint32_t nrounds;
+    size_t *done;         /* per action: bytes moved */
+    uint8_t *finished;    /* per action */
+    rcoll_peer_t **peers; /* distinct peers of the schedule */
+    uint32_t npeers;
+    void *tmp;
+    size_t tmp_bytes;
 
     /* one run */
-    int                  state;
-    int                  error;
-    uint64_t             tag_base;    /* seq << 24 */
-    uint32_t             round;
-    int                  copied;      /* this round's copies are done */
-    unsigned char       *base[RCOLL_BUF_MAX];
+    int state;
+    int error;
+    uint64_t tag_base; /* seq << 24 */
+    uint32_t round;
+    int copied; /* this round's copies are done */
+    unsigned char *base[RCOLL_BUF_MAX];
     struct rcoll_handle *next_active;
     struct rcoll_handle *all_prev, *all_next; /* every live handle (for rexit) */
 };

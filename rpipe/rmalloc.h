@@ -43,23 +43,23 @@ extern "C" {
 
 /* ---- status codes ----------------------------------------------------------------- */
 enum {
-    R_SUCCESS         = 0,
-    R_PENDING         = 1,   /* not yet: call the _nb function again */
-    R_ERR_NOMEM       = -1,  /* out of memory */
-    R_ERR_INVALID     = -2,  /* invalid argument (bad channel, descriptor, size) */
-    R_ERR_NOT_FOUND   = -3,
-    R_ERR_TIMEOUT     = -4,  /* the peer did not answer in time */
-    R_ERR_IO          = -5,
-    R_ERR_NO_RESOURCE = -6,  /* temporarily out of a resource */
-    R_ERR_UNSUPPORTED = -7,  /* not supported by this channel or backend */
-    R_ERR_UNREACHABLE = -8,  /* the peer cannot be reached */
-    R_ERR_TRUNCATED   = -9,  /* the message is larger than the buffer */
-    R_ERR_BUSY        = -10,
-    R_ERR_STATE       = -11, /* wrong state: not initialized, wrong side of the channel */
-    R_ERR_RUNTIME     = -12, /* process manager error */
-    R_ERR_OVERFLOW    = -13, /* size out of range */
+    R_SUCCESS = 0,
+    R_PENDING = 1,      /* not yet: call the _nb function again */
+    R_ERR_NOMEM = -1,   /* out of memory */
+    R_ERR_INVALID = -2, /* invalid argument (bad channel, descriptor, size) */
+    R_ERR_NOT_FOUND = -3,
+    R_ERR_TIMEOUT = -4, /* the peer did not answer in time */
+    R_ERR_IO = -5,
+    R_ERR_NO_RESOURCE = -6, /* temporarily out of a resource */
+    R_ERR_UNSUPPORTED = -7, /* not supported by this channel or backend */
+    R_ERR_UNREACHABLE = -8, /* the peer cannot be reached */
+    R_ERR_TRUNCATED = -9,   /* the message is larger than the buffer */
+    R_ERR_BUSY = -10,
+    R_ERR_STATE = -11,    /* wrong state: not initialized, wrong side of the channel */
+    R_ERR_RUNTIME = -12,  /* process manager error */
+    R_ERR_OVERFLOW = -13, /* size out of range */
     R_ERR_PEER_FAILED = -14,
-    R_ERR_EXISTS      = -15  /* a channel with this peer and context already exists */
+    R_ERR_EXISTS = -15 /* a channel with this peer and context already exists */
 };
 
 /* Text for a status code ("success", "invalid argument", ...). */
@@ -84,7 +84,10 @@ typedef struct raddr {
 #endif
 
 #define RADDR_NULL ((raddr_t){0, 0, 0, 0, 0, 0, 0, 0})
-static inline int raddr_is_null(raddr_t d) { return d.id == 0; }
+static inline int raddr_is_null(raddr_t d)
+{
+    return d.id == 0;
+}
 
 /* ---- configuration -------------------------------------------------------------------- */
 typedef enum { RDMA_PUT = 0, RDMA_GET = 1, RDMA_ATOMIC = 2 } rdma_op_t;
@@ -97,26 +100,26 @@ typedef enum { FIRST_FIT = 0, NEXT_FIT, BEST_FIT, WORST_FIT, RANDOM_FIT } ralloc
 typedef enum {
     NET_SYNC_BLKS = 0, /* deferred: freed blocks pulled when the shadow runs low */
     NET_SYNC_TAGS = 1, /* deferred: tag queues, any heuristic */
-    CH_SYNC       = 2  /* immediate: every descriptor through a secondary channel */
+    CH_SYNC = 2        /* immediate: every descriptor through a secondary channel */
 } rsync_mode_t;
 
 #define RWATERMARK_HALF 0.5
 #define RWATERMARK_FULL 1.0
 
 typedef struct rmalloc_config {
-    int                peer;        /* the other rank of the channel */
-    int                rdma_active; /* 1: this rank initiates the RDMA (PUT: the
+    int peer;                     /* the other rank of the channel */
+    int rdma_active;              /* 1: this rank initiates the RDMA (PUT: the
                                        producer; GET: the consumer) */
-    rdma_op_t          op;          /* RDMA_PUT, RDMA_GET or RDMA_ATOMIC */
-    ralloc_algorithm_t algorithm;   /* allocation heuristic */
-    size_t             unit_size;   /* allocation granularity in bytes (power of two) */
-    size_t             alloc_size;  /* channel capacity: payload bytes in flight */
-    rsync_mode_t       sync;        /* allocator synchronization */
-    double             watermark;   /* pull frees above this fill (0 < w <= 1) */
-    unsigned           retries;     /* syncs per allocation before R_PENDING */
-    unsigned           context;     /* 0..255: tells apart channels of one rank pair */
-    unsigned           queue_len;   /* tag queue / sync channel entries (0: default) */
-    uint64_t           atomic_type; /* RDMA_ATOMIC: operation applied by rwrite (RATOMIC_*) */
+    rdma_op_t op;                 /* RDMA_PUT, RDMA_GET or RDMA_ATOMIC */
+    ralloc_algorithm_t algorithm; /* allocation heuristic */
+    size_t unit_size;             /* allocation granularity in bytes (power of two) */
+    size_t alloc_size;            /* channel capacity: payload bytes in flight */
+    rsync_mode_t sync;            /* allocator synchronization */
+    double watermark;             /* pull frees above this fill (0 < w <= 1) */
+    unsigned retries;             /* syncs per allocation before R_PENDING */
+    unsigned context;             /* 0..255: tells apart channels of one rank pair */
+    unsigned queue_len;           /* tag queue / sync channel entries (0: default) */
+    uint64_t atomic_type;         /* RDMA_ATOMIC: operation applied by rwrite (RATOMIC_*) */
 } rmalloc_config_t;
 
 /* RDMA_ATOMIC channels: messages are one 8-byte operand; rwrite applies

@@ -30,25 +30,25 @@ rpipe_state_t rpipe_state;
  * values, so a status crosses into the API untranslated. This is the one
  * place that knows both lists: each pair is checked, and so is the count,
  * so a new internal code cannot reach users without a public name. */
-#define RPIPE_SAME_STATUS(_public, _internal) \
+#define RPIPE_SAME_STATUS(_public, _internal)                                                      \
     _Static_assert((int)(_public) == (int)(_internal), #_public " is " #_internal)
-RPIPE_SAME_STATUS(R_SUCCESS,         UTIL_OK);
-RPIPE_SAME_STATUS(R_PENDING,         UTIL_IN_PROGRESS);
-RPIPE_SAME_STATUS(R_ERR_NOMEM,       UTIL_ERR_NO_MEMORY);
-RPIPE_SAME_STATUS(R_ERR_INVALID,     UTIL_ERR_INVALID);
-RPIPE_SAME_STATUS(R_ERR_NOT_FOUND,   UTIL_ERR_NOT_FOUND);
-RPIPE_SAME_STATUS(R_ERR_TIMEOUT,     UTIL_ERR_TIMEOUT);
-RPIPE_SAME_STATUS(R_ERR_IO,          UTIL_ERR_IO);
+RPIPE_SAME_STATUS(R_SUCCESS, UTIL_OK);
+RPIPE_SAME_STATUS(R_PENDING, UTIL_IN_PROGRESS);
+RPIPE_SAME_STATUS(R_ERR_NOMEM, UTIL_ERR_NO_MEMORY);
+RPIPE_SAME_STATUS(R_ERR_INVALID, UTIL_ERR_INVALID);
+RPIPE_SAME_STATUS(R_ERR_NOT_FOUND, UTIL_ERR_NOT_FOUND);
+RPIPE_SAME_STATUS(R_ERR_TIMEOUT, UTIL_ERR_TIMEOUT);
+RPIPE_SAME_STATUS(R_ERR_IO, UTIL_ERR_IO);
 RPIPE_SAME_STATUS(R_ERR_NO_RESOURCE, UTIL_ERR_NO_RESOURCE);
 RPIPE_SAME_STATUS(R_ERR_UNSUPPORTED, UTIL_ERR_UNSUPPORTED);
 RPIPE_SAME_STATUS(R_ERR_UNREACHABLE, UTIL_ERR_UNREACHABLE);
-RPIPE_SAME_STATUS(R_ERR_TRUNCATED,   UTIL_ERR_TRUNCATED);
-RPIPE_SAME_STATUS(R_ERR_BUSY,        UTIL_ERR_BUSY);
-RPIPE_SAME_STATUS(R_ERR_STATE,       UTIL_ERR_STATE);
-RPIPE_SAME_STATUS(R_ERR_RUNTIME,     UTIL_ERR_RUNTIME);
-RPIPE_SAME_STATUS(R_ERR_OVERFLOW,    UTIL_ERR_OVERFLOW);
+RPIPE_SAME_STATUS(R_ERR_TRUNCATED, UTIL_ERR_TRUNCATED);
+RPIPE_SAME_STATUS(R_ERR_BUSY, UTIL_ERR_BUSY);
+RPIPE_SAME_STATUS(R_ERR_STATE, UTIL_ERR_STATE);
+RPIPE_SAME_STATUS(R_ERR_RUNTIME, UTIL_ERR_RUNTIME);
+RPIPE_SAME_STATUS(R_ERR_OVERFLOW, UTIL_ERR_OVERFLOW);
 RPIPE_SAME_STATUS(R_ERR_PEER_FAILED, UTIL_ERR_PEER_FAILED);
-RPIPE_SAME_STATUS(R_ERR_EXISTS,      UTIL_ERR_EXISTS);
+RPIPE_SAME_STATUS(R_ERR_EXISTS, UTIL_ERR_EXISTS);
 #define RPIPE_COUNT_STATUS_(_name, _value, _text) +1
 _Static_assert(0 UTIL_STATUS_LIST(RPIPE_COUNT_STATUS_) == 17,
                "every util_status_t code needs its R_ code in rmalloc.h and a line above");
@@ -63,14 +63,14 @@ const char *rstrerror(int status)
 void rmalloc_config_init(rmalloc_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
-    cfg->peer        = -1;
-    cfg->op          = RDMA_PUT;
-    cfg->algorithm   = NEXT_FIT;
-    cfg->unit_size   = 8;
-    cfg->alloc_size  = 64 * 1024;
-    cfg->sync        = NET_SYNC_BLKS;
-    cfg->watermark   = RWATERMARK_FULL;
-    cfg->retries     = 1;
+    cfg->peer = -1;
+    cfg->op = RDMA_PUT;
+    cfg->algorithm = NEXT_FIT;
+    cfg->unit_size = 8;
+    cfg->alloc_size = 64 * 1024;
+    cfg->sync = NET_SYNC_BLKS;
+    cfg->watermark = RWATERMARK_FULL;
+    cfg->retries = 1;
     cfg->atomic_type = RATOMIC_ADD;
 }
 
@@ -176,7 +176,7 @@ util_status_t rpipe_defer(rch_t ch, const raddr_t *desc)
         if (grown == NULL) {
             return UTIL_ERR_NO_MEMORY;
         }
-        ch->deferred     = grown;
+        ch->deferred = grown;
         ch->deferred_cap = cap;
     }
     ch->deferred[ch->deferred_n++] = *desc;
@@ -204,10 +204,10 @@ int rinit(int *rank, int *nranks)
             btl_ctx_destroy(rpipe_state.btl);
             return UTIL_ERR_INVALID;
         }
-        rpipe_state.spin            = spin >= 0 ? (uint64_t)spin : util_wait_policy.spin;
+        rpipe_state.spin = spin >= 0 ? (uint64_t)spin : util_wait_policy.spin;
         rpipe_state.connect_timeout = (double)timeout;
-        rpipe_state.rank            = bootstrap_rank();
-        rpipe_state.size            = bootstrap_size();
+        rpipe_state.rank = bootstrap_rank();
+        rpipe_state.size = bootstrap_size();
         rpipe_state.msg_sent = calloc((size_t)rpipe_state.size, sizeof(uint64_t));
         rpipe_state.msg_recv = calloc((size_t)rpipe_state.size, sizeof(uint64_t));
         if (rpipe_state.msg_sent == NULL || rpipe_state.msg_recv == NULL) {
@@ -324,11 +324,11 @@ static util_status_t rpipe_sync_flush(void *ctx)
 }
 
 static const rmalloc_sync_ops_t rpipe_sync_ops = {
-    .read      = rpipe_sync_read,
-    .write     = rpipe_sync_write,
+    .read = rpipe_sync_read,
+    .write = rpipe_sync_write,
     .fetch_add = rpipe_sync_fetch_add,
-    .cswap     = rpipe_sync_cswap,
-    .flush     = rpipe_sync_flush,
+    .cswap = rpipe_sync_cswap,
+    .flush = rpipe_sync_flush,
 };
 
 /* ---- channel setup --------------------------------------------------------------------- */
@@ -366,11 +366,13 @@ static util_status_t rpipe_check_config(const rmalloc_config_t *cfg)
         return UTIL_ERR_INVALID;
     }
     if ((unsigned)cfg->algorithm > RANDOM_FIT || (unsigned)cfg->sync > CH_SYNC) {
-        util_error("rpipe: unknown algorithm %d or sync mode %d", (int)cfg->algorithm, (int)cfg->sync);
+        util_error("rpipe: unknown algorithm %d or sync mode %d", (int)cfg->algorithm,
+                   (int)cfg->sync);
         return UTIL_ERR_INVALID;
     }
     if (cfg->sync == NET_SYNC_BLKS && cfg->algorithm != NEXT_FIT) {
-        util_error("rpipe: NET_SYNC_BLKS needs NEXT_FIT (use NET_SYNC_TAGS or CH_SYNC for other heuristics)");
+        util_error("rpipe: NET_SYNC_BLKS needs NEXT_FIT (use NET_SYNC_TAGS or CH_SYNC for other "
+                   "heuristics)");
         return UTIL_ERR_INVALID;
     }
     if (!(cfg->watermark > 0.0 && cfg->watermark <= 1.0)) {
@@ -382,7 +384,7 @@ static util_status_t rpipe_check_config(const rmalloc_config_t *cfg)
 
 static void rpipe_channel_keys(rch_t ch)
 {
-    int active  = ch->cfg.rdma_active ? rpipe_state.rank : ch->cfg.peer;
+    int active = ch->cfg.rdma_active ? rpipe_state.rank : ch->cfg.peer;
     int passive = ch->cfg.rdma_active ? ch->cfg.peer : rpipe_state.rank;
 
     ch->flag_salt = ((uint64_t)active << 40) ^ ((uint64_t)passive << 16) ^
@@ -403,7 +405,7 @@ static void rpipe_channel_keys(rch_t ch)
 static uint64_t rpipe_region_bytes(const rmalloc_config_t *cfg, uint64_t unit)
 {
     uint64_t messages = (cfg->alloc_size + cfg->unit_size - 1) / cfg->unit_size;
-    uint64_t bytes    = cfg->alloc_size + messages * (RPIPE_UHDR_BYTES + 8 + 8);
+    uint64_t bytes = cfg->alloc_size + messages * (RPIPE_UHDR_BYTES + 8 + 8);
 
     return (bytes + unit - 1) / unit * unit;
 }
@@ -427,10 +429,10 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     if (ch == NULL) {
         return R_ERR_NOMEM;
     }
-    ch->cfg      = *cfg;
+    ch->cfg = *cfg;
     ch->producer = (cfg->op == RDMA_GET) ? !cfg->rdma_active : !!cfg->rdma_active;
-    ch->owner    = (cfg->op == RDMA_GET) ? ch->producer : !ch->producer;
-    ch->unit     = cfg->unit_size < 8 ? 8 : cfg->unit_size;
+    ch->owner = (cfg->op == RDMA_GET) ? ch->producer : !ch->producer;
+    ch->unit = cfg->unit_size < 8 ? 8 : cfg->unit_size;
     ch->region_bytes = rpipe_region_bytes(cfg, ch->unit);
     rpipe_channel_keys(ch);
     for (rch_t other = rpipe_state.channels; other != NULL; other = other->next) {
@@ -446,17 +448,18 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     if (status != UTIL_OK) {
         goto err_free;
     }
-    ch->sync_cfg.protocol  = cfg->sync == NET_SYNC_BLKS ? RMALLOC_SYNC_BLOCK
-                           : cfg->sync == NET_SYNC_TAGS ? RMALLOC_SYNC_TAG : RMALLOC_SYNC_CHANNEL;
+    ch->sync_cfg.protocol = cfg->sync == NET_SYNC_BLKS   ? RMALLOC_SYNC_BLOCK
+                            : cfg->sync == NET_SYNC_TAGS ? RMALLOC_SYNC_TAG
+                                                         : RMALLOC_SYNC_CHANNEL;
     ch->sync_cfg.direction = cfg->op == RDMA_GET ? RMALLOC_SYNC_GET : RMALLOC_SYNC_PUT;
-    ch->sync_cfg.role      = ch->producer ? RMALLOC_SYNC_PRODUCER : RMALLOC_SYNC_CONSUMER;
+    ch->sync_cfg.role = ch->producer ? RMALLOC_SYNC_PRODUCER : RMALLOC_SYNC_CONSUMER;
     ch->sync_cfg.heuristic = (rmalloc_heuristic_t)cfg->algorithm;
-    ch->sync_cfg.size      = ch->region_bytes;
-    ch->sync_cfg.unit      = ch->unit;
+    ch->sync_cfg.size = ch->region_bytes;
+    ch->sync_cfg.unit = ch->unit;
     ch->sync_cfg.header_bytes = 8; /* the notified flag */
     ch->sync_cfg.watermark = cfg->watermark;
-    ch->sync_cfg.retries   = cfg->retries;
-    ch->sync_cfg.seed      = 0x5eed0000u + cfg->context;
+    ch->sync_cfg.retries = cfg->retries;
+    ch->sync_cfg.seed = 0x5eed0000u + cfg->context;
     if (cfg->queue_len != 0) {
         ch->sync_cfg.queue_len = cfg->queue_len;
     } else {
@@ -466,7 +469,7 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
          * never pushes back. Capped for huge channels of tiny units, where
          * deferral covers the rest. */
         uint64_t smallest = (RPIPE_UHDR_BYTES + 8 + 8 + ch->unit - 1) / ch->unit * ch->unit;
-        uint64_t entries  = 2 * (ch->region_bytes / smallest + 1);
+        uint64_t entries = 2 * (ch->region_bytes / smallest + 1);
         ch->sync_cfg.queue_len = (uint32_t)(entries < 65536 ? entries : 65536);
     }
 
@@ -486,7 +489,7 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
         if (status != UTIL_OK) {
             goto err_region;
         }
-        ch->cell  = btl_mem_addr(ch->cell_mem);
+        ch->cell = btl_mem_addr(ch->cell_mem);
         *ch->cell = (cfg->atomic_type == RATOMIC_AND) ? ~UINT64_C(0) : 0; /* the op's identity */
     }
     status = btl_mem_alloc(rpipe_state.btl, rmalloc_sync_buffer_size(&ch->sync_cfg), &ch->sync_mem);
@@ -500,15 +503,15 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     }
 
     memset(&meta, 0, sizeof(meta));
-    meta.magic        = RPIPE_META_MAGIC;
-    meta.op           = (uint32_t)cfg->op;
-    meta.algorithm    = (uint32_t)cfg->algorithm;
-    meta.sync         = (uint32_t)cfg->sync;
-    meta.unit         = ch->unit;
-    meta.alloc_size   = cfg->alloc_size;
+    meta.magic = RPIPE_META_MAGIC;
+    meta.op = (uint32_t)cfg->op;
+    meta.algorithm = (uint32_t)cfg->algorithm;
+    meta.sync = (uint32_t)cfg->sync;
+    meta.unit = ch->unit;
+    meta.alloc_size = cfg->alloc_size;
     meta.region_bytes = ch->region_bytes;
-    meta.sync_bytes   = rmalloc_sync_buffer_size(&ch->sync_cfg);
-    meta.sync_addr    = (uint64_t)(uintptr_t)btl_mem_addr(ch->sync_mem);
+    meta.sync_bytes = rmalloc_sync_buffer_size(&ch->sync_cfg);
+    meta.sync_addr = (uint64_t)(uintptr_t)btl_mem_addr(ch->sync_mem);
     status = btl_mem_pack(ch->sync_mem, meta.sync_key, sizeof(meta.sync_key), &key_len);
     meta.sync_key_len = (uint32_t)key_len;
     meta.atomic_type = cfg->op == RDMA_ATOMIC ? cfg->atomic_type : 0;
@@ -531,9 +534,9 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     if (status != UTIL_OK) {
         goto err_sync;
     }
-    ch->next              = rpipe_state.channels;
-    rpipe_state.channels  = ch;
-    *ch_p                 = ch;
+    ch->next = rpipe_state.channels;
+    rpipe_state.channels = ch;
+    *ch_p = ch;
     return R_SUCCESS;
 
 err_sync:
@@ -567,8 +570,8 @@ static util_status_t rpipe_get_peer_meta(rch_t ch, rpipe_meta_t *meta)
         }
         if (rpipe_now() > deadline) {
             util_error("rpipe: rank %d did not create its end of channel %s within %.0f s "
-                       "(RMB_RPIPE_CONNECT_TIMEOUT)", ch->cfg.peer, ch->key_peer,
-                       rpipe_state.connect_timeout);
+                       "(RMB_RPIPE_CONNECT_TIMEOUT)",
+                       ch->cfg.peer, ch->key_peer, rpipe_state.connect_timeout);
             return UTIL_ERR_TIMEOUT;
         }
     }
@@ -594,8 +597,8 @@ util_status_t rpipe_connect(rch_t ch)
         meta.alloc_size != ch->cfg.alloc_size ||
         (ch->cfg.op == RDMA_ATOMIC && meta.atomic_type != ch->cfg.atomic_type)) {
         util_error("rpipe: the two ends of channel %s disagree (op, algorithm, sync, unit_size, "
-                   "alloc_size or atomic_type differ between rank %d and rank %d)", ch->key_mine,
-                   rpipe_state.rank, ch->cfg.peer);
+                   "alloc_size or atomic_type differ between rank %d and rank %d)",
+                   ch->key_mine, rpipe_state.rank, ch->cfg.peer);
         return UTIL_ERR_INVALID;
     }
     status = btl_ctx_ep(rpipe_state.btl, ch->cfg.peer, &ch->ep);
@@ -622,8 +625,8 @@ util_status_t rpipe_connect(rch_t ch)
     }
     if (!ch->owner) {
         ch->peer_region_addr = meta.region_addr;
-        status = btl_rkey_unpack(ch->ep, meta.region_key, meta.region_key_len,
-                                 &ch->peer_region_rkey);
+        status =
+            btl_rkey_unpack(ch->ep, meta.region_key, meta.region_key_len, &ch->peer_region_rkey);
         if (status != UTIL_OK) {
             goto err_sync_rkey;
         }
@@ -646,7 +649,7 @@ err_region_rkey:
     if (ch->peer_cell_rkey != NULL) {
         btl_rkey_release(ch->peer_cell_rkey);
         ch->peer_cell_rkey = NULL;
-        ch->peer_cell      = NULL;
+        ch->peer_cell = NULL;
     }
 err_sync_rkey:
     btl_rkey_release(ch->peer_sync_rkey);
@@ -698,8 +701,14 @@ int rpipe_close(rch_t ch)
 
 /* ---- network utilities ------------------------------------------------------------------- */
 
-uint32_t network_rank(void) { return (uint32_t)rpipe_state.rank; }
-uint32_t network_ranks(void) { return (uint32_t)rpipe_state.size; }
+uint32_t network_rank(void)
+{
+    return (uint32_t)rpipe_state.rank;
+}
+uint32_t network_ranks(void)
+{
+    return (uint32_t)rpipe_state.size;
+}
 
 int network_barrier(void)
 {
@@ -771,7 +780,8 @@ int network_recv(int from, void *buf, size_t bytes)
     deadline = rpipe_now() + rpipe_state.connect_timeout;
     do {
         status = bootstrap_get(from, key, buf, bytes, &size);
-    } while ((status == UTIL_ERR_TIMEOUT || status == UTIL_ERR_NOT_FOUND) && rpipe_now() < deadline);
+    } while ((status == UTIL_ERR_TIMEOUT || status == UTIL_ERR_NOT_FOUND) &&
+             rpipe_now() < deadline);
     if (status == UTIL_OK && size != bytes) {
         util_error("network_recv: message %s has %zu bytes, %zu expected", key, size, bytes);
         status = UTIL_ERR_TRUNCATED;

@@ -38,60 +38,60 @@ typedef struct rpipe_meta {
     uint64_t unit, alloc_size, region_bytes, sync_bytes;
     uint64_t region_addr, sync_addr;
     uint32_t region_key_len, sync_key_len;
-    uint8_t  region_key[BTL_RKEY_PACKED_MAX];
-    uint8_t  sync_key[BTL_RKEY_PACKED_MAX];
+    uint8_t region_key[BTL_RKEY_PACKED_MAX];
+    uint8_t sync_key[BTL_RKEY_PACKED_MAX];
     uint64_t atomic_type, cell_addr; /* RDMA_ATOMIC: the consumer's accumulator */
     uint32_t cell_key_len, pad_;
-    uint8_t  cell_key[BTL_RKEY_PACKED_MAX];
+    uint8_t cell_key[BTL_RKEY_PACKED_MAX];
 } rpipe_meta_t;
 
 struct rpipe_channel {
     rmalloc_config_t cfg;
-    int              producer;     /* this side writes messages */
-    int              owner;        /* messages live in this side's memory */
-    int              connected;
-    uint64_t         region_bytes; /* same on both sides */
-    uint64_t         unit;         /* allocator granularity (>= 8) */
-    uint64_t         flag_salt;    /* same on both ends (rpipe_flag_mask) */
+    int producer; /* this side writes messages */
+    int owner;    /* messages live in this side's memory */
+    int connected;
+    uint64_t region_bytes; /* same on both sides */
+    uint64_t unit;         /* allocator granularity (>= 8) */
+    uint64_t flag_salt;    /* same on both ends (rpipe_flag_mask) */
 
-    btl_mem_t       *region_mem;   /* owner: the message region; else the mirror (may be NULL) */
-    char            *region;       /* its local address */
-    btl_mem_t       *sync_mem;     /* this side's sync buffer */
+    btl_mem_t *region_mem; /* owner: the message region; else the mirror (may be NULL) */
+    char *region;          /* its local address */
+    btl_mem_t *sync_mem;   /* this side's sync buffer */
     rmalloc_sync_config_t sync_cfg;
-    rmalloc_sync_ep_t    *sync;
+    rmalloc_sync_ep_t *sync;
 
     /* the peer, once connected */
-    btl_ep_t        *ep;
-    btl_rkey_t      *peer_region_rkey;
-    btl_rkey_t      *peer_sync_rkey;
-    uint64_t         peer_region_addr;
-    uint64_t         peer_sync_addr;
-    char            *peer_region;  /* owner's region mapped here (load/store), else NULL */
+    btl_ep_t *ep;
+    btl_rkey_t *peer_region_rkey;
+    btl_rkey_t *peer_sync_rkey;
+    uint64_t peer_region_addr;
+    uint64_t peer_sync_addr;
+    char *peer_region; /* owner's region mapped here (load/store), else NULL */
 
     /* Descriptors whose post (producer) or free (consumer) the sync queue
      * pushed back; flushed in order by every rpipe wait, so rwrite and
      * rfree never wait for the peer. */
-    raddr_t         *deferred;
-    uint32_t         deferred_n, deferred_cap;
+    raddr_t *deferred;
+    uint32_t deferred_n, deferred_cap;
 
     /* RDMA_ATOMIC: the accumulator every rwrite updates, in the consumer's
      * memory (cell_mem there; peer_cell mapped or peer_cell_rkey here) */
-    btl_mem_t       *cell_mem;
-    uint64_t        *cell;
-    uint64_t        *peer_cell;
-    btl_rkey_t      *peer_cell_rkey;
-    uint64_t         peer_cell_addr;
+    btl_mem_t *cell_mem;
+    uint64_t *cell;
+    uint64_t *peer_cell;
+    btl_rkey_t *peer_cell_rkey;
+    uint64_t peer_cell_addr;
 
     /* consumer: the message rread_nb is waiting for */
-    int              pending;
-    raddr_t          pending_desc;
+    int pending;
+    raddr_t pending_desc;
     /* messages written (producer) / taken (consumer): the flag's sequence in
      * tag and channel modes (rpipe_msg_seq) */
-    uint64_t         seq;
+    uint64_t seq;
 
-    char             key_mine[BOOTSTRAP_KEY_MAX];
-    char             key_peer[BOOTSTRAP_KEY_MAX];
-    struct rpipe_channel *next;    /* all channels, for rexit */
+    char key_mine[BOOTSTRAP_KEY_MAX];
+    char key_peer[BOOTSTRAP_KEY_MAX];
+    struct rpipe_channel *next; /* all channels, for rexit */
 };
 
 #endif

@@ -15,17 +15,17 @@ typedef void (*rpipe_finalize_hook_func_t)(void);
 #define RPIPE_FINALIZE_HOOKS_MAX 4
 
 typedef struct rpipe_state {
-    int         refcount;
-    int         rank, size;
-    btl_ctx_t  *btl;
-    uint64_t    spin;            /* polls before yielding (RMB_RPIPE_SPIN) */
-    double      connect_timeout; /* seconds (RMB_RPIPE_CONNECT_TIMEOUT) */
-    rch_t       channels;        /* every open channel */
-    uint64_t    deferred;        /* posts/frees deferred over all channels */
-    int         exiting;         /* rexit past its barrier: peers may have unmapped */
-    uint64_t   *msg_sent, *msg_recv; /* network_send/recv sequence per peer */
+    int refcount;
+    int rank, size;
+    btl_ctx_t *btl;
+    uint64_t spin;                 /* polls before yielding (RMB_RPIPE_SPIN) */
+    double connect_timeout;        /* seconds (RMB_RPIPE_CONNECT_TIMEOUT) */
+    rch_t channels;                /* every open channel */
+    uint64_t deferred;             /* posts/frees deferred over all channels */
+    int exiting;                   /* rexit past its barrier: peers may have unmapped */
+    uint64_t *msg_sent, *msg_recv; /* network_send/recv sequence per peer */
     rpipe_finalize_hook_func_t finalize_hooks[RPIPE_FINALIZE_HOOKS_MAX];
-    int         finalize_nhooks;
+    int finalize_nhooks;
 } rpipe_state_t;
 
 extern rpipe_state_t rpipe_state;
@@ -41,7 +41,7 @@ static inline int rpipe_sync_not_now(util_status_t status)
 }
 
 typedef struct {
-    uint64_t    polls;
+    uint64_t polls;
     util_wait_t idle; /* the yield/nap phase */
 } rpipe_wait_t;
 void rpipe_wait_init(rpipe_wait_t *wait);
@@ -137,8 +137,8 @@ static inline uint64_t rpipe_flag_mask(const struct rpipe_channel *ch, const rad
 static inline uint64_t rpipe_flag_value(const struct rpipe_channel *ch, const raddr_t *d,
                                         uint64_t user_payload, uint64_t seq)
 {
-    return rpipe_flag_mask(ch, d) ^ (rpipe_flag_seq_bits(ch, seq) | (user_payload << 8) |
-                                     RPIPE_FLAG_MARK);
+    return rpipe_flag_mask(ch, d) ^
+           (rpipe_flag_seq_bits(ch, seq) | (user_payload << 8) | RPIPE_FLAG_MARK);
 }
 
 /* Offset of the allocation in the region, and of its flag. */

@@ -45,8 +45,8 @@ static inline int rpipe_desc_fits(rch_t ch, const raddr_t *user_desc)
 {
     const raddr_t *d = user_desc;
 
-    return d->unit_shift < 64 && ((uint64_t)1 << d->unit_shift) == ch->unit &&
-           d->start < d->end && d->end <= (ch->region_bytes >> d->unit_shift) &&
+    return d->unit_shift < 64 && ((uint64_t)1 << d->unit_shift) == ch->unit && d->start < d->end &&
+           d->end <= (ch->region_bytes >> d->unit_shift) &&
            d->payload <= ((d->end - d->start) << d->unit_shift) &&
            ((d->payload + RPIPE_UHDR_BYTES + 7) & ~(uint64_t)7) + 8 <=
                ((d->end - d->start) << d->unit_shift);
@@ -55,7 +55,8 @@ static inline int rpipe_desc_fits(rch_t ch, const raddr_t *user_desc)
 static __attribute__((unused, cold)) int rpipe_desc_foreign(rch_t ch, const char *call)
 {
     util_error("%s: descriptor was not issued by the channel with rank %d (outside its memory "
-               "or of another granularity)", call, ch->cfg.peer);
+               "or of another granularity)",
+               call, ch->cfg.peer);
     return R_ERR_INVALID;
 }
 
@@ -78,14 +79,15 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
     }
     if (ch->cfg.op == RDMA_ATOMIC && size != 8) {
         util_error("rmalloc: a message of an RDMA_ATOMIC channel is one 8-byte operand, not %zu "
-                   "bytes", size);
+                   "bytes",
+                   size);
         return R_ERR_INVALID;
     }
     status = rpipe_ready(ch);
     if (status != UTIL_OK) {
         return status;
     }
-    if (ch->deferred_n > 0) { /* the consumer may be waiting for these */
+    if (ch->deferred_n > 0) {              /* the consumer may be waiting for these */
         status = rpipe_flush_deferred(ch); /* only a real failure: refusals stay deferred */
         if (status != UTIL_OK) {
             return status;
@@ -169,8 +171,10 @@ uint16_t network_header_bytes(size_t payload)
  * value in the payload). */
 static util_status_t rpipe_apply_atomic(rch_t ch, const raddr_t *desc)
 {
-    static const btl_amo_op_t amo[] = {[RATOMIC_ADD] = BTL_AMO_ADD, [RATOMIC_XOR] = BTL_AMO_XOR,
-                                       [RATOMIC_OR] = BTL_AMO_OR, [RATOMIC_AND] = BTL_AMO_AND,
+    static const btl_amo_op_t amo[] = {[RATOMIC_ADD] = BTL_AMO_ADD,
+                                       [RATOMIC_XOR] = BTL_AMO_XOR,
+                                       [RATOMIC_OR] = BTL_AMO_OR,
+                                       [RATOMIC_AND] = BTL_AMO_AND,
                                        [RATOMIC_SET] = BTL_AMO_SET};
     char *msg = rpipe_view(ch) + rpipe_offset(desc);
     uint64_t operand;
@@ -180,11 +184,21 @@ static util_status_t rpipe_apply_atomic(rch_t ch, const raddr_t *desc)
     memcpy(msg, &operand, 8);
     if (ch->peer_cell != NULL) {
         switch (ch->cfg.atomic_type) {
-        case RATOMIC_ADD: __atomic_fetch_add(ch->peer_cell, operand, __ATOMIC_RELEASE); break;
-        case RATOMIC_XOR: __atomic_fetch_xor(ch->peer_cell, operand, __ATOMIC_RELEASE); break;
-        case RATOMIC_OR:  __atomic_fetch_or(ch->peer_cell, operand, __ATOMIC_RELEASE); break;
-        case RATOMIC_AND: __atomic_fetch_and(ch->peer_cell, operand, __ATOMIC_RELEASE); break;
-        default:          __atomic_store_n(ch->peer_cell, operand, __ATOMIC_RELEASE); break;
+        case RATOMIC_ADD:
+            __atomic_fetch_add(ch->peer_cell, operand, __ATOMIC_RELEASE);
+            break;
+        case RATOMIC_XOR:
+            __atomic_fetch_xor(ch->peer_cell, operand, __ATOMIC_RELEASE);
+            break;
+        case RATOMIC_OR:
+            __atomic_fetch_or(ch->peer_cell, operand, __ATOMIC_RELEASE);
+            break;
+        case RATOMIC_AND:
+            __atomic_fetch_and(ch->peer_cell, operand, __ATOMIC_RELEASE);
+            break;
+        default:
+            __atomic_store_n(ch->peer_cell, operand, __ATOMIC_RELEASE);
+            break;
         }
         return UTIL_OK;
     }
@@ -225,8 +239,8 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
         uint64_t off = rpipe_offset(&desc);
         status = btl_put_flag(ch->ep, ch->region + off, RPIPE_UHDR_BYTES + user_desc.payload,
                               ch->region_mem, ch->peer_region_addr + off, ch->peer_region_rkey,
-                              ch->peer_region_addr + rpipe_flag_offset(&desc),
-                              ch->peer_region_rkey, flag, NULL);
+                              ch->peer_region_addr + rpipe_flag_offset(&desc), ch->peer_region_rkey,
+                              flag, NULL);
         if (status != UTIL_OK) {
             return status;
         }
@@ -267,7 +281,9 @@ static const uint64_t *rpipe_guessed_flag(rch_t ch, raddr_t *g)
         rmalloc_sync_guess(ch->sync, &start, &units, &payload) != UTIL_OK) {
         return NULL;
     }
-    *g = (raddr_t){.start = start, .end = start + units, .payload = payload,
+    *g = (raddr_t){.start = start,
+                   .end = start + units,
+                   .payload = payload,
                    .unit_shift = (uint16_t)__builtin_ctzll(ch->unit)};
     if (rpipe_flag_offset(g) + 8 > ch->region_bytes) {
         return NULL;
@@ -311,11 +327,11 @@ static inline int rpipe_read_done(rch_t ch, raddr_t desc, uint64_t payload, radd
         uint64_t value = __atomic_load_n(ch->cell, __ATOMIC_ACQUIRE);
         memcpy(rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES, &value, 8);
     }
-    ch->pending  = 0;
+    ch->pending = 0;
     ch->seq++;
     desc.payload = payload + RPIPE_UHDR_BYTES;
     *desc_p = rpipe_desc_to_user(desc);
-    *ptr_p  = rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES;
+    *ptr_p = rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES;
     return R_SUCCESS;
 }
 
@@ -335,7 +351,7 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
     if (status != UTIL_OK) {
         return status;
     }
-    if (ch->deferred_n > 0) { /* the producer may be waiting for these frees */
+    if (ch->deferred_n > 0) {              /* the producer may be waiting for these frees */
         status = rpipe_flush_deferred(ch); /* only a real failure: refusals stay deferred */
         if (status != UTIL_OK) {
             return status;
@@ -344,7 +360,7 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
     if (!ch->pending && rpipe_take_guessed(ch)) {
         /* its flag was just read as expected: place, size and sequence */
         ch->pending = 1;
-        payload     = ch->pending_desc.payload - RPIPE_UHDR_BYTES;
+        payload = ch->pending_desc.payload - RPIPE_UHDR_BYTES;
         if (payload > size) {
             return R_ERR_TRUNCATED; /* stays pending: a larger read can take it */
         }
@@ -361,15 +377,14 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         }
         ch->pending = 1;
     }
-    desc   = ch->pending_desc;
+    desc = ch->pending_desc;
     status = rpipe_load_flag(ch, &desc, &flag);
     if (status != UTIL_OK) {
         return status;
     }
     flag ^= rpipe_flag_mask(ch, &desc);
     payload = rpipe_flag_payload(ch, flag);
-    if (!rpipe_flag_expected(ch, flag, rpipe_msg_seq(ch, &desc)) ||
-        payload > ch->cfg.alloc_size) {
+    if (!rpipe_flag_expected(ch, flag, rpipe_msg_seq(ch, &desc)) || payload > ch->cfg.alloc_size) {
         return R_PENDING; /* not written yet (0, or old bytes of freed messages) */
     }
     if (payload + RPIPE_UHDR_BYTES > desc.payload) {
@@ -483,10 +498,12 @@ int rfree(rch_t ch, raddr_t user_desc)
         uint32_t peer_block;
 
         /* the descriptor first: only then may its flag be read */
-        if (rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc, &peer_id, &peer_block) != UTIL_OK ||
+        if (rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc, &peer_id, &peer_block) !=
+                UTIL_OK ||
             !rpipe_flag_live(ch, &desc, user_desc.payload)) {
             util_error("rfree: descriptor is not a live message of the channel with rank %d "
-                       "(freed twice, or from another channel)", ch->cfg.peer);
+                       "(freed twice, or from another channel)",
+                       ch->cfg.peer);
             return R_ERR_INVALID;
         }
     }

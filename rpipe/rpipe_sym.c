@@ -18,7 +18,7 @@ typedef struct {
     uint64_t base;
     uint64_t size;
     uint64_t key_len;
-    uint8_t  key[BTL_RKEY_PACKED_MAX];
+    uint8_t key[BTL_RKEY_PACKED_MAX];
 } rpipe_sym_card_t;
 
 static util_status_t rpipe_sym_publish(rpipe_sym_t *sym)
@@ -53,7 +53,7 @@ static util_status_t rpipe_sym_publish(rpipe_sym_t *sym)
         }
         sym->peer[pe].base = all[pe].base;
     }
-    sym->packed        = (uint8_t *)all;
+    sym->packed = (uint8_t *)all;
     sym->packed_stride = sizeof(*all);
     return UTIL_OK;
 }
@@ -103,8 +103,8 @@ static util_status_t rpipe_sym_publish_group(rpipe_sym_t *sym, uint64_t tag,
         for (int i = 0; i < sym->npeers && status == UTIL_OK; i++) {
             if (all[i].size != sym->size) {
                 util_error("symmetric group segment: rank %d has %llu bytes, I have %zu (sizes "
-                           "must match)", sym->ranks[i], (unsigned long long)all[i].size,
-                           sym->size);
+                           "must match)",
+                           sym->ranks[i], (unsigned long long)all[i].size, sym->size);
                 status = UTIL_ERR_INVALID;
             }
         }
@@ -130,8 +130,8 @@ static util_status_t rpipe_sym_publish_group(rpipe_sym_t *sym, uint64_t tag,
                  rpipe_sym_now() < deadline);
         if (status == UTIL_OK && (got != sizeof(all[i]) || all[i].size != sym->size)) {
             util_error("symmetric group segment: rank %d published %llu bytes, I have %zu "
-                       "(sizes must match)", sym->ranks[i], (unsigned long long)all[i].size,
-                       sym->size);
+                       "(sizes must match)",
+                       sym->ranks[i], (unsigned long long)all[i].size, sym->size);
             status = UTIL_ERR_INVALID;
         } else if (status != UTIL_OK) {
             util_error("symmetric group segment: no key from rank %d: %s", sym->ranks[i],
@@ -145,9 +145,9 @@ done:
     for (int i = 0; i < sym->npeers; i++) {
         sym->peer[i].base = all[i].base;
     }
-    sym->packed        = (uint8_t *)all;
+    sym->packed = (uint8_t *)all;
     sym->packed_stride = sizeof(*all);
-    sym->peer[me].ptr  = sym->base; /* myself: always plain memory */
+    sym->peer[me].ptr = sym->base; /* myself: always plain memory */
     return UTIL_OK;
 
 err:
@@ -172,8 +172,8 @@ static util_status_t rpipe_sym_choose_amo(void)
         /* An open network iface serves some peer (auto opens one only across
          * nodes; RMB_BTL=mpi|ofi|verbs serves every peer with it, on one node
          * too), while my own atomics would be CPU ones on the same words. */
-        rpipe_sym_amo_network = net != NULL && rpipe_state.size > 1 &&
-                                !(btl_iface_caps(net) & BTL_CAP_AMO_CPU);
+        rpipe_sym_amo_network =
+            net != NULL && rpipe_state.size > 1 && !(btl_iface_caps(net) & BTL_CAP_AMO_CPU);
     } else {
         util_error("RMB_AMO_NETWORK is '%s'; use auto, yes or no", how);
         return UTIL_ERR_INVALID;
@@ -206,8 +206,8 @@ static util_status_t rpipe_sym_create(int how, void *addr, size_t size, const in
         return status;
     }
     sym->npeers = ranks != NULL ? nranks : rpipe_state.size;
-    sym->size   = size;
-    sym->peer   = calloc((size_t)sym->npeers, sizeof(*sym->peer));
+    sym->size = size;
+    sym->peer = calloc((size_t)sym->npeers, sizeof(*sym->peer));
     if (sym->peer == NULL) {
         free(sym);
         return UTIL_ERR_NO_MEMORY;
@@ -221,14 +221,14 @@ static util_status_t rpipe_sym_create(int how, void *addr, size_t size, const in
         memcpy(sym->ranks, ranks, sizeof(int) * (size_t)nranks);
     }
     status = how == RPIPE_SYM_ALLOC ? btl_mem_alloc(rpipe_state.btl, size, &sym->mem)
-           : how == RPIPE_SYM_REG   ? btl_mem_reg(rpipe_state.btl, addr, size, &sym->mem)
+             : how == RPIPE_SYM_REG ? btl_mem_reg(rpipe_state.btl, addr, size, &sym->mem)
                                     : btl_mem_remap(rpipe_state.btl, addr, size, &sym->mem);
     if (status != UTIL_OK) {
         goto err_free;
     }
     sym->base = btl_mem_addr(sym->mem);
-    status = ranks != NULL ? rpipe_sym_publish_group(sym, tag, allgather, arg)
-                           : rpipe_sym_publish(sym);
+    status =
+        ranks != NULL ? rpipe_sym_publish_group(sym, tag, allgather, arg) : rpipe_sym_publish(sym);
     if (status != UTIL_OK) {
         goto err_mem;
     }
@@ -254,14 +254,16 @@ util_status_t rpipe_sym_alloc(size_t size, rpipe_sym_t **sym_p)
 
 util_status_t rpipe_sym_reg(void *addr, size_t size, rpipe_sym_t **sym_p)
 {
-    return (addr == NULL) ? UTIL_ERR_INVALID
-                          : rpipe_sym_create(RPIPE_SYM_REG, addr, size, NULL, 0, 0, NULL, NULL, sym_p);
+    return (addr == NULL)
+               ? UTIL_ERR_INVALID
+               : rpipe_sym_create(RPIPE_SYM_REG, addr, size, NULL, 0, 0, NULL, NULL, sym_p);
 }
 
 util_status_t rpipe_sym_static(void *addr, size_t size, rpipe_sym_t **sym_p)
 {
-    return (addr == NULL) ? UTIL_ERR_INVALID
-                          : rpipe_sym_create(RPIPE_SYM_REMAP, addr, size, NULL, 0, 0, NULL, NULL, sym_p);
+    return (addr == NULL)
+               ? UTIL_ERR_INVALID
+               : rpipe_sym_create(RPIPE_SYM_REMAP, addr, size, NULL, 0, 0, NULL, NULL, sym_p);
 }
 
 util_status_t rpipe_sym_alloc_group(const int *ranks, int nranks, uint64_t tag, size_t size,
@@ -277,8 +279,7 @@ util_status_t rpipe_sym_alloc_group(const int *ranks, int nranks, uint64_t tag, 
         util_error("symmetric group segment: this rank is not (once) in the group");
         return UTIL_ERR_INVALID;
     }
-    return rpipe_sym_create(RPIPE_SYM_ALLOC, NULL, size, ranks, nranks, tag, allgather, arg,
-                            sym_p);
+    return rpipe_sym_create(RPIPE_SYM_ALLOC, NULL, size, ranks, nranks, tag, allgather, arg, sym_p);
 }
 
 int rpipe_sym_threaded;
@@ -307,7 +308,7 @@ util_status_t rpipe_sym_connect(rpipe_sym_t *sym, int pe)
     if (status != UTIL_OK) {
         goto out;
     }
-    card   = (const rpipe_sym_card_t *)(sym->packed + (size_t)pe * sym->packed_stride);
+    card = (const rpipe_sym_card_t *)(sym->packed + (size_t)pe * sym->packed_stride);
     status = btl_rkey_unpack(ep, card->key, card->key_len, &peer->rkey);
     if (status != UTIL_OK) {
         goto out;
@@ -332,7 +333,7 @@ util_status_t rpipe_sym_amo_connect(rpipe_sym_t *sym, int pe, rpipe_sym_peer_t *
     if (peer->amo_ep == NULL) {
         status = btl_ctx_net_ep(rpipe_state.btl, sym->ranks != NULL ? sym->ranks[pe] : pe, &ep);
         if (status == UTIL_OK) {
-            card   = (const rpipe_sym_card_t *)(sym->packed + (size_t)pe * sym->packed_stride);
+            card = (const rpipe_sym_card_t *)(sym->packed + (size_t)pe * sym->packed_stride);
             status = btl_rkey_unpack(ep, card->key, card->key_len, &peer->amo_rkey);
         }
         if (status == UTIL_OK) {

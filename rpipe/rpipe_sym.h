@@ -22,23 +22,23 @@
 #include <string.h>
 
 typedef struct rpipe_sym_peer {
-    char       *ptr;   /* the peer's segment mapped here, or NULL */
-    btl_ep_t   *ep;    /* NULL until first use */
+    char *ptr;    /* the peer's segment mapped here, or NULL */
+    btl_ep_t *ep; /* NULL until first use */
     btl_rkey_t *rkey;
-    uint64_t    base;  /* the peer's address of its segment */
-    btl_ep_t   *amo_ep; /* rpipe_sym_amo_network: atomics through the network */
+    uint64_t base;    /* the peer's address of its segment */
+    btl_ep_t *amo_ep; /* rpipe_sym_amo_network: atomics through the network */
     btl_rkey_t *amo_rkey;
 } rpipe_sym_peer_t;
 
 typedef struct rpipe_sym {
-    btl_mem_t        *mem;
-    char             *base;
-    size_t            size;
-    int               npeers;
-    rpipe_sym_peer_t *peer;    /* npeers entries */
-    uint8_t          *packed;  /* every rank's packed key (connect on first use) */
-    size_t            packed_stride;
-    int              *ranks;   /* group segments: the rank of each peer index; NULL when
+    btl_mem_t *mem;
+    char *base;
+    size_t size;
+    int npeers;
+    rpipe_sym_peer_t *peer; /* npeers entries */
+    uint8_t *packed;        /* every rank's packed key (connect on first use) */
+    size_t packed_stride;
+    int *ranks; /* group segments: the rank of each peer index; NULL when
                                 * peer index == rank (every rank) */
 } rpipe_sym_t;
 
@@ -122,7 +122,8 @@ static inline util_status_t rpipe_sym_peer(rpipe_sym_t *sym, int pe, rpipe_sym_p
 
     /* acquire: pairs with the release that publishes a connected peer */
     if (__builtin_expect(__atomic_load_n(&peer->ptr, __ATOMIC_ACQUIRE) != NULL ||
-                         __atomic_load_n(&peer->ep, __ATOMIC_ACQUIRE) != NULL, 1)) {
+                             __atomic_load_n(&peer->ep, __ATOMIC_ACQUIRE) != NULL,
+                         1)) {
         *peer_p = peer;
         return UTIL_OK;
     }
@@ -142,8 +143,8 @@ static inline void *rpipe_sym_ptr(rpipe_sym_t *sym, int pe, size_t offset)
 }
 
 /* Blocking to local completion (the source may be reused). */
-static inline util_status_t rpipe_sym_put(rpipe_sym_t *sym, int pe, size_t offset,
-                                          const void *src, size_t len)
+static inline util_status_t rpipe_sym_put(rpipe_sym_t *sym, int pe, size_t offset, const void *src,
+                                          size_t len)
 {
     rpipe_sym_peer_t *peer;
     util_status_t status = rpipe_sym_peer(sym, pe, &peer);
@@ -203,24 +204,22 @@ static inline util_status_t rpipe_sym_amo_fetch_net(rpipe_sym_t *sym, int pe, si
 
     if (status == UTIL_OK) {
         rpipe_sym_enter();
-        status = btl_amo_fetch(peer->amo_ep, op, size, peer->base + offset, peer->amo_rkey,
-                               operand, compare, old_p);
+        status = btl_amo_fetch(peer->amo_ep, op, size, peer->base + offset, peer->amo_rkey, operand,
+                               compare, old_p);
         rpipe_sym_leave();
     }
     return status;
 }
 
 static inline util_status_t rpipe_sym_amo_post_net(rpipe_sym_t *sym, int pe, size_t offset,
-                                                   btl_amo_op_t op, unsigned size,
-                                                   uint64_t operand)
+                                                   btl_amo_op_t op, unsigned size, uint64_t operand)
 {
     rpipe_sym_peer_t *peer;
     util_status_t status = rpipe_sym_amo_peer(sym, pe, &peer);
 
     if (status == UTIL_OK) {
         rpipe_sym_enter();
-        status = btl_amo_post(peer->amo_ep, op, size, peer->base + offset, peer->amo_rkey,
-                              operand);
+        status = btl_amo_post(peer->amo_ep, op, size, peer->base + offset, peer->amo_rkey, operand);
         rpipe_sym_leave();
     }
     return status;
@@ -245,8 +244,8 @@ static inline util_status_t rpipe_sym_amo_fetch(rpipe_sym_t *sym, int pe, size_t
         return status;
     }
     rpipe_sym_enter();
-    status = btl_amo_fetch(peer->ep, op, size, peer->base + offset, peer->rkey, operand, compare,
-                           old_p);
+    status =
+        btl_amo_fetch(peer->ep, op, size, peer->base + offset, peer->rkey, operand, compare, old_p);
     rpipe_sym_leave();
     return status;
 }
@@ -287,9 +286,9 @@ static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t 
 enum { RPIPE_SIGNAL_ADD = 1, RPIPE_SIGNAL_INTERNAL = 2 };
 
 static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_t offset,
-                                                 const void *src, size_t len,
-                                                 rpipe_sym_t *sig_sym, int sig_pe,
-                                                 size_t sig_offset, int mode, uint64_t value)
+                                                 const void *src, size_t len, rpipe_sym_t *sig_sym,
+                                                 int sig_pe, size_t sig_offset, int mode,
+                                                 uint64_t value)
 {
     rpipe_sym_peer_t *peer, *sig_peer;
     util_status_t status = rpipe_sym_peer(sym, pe, &peer);

@@ -21,8 +21,9 @@ static inline uint64_t shmemi_bits(const void *v, unsigned size)
     return b;
 }
 
-static inline void shmemi_amo_typed(const char *call, void *dest, btl_amo_op_t op, const void *value,
-                                    const void *cond, void *old, unsigned size, int pe)
+static inline void shmemi_amo_typed(const char *call, void *dest, btl_amo_op_t op,
+                                    const void *value, const void *cond, void *old, unsigned size,
+                                    int pe)
 {
     uint64_t result = shmemi_amo_fetch(call, dest, op, size, value ? shmemi_bits(value, size) : 0,
                                        cond ? shmemi_bits(cond, size) : 0, pe);

@@ -29,10 +29,10 @@ static inline int shmemi_set_is_world(int start, int log_stride, int size)
 
 typedef struct {
     const char *call;
-    void       *dest;
+    void *dest;
     const void *source;
-    size_t      bytes;
-    int         start, log_stride, size, root_pe;
+    size_t bytes;
+    int start, log_stride, size, root_pe;
 } shmemi_bcast_t;
 
 static void shmemi_bcast_puts(void *arg)
@@ -70,13 +70,15 @@ static void shmemi_broadcast(const char *call, void *dest, const void *source, s
 void shmem_broadcast32(void *dest, const void *source, size_t nelems, int root, int start,
                        int log_stride, int size, long *pSync)
 {
-    shmemi_broadcast("shmem_broadcast32", dest, source, nelems * 4, root, start, log_stride, size, pSync);
+    shmemi_broadcast("shmem_broadcast32", dest, source, nelems * 4, root, start, log_stride, size,
+                     pSync);
 }
 
 void shmem_broadcast64(void *dest, const void *source, size_t nelems, int root, int start,
                        int log_stride, int size, long *pSync)
 {
-    shmemi_broadcast("shmem_broadcast64", dest, source, nelems * 8, root, start, log_stride, size, pSync);
+    shmemi_broadcast("shmem_broadcast64", dest, source, nelems * 8, root, start, log_stride, size,
+                     pSync);
 }
 
 /* fcollect: equal blocks in set order; collect: blocks of any size, whose
@@ -162,7 +164,7 @@ void shmemi_reduce_to_all(const char *call, void *dest, const void *source, int 
                          SHMEMI_TC_REDUCE);
         return;
     }
-    acc   = malloc(elem * (size_t)(nreduce ? nreduce : 1));
+    acc = malloc(elem * (size_t)(nreduce ? nreduce : 1));
     other = malloc(elem * (size_t)(nreduce ? nreduce : 1));
     if (acc == NULL || other == NULL) {
         shmemi_fatal("%s: out of memory", call);
@@ -211,7 +213,8 @@ static void shmemi_alltoalls(const char *call, void *dest, const void *source, p
     for (int i = 0; i < size; i++) {
         int j = (me_index + i) % size, pe = shmemi_member(start, log_stride, j);
         char *to = (char *)dest + (ptrdiff_t)me_index * (ptrdiff_t)nelems * dst * (ptrdiff_t)elem;
-        const char *from = (const char *)source + (ptrdiff_t)j * (ptrdiff_t)nelems * sst * (ptrdiff_t)elem;
+        const char *from =
+            (const char *)source + (ptrdiff_t)j * (ptrdiff_t)nelems * sst * (ptrdiff_t)elem;
 
         if (dst == 1 && sst == 1) {
             shmemi_put(call, to, from, nelems * elem, pe);

@@ -26,8 +26,8 @@ int shmemi_tc_reduce(const char *call, struct shmemi_team *team, void *dest, con
 
 /* Broadcast on a team; update_root 0 leaves the root's dest alone (the
  * deprecated active-set semantics). */
-int shmemi_tc_broadcast(const char *call, struct shmemi_team *team, void *dest,
-                        const void *source, size_t bytes, int root, int update_root);
+int shmemi_tc_broadcast(const char *call, struct shmemi_team *team, void *dest, const void *source,
+                        size_t bytes, int root, int update_root);
 
 /* collect (fixed 0: every member's nelems may differ) and fcollect of
  * nelems elements of elem bytes over a team. */
@@ -48,14 +48,14 @@ void shmemi_reduce_to_all(const char *call, void *dest, const void *source, int 
 #define SHMEMI_TC_SLOTS 64 /* teams a PE can be a member of at once (WORLD, SHARED included) */
 
 struct shmemi_team_coll {
-    int      slot;        /* index in the pool of symmetric slots */
-    char    *sym;         /* the slot, my address (symmetric) */
-    uint64_t bar_count;   /* barriers done on this team */
-    uint64_t xchg_count;  /* exchanges done on this team */
-    size_t   xchg_max;    /* bytes a member sends in one exchange; 0: none for this team */
-    uint64_t xdone[2];    /* flat exchanges done per parity (the hierarchical ones share the parity) */
-    uint64_t bcast_count; /* broadcasts done through the ring */
-    int      ring;        /* the team is small enough for the broadcast ring */
+    int slot;            /* index in the pool of symmetric slots */
+    char *sym;           /* the slot, my address (symmetric) */
+    uint64_t bar_count;  /* barriers done on this team */
+    uint64_t xchg_count; /* exchanges done on this team */
+    size_t xchg_max;     /* bytes a member sends in one exchange; 0: none for this team */
+    uint64_t xdone[2]; /* flat exchanges done per parity (the hierarchical ones share the parity) */
+    uint64_t bcast_count;        /* broadcasts done through the ring */
+    int ring;                    /* the team is small enough for the broadcast ring */
     struct shmemi_tc_hier *hier; /* node structure when the team runs hierarchically; else NULL */
 };
 
@@ -76,7 +76,6 @@ void shmemi_tc_allreduce_and(struct shmemi_team *team, uint64_t *words, int nwor
  * large for the exchange. */
 int shmemi_tc_allgather(struct shmemi_team *team, const void *in, size_t len, void *out);
 /* The same with any op on 64-bit words (spaces agree on a maximum). */
-void shmemi_tc_allreduce(struct shmemi_team *team, uint64_t *words, int nwords,
-                         shmemi_tc_op_t op);
+void shmemi_tc_allreduce(struct shmemi_team *team, uint64_t *words, int nwords, shmemi_tc_op_t op);
 
 #endif

@@ -43,7 +43,7 @@ static int shmemi_create_ctx(const char *call, shmem_team_t team, long options, 
     if (c == NULL) {
         return 1; /* not an error: the caller may retry */
     }
-    c->team    = team;
+    c->team = team;
     c->options = options;
     __atomic_fetch_add(&team->n_ctx, 1, __ATOMIC_RELAXED);
     *ctx = c;

@@ -46,5 +46,6 @@ void shmemi_not_symmetric(const char *call, const void *addr, size_t len)
         shmemi_not_initialized(call);
     }
     shmemi_fatal("%s: %p (+%zu bytes) is not symmetric (neither in the symmetric heap, nor in "
-                 "static data, nor in a live space)", call, addr, len);
+                 "static data, nor in a live space)",
+                 call, addr, len);
 }

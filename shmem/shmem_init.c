@@ -22,8 +22,7 @@ shmemi_state_t shmemi = {.heap = &shmemi_no_segment};
 #define SHMEMI_INTERNAL_HEAP (1u << 20) /* sync objects and collective scratch */
 
 /* One line with the sizes: what was asked, what is free, and the knob. */
-static void shmemi_heap_exhausted(const char *call, size_t size)
-    __attribute__((noreturn, cold));
+static void shmemi_heap_exhausted(const char *call, size_t size) __attribute__((noreturn, cold));
 static void shmemi_heap_exhausted(const char *call, size_t size)
 {
     const rmalloc_vmem_t *vmem = rmalloc_symm_vmem(shmemi.symm);
@@ -31,14 +30,16 @@ static void shmemi_heap_exhausted(const char *call, size_t size)
 
     shmemi_fatal("%s(%zu): the symmetric heap is exhausted: %zu bytes requested, %zu free in a "
                  "heap of %zu (SHMEM_SYMMETRIC_SIZE=%zu plus %u for the library); raise "
-                 "SHMEM_SYMMETRIC_SIZE", call, size, size,
-                 used < shmemi.heap_size ? shmemi.heap_size - used : 0, shmemi.heap_size,
-                 shmemi.heap_size - SHMEMI_INTERNAL_HEAP, SHMEMI_INTERNAL_HEAP);
+                 "SHMEM_SYMMETRIC_SIZE",
+                 call, size, size, used < shmemi.heap_size ? shmemi.heap_size - used : 0,
+                 shmemi.heap_size, shmemi.heap_size - SHMEMI_INTERNAL_HEAP, SHMEMI_INTERNAL_HEAP);
 }
 
 /* The program's writable data (.data, .bss), without the part that is
  * read-only after relocation (RELRO), page-aligned. */
-typedef struct { uintptr_t start, end; } shmemi_range_t;
+typedef struct {
+    uintptr_t start, end;
+} shmemi_range_t;
 
 static int shmemi_find_data(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -55,12 +56,12 @@ static int shmemi_find_data(struct dl_phdr_info *info, size_t size, void *arg)
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
             uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-            uintptr_t end   = start + ph->p_memsz;
+            uintptr_t end = start + ph->p_memsz;
             if (relro_end > start && relro_end < end) {
                 start = relro_end;
             }
             range->start = (start + page - 1) & ~(page - 1);
-            range->end   = (end + page - 1) & ~(page - 1);
+            range->end = (end + page - 1) & ~(page - 1);
             break;
         }
     }
@@ -83,7 +84,8 @@ static void shmemi_setup_static(void)
     }
     status = rpipe_sym_static((void *)range.start, range.end - range.start, &shmemi.data);
     if (status != UTIL_OK) {
-        shmemi_fatal("shmem_init: cannot make static data symmetric: %s", util_status_string(status));
+        shmemi_fatal("shmem_init: cannot make static data symmetric: %s",
+                     util_status_string(status));
     }
 }
 
@@ -99,17 +101,21 @@ static void shmemi_setup_heap(void)
     status = rpipe_sym_alloc(shmemi.heap_size, &shmemi.heap);
     if (status != UTIL_OK) {
         shmemi_fatal("shmem_init: cannot create a symmetric heap of %zu bytes "
-                     "(SHMEM_SYMMETRIC_SIZE): %s", shmemi.heap_size, util_status_string(status));
+                     "(SHMEM_SYMMETRIC_SIZE): %s",
+                     shmemi.heap_size, util_status_string(status));
     }
     status = rmalloc_symm_create(shmemi.heap->base, shmemi.heap_size, 64, RMALLOC_FIRST_FIT,
                                  &shmemi.symm);
     if (status != UTIL_OK) {
-        shmemi_fatal("shmem_init: cannot create the heap allocator: %s", util_status_string(status));
+        shmemi_fatal("shmem_init: cannot create the heap allocator: %s",
+                     util_status_string(status));
     }
     /* internal objects: identical sequence on every PE, hence symmetric */
     shmemi.coll_buf_size = SHMEMI_INTERNAL_HEAP / 2;
-    if (rmalloc_symm_alloc(shmemi.symm, 2 * SHMEMI_BARRIER_ROUNDS * 8, 64, (void **)&shmemi.barrier_flags) != UTIL_OK ||
-        rmalloc_symm_alloc(shmemi.symm, (size_t)shmemi.n_pes * 8, 64, (void **)&shmemi.coll_flags) != UTIL_OK ||
+    if (rmalloc_symm_alloc(shmemi.symm, 2 * SHMEMI_BARRIER_ROUNDS * 8, 64,
+                           (void **)&shmemi.barrier_flags) != UTIL_OK ||
+        rmalloc_symm_alloc(shmemi.symm, (size_t)shmemi.n_pes * 8, 64,
+                           (void **)&shmemi.coll_flags) != UTIL_OK ||
         rmalloc_symm_alloc(shmemi.symm, shmemi.coll_buf_size, 64, &shmemi.coll_buf) != UTIL_OK) {
         shmemi_fatal("shmem_init: cannot place internal objects in the symmetric heap");
     }
@@ -153,11 +159,12 @@ static void shmemi_watch_termination(void)
 
     memset(&act, 0, sizeof(act));
     act.sa_sigaction = shmemi_term_handler;
-    act.sa_flags     = SA_SIGINFO | SA_RESTART;
+    act.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&act.sa_mask);
     for (int i = 0; i < SHMEMI_TERM_SIGNALS; i++) {
         if (sigaction(shmemi_term_signals[i], NULL, &shmemi_term_prev[i]) == 0 &&
-            !(shmemi_term_prev[i].sa_flags & SA_SIGINFO) && shmemi_term_prev[i].sa_handler == SIG_IGN) {
+            !(shmemi_term_prev[i].sa_flags & SA_SIGINFO) &&
+            shmemi_term_prev[i].sa_handler == SIG_IGN) {
             continue; /* ignored (nohup): leave it so */
         }
         sigaction(shmemi_term_signals[i], &act, NULL);
@@ -250,7 +257,7 @@ static void shmemi_watch_crashes(void)
 
     memset(&act, 0, sizeof(act));
     act.sa_sigaction = shmemi_crash_handler;
-    act.sa_flags     = SA_SIGINFO;
+    act.sa_flags = SA_SIGINFO;
     sigemptyset(&act.sa_mask);
     for (int i = 0; i < SHMEMI_CRASH_SIGNALS; i++) {
         if (sigaction(shmemi_crash_signals[i], NULL, &shmemi_crash_prev[i]) == 0) {
@@ -279,12 +286,16 @@ static void shmemi_exit_check(int exit_status, void *arg)
     }
     if (exit_status == 0) {
         snprintf(msg, sizeof(msg), "PE %d exited without calling shmem_finalize", shmemi.my_pe);
-        fprintf(stderr, "shmem error (PE %d): the program exited (status 0) without calling "
-                "shmem_finalize; ending the job\n", shmemi.my_pe);
+        fprintf(stderr,
+                "shmem error (PE %d): the program exited (status 0) without calling "
+                "shmem_finalize; ending the job\n",
+                shmemi.my_pe);
     } else {
         snprintf(msg, sizeof(msg), "PE %d exited with status %d", shmemi.my_pe, exit_status);
-        fprintf(stderr, "shmem error (PE %d): the program exited with status %d before "
-                "shmem_finalize; ending the job\n", shmemi.my_pe, exit_status);
+        fprintf(stderr,
+                "shmem error (PE %d): the program exited with status %d before "
+                "shmem_finalize; ending the job\n",
+                shmemi.my_pe, exit_status);
     }
     fflush(stderr);
     bootstrap_abort(exit_status == 0 ? 1 : exit_status, msg);
@@ -303,7 +314,7 @@ int shmem_init_thread(int requested, int *provided)
     }
     if (util_env_get_bool("SHMEM_DEBUG", &flag) == UTIL_OK && flag) {
         util_log_level = UTIL_LOG_DEBUG;
-        shmemi.debug   = 1;
+        shmemi.debug = 1;
     }
     if (rinit(&shmemi.my_pe, &shmemi.n_pes) != R_SUCCESS) {
         fprintf(stderr, "shmem error: shmem_init failed to start the library (see above)\n");
@@ -321,14 +332,16 @@ int shmem_init_thread(int requested, int *provided)
     /* MULTIPLE: on-node operations are plain loads, stores and CPU atomics
      * (thread-safe as they are); calls into the btl are serialized by
      * rpipe_sym's mutex. Lower levels pay nothing. */
-    shmemi.thread_level = requested < SHMEM_THREAD_SINGLE ? SHMEM_THREAD_SINGLE
-                        : requested > SHMEM_THREAD_MULTIPLE ? SHMEM_THREAD_MULTIPLE : requested;
+    shmemi.thread_level = requested < SHMEM_THREAD_SINGLE     ? SHMEM_THREAD_SINGLE
+                          : requested > SHMEM_THREAD_MULTIPLE ? SHMEM_THREAD_MULTIPLE
+                                                              : requested;
     rpipe_sym_set_threaded(shmemi.thread_level == SHMEM_THREAD_MULTIPLE);
     if (provided) *provided = shmemi.thread_level;
     shmemi.initialized = 1;
-    shmemi.finalized   = 0;
+    shmemi.finalized = 0;
     if (shmemi.my_pe == 0 && util_env_get_bool("SHMEM_VERSION", &flag) == UTIL_OK && flag) {
-        printf("%s, OpenSHMEM %d.%d\n", SHMEM_VENDOR_STRING, SHMEM_MAJOR_VERSION, SHMEM_MINOR_VERSION);
+        printf("%s, OpenSHMEM %d.%d\n", SHMEM_VENDOR_STRING, SHMEM_MAJOR_VERSION,
+               SHMEM_MINOR_VERSION);
     }
     if (shmemi.my_pe == 0 && util_env_get_bool("SHMEM_INFO", &flag) == UTIL_OK && flag) {
         printf("%s, OpenSHMEM %d.%d; environment:\n", SHMEM_VENDOR_STRING, SHMEM_MAJOR_VERSION,
@@ -365,8 +378,8 @@ void shmem_finalize(void)
     }
     rmalloc_symm_destroy(shmemi.symm);
     rpipe_sym_destroy(shmemi.heap);
-    shmemi.heap      = &shmemi_no_segment; /* later RMA: "after shmem_finalize" */
-    shmemi.symm      = NULL;
+    shmemi.heap = &shmemi_no_segment; /* later RMA: "after shmem_finalize" */
+    shmemi.symm = NULL;
     shmemi.finalized = 1;
     rpipe_sym_set_threaded(0);
     rexit();
@@ -379,10 +392,22 @@ void shmem_global_exit(int status)
     bootstrap_end_job(status, "shmem_global_exit");
 }
 
-int shmem_my_pe(void) { return shmemi.initialized > 0 ? shmemi.my_pe : -1; }
-int shmem_n_pes(void) { return shmemi.initialized > 0 ? shmemi.n_pes : -1; }
-int _my_pe(void) { return shmem_my_pe(); }
-int _num_pes(void) { return shmem_n_pes(); }
+int shmem_my_pe(void)
+{
+    return shmemi.initialized > 0 ? shmemi.my_pe : -1;
+}
+int shmem_n_pes(void)
+{
+    return shmemi.initialized > 0 ? shmemi.n_pes : -1;
+}
+int _my_pe(void)
+{
+    return shmem_my_pe();
+}
+int _num_pes(void)
+{
+    return shmem_n_pes();
+}
 
 void start_pes(int npes)
 {
@@ -436,8 +461,8 @@ static void shmemi_check_same(const char *call, const char *what, uint64_t value
             uint64_t theirs = all[pe];
             free(all);
             shmemi_fatal("%s: the %s differs between PEs (%llu here, %llu on PE %d); a collective "
-                         "call needs the same on every PE", call, what, (unsigned long long)value,
-                         (unsigned long long)theirs, pe);
+                         "call needs the same on every PE",
+                         call, what, (unsigned long long)value, (unsigned long long)theirs, pe);
         }
     }
     free(all);
@@ -538,10 +563,22 @@ void shmem_free(void *ptr)
     }
 }
 
-void *shmalloc(size_t size) { return shmem_malloc(size); }
-void shfree(void *ptr) { shmem_free(ptr); }
-void *shrealloc(void *ptr, size_t size) { return shmem_realloc(ptr, size); }
-void *shmemalign(size_t alignment, size_t size) { return shmem_align(alignment, size); }
+void *shmalloc(size_t size)
+{
+    return shmem_malloc(size);
+}
+void shfree(void *ptr)
+{
+    shmem_free(ptr);
+}
+void *shrealloc(void *ptr, size_t size)
+{
+    return shmem_realloc(ptr, size);
+}
+void *shmemalign(size_t alignment, size_t size)
+{
+    return shmem_align(alignment, size);
+}
 
 /* The profiling interface's control call: the library itself records
  * nothing, so there is nothing to switch; a tool that interposes

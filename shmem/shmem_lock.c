@@ -21,11 +21,17 @@
 #include "shmem/shmem.h"
 #include "shmem/shmemi.h"
 
-#define SHMEMI_LOCK_GRANT  0x80000000u /* node: the lock is handed to me */
-#define SHMEMI_LOCK_NEXT   0x7fffffffu /* node: successor + 1 */
+#define SHMEMI_LOCK_GRANT 0x80000000u /* node: the lock is handed to me */
+#define SHMEMI_LOCK_NEXT  0x7fffffffu /* node: successor + 1 */
 
-static inline uint32_t *shmemi_lock_tail(long *lock) { return (uint32_t *)lock; }
-static inline uint32_t *shmemi_lock_node(long *lock) { return (uint32_t *)lock + 1; }
+static inline uint32_t *shmemi_lock_tail(long *lock)
+{
+    return (uint32_t *)lock;
+}
+static inline uint32_t *shmemi_lock_node(long *lock)
+{
+    return (uint32_t *)lock + 1;
+}
 
 /* Checks the lock and returns the world PE holding its tail: PE 0, or the
  * first member of the team of a space holding the lock (the others have no
@@ -51,8 +57,8 @@ void shmem_set_lock(long *lock)
     uint32_t *node = shmemi_lock_node(lock);
 
     int home = shmemi_lock_check("shmem_set_lock", lock);
-    pred = (uint32_t)shmemi_amo_fetch("shmem_set_lock", shmemi_lock_tail(lock), BTL_AMO_SWAP, 4,
-                                      me, 0, home);
+    pred = (uint32_t)shmemi_amo_fetch("shmem_set_lock", shmemi_lock_tail(lock), BTL_AMO_SWAP, 4, me,
+                                      0, home);
     if (pred == 0) {
         return; /* free: mine */
     }
@@ -71,7 +77,9 @@ int shmem_test_lock(long *lock)
     int home = shmemi_lock_check("shmem_test_lock", lock);
     /* Only when free: never queue (test_lock does not block). */
     return shmemi_amo_fetch("shmem_test_lock", shmemi_lock_tail(lock), BTL_AMO_CSWAP, 4, me, 0,
-                            home) == 0 ? 0 : 1;
+                            home) == 0
+               ? 0
+               : 1;
 }
 
 void shmem_clear_lock(long *lock)

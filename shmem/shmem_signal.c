@@ -31,8 +31,8 @@ void shmem_ctx_putmem_signal(shmem_ctx_t ctx, void *dest, const void *source, si
 void shmem_ctx_putmem_signal_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems,
                                  uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)
 {
-    shmemi_put_signal("shmem_ctx_putmem_signal_nbi", dest, source, nelems, sig_addr, signal,
-                      sig_op, shmemi_ctx_pe("shmem_ctx_putmem_signal_nbi", ctx, pe));
+    shmemi_put_signal("shmem_ctx_putmem_signal_nbi", dest, source, nelems, sig_addr, signal, sig_op,
+                      shmemi_ctx_pe("shmem_ctx_putmem_signal_nbi", ctx, pe));
 }
 
 /* Signal updates without payload (1.6): an atomic on the 8-byte word. */
@@ -47,10 +47,24 @@ static inline void shmemi_signal_update(const char *call, uint64_t *sig_addr, bt
     shmemi_check_status(call, rpipe_sym_amo_post(seg, pe, off, op, 8, signal), pe);
 }
 
-void shmem_signal_add(uint64_t *sig_addr, uint64_t signal, int pe) { shmemi_signal_update("shmem_signal_add", sig_addr, BTL_AMO_ADD, signal, pe); }
-void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe) { shmemi_signal_update("shmem_signal_set", sig_addr, BTL_AMO_SET, signal, pe); }
-void shmem_ctx_signal_add(shmem_ctx_t c, uint64_t *sig_addr, uint64_t signal, int pe) { shmemi_signal_update("shmem_ctx_signal_add", sig_addr, BTL_AMO_ADD, signal, shmemi_ctx_pe("shmem_ctx_signal_add", c, pe)); }
-void shmem_ctx_signal_set(shmem_ctx_t c, uint64_t *sig_addr, uint64_t signal, int pe) { shmemi_signal_update("shmem_ctx_signal_set", sig_addr, BTL_AMO_SET, signal, shmemi_ctx_pe("shmem_ctx_signal_set", c, pe)); }
+void shmem_signal_add(uint64_t *sig_addr, uint64_t signal, int pe)
+{
+    shmemi_signal_update("shmem_signal_add", sig_addr, BTL_AMO_ADD, signal, pe);
+}
+void shmem_signal_set(uint64_t *sig_addr, uint64_t signal, int pe)
+{
+    shmemi_signal_update("shmem_signal_set", sig_addr, BTL_AMO_SET, signal, pe);
+}
+void shmem_ctx_signal_add(shmem_ctx_t c, uint64_t *sig_addr, uint64_t signal, int pe)
+{
+    shmemi_signal_update("shmem_ctx_signal_add", sig_addr, BTL_AMO_ADD, signal,
+                         shmemi_ctx_pe("shmem_ctx_signal_add", c, pe));
+}
+void shmem_ctx_signal_set(shmem_ctx_t c, uint64_t *sig_addr, uint64_t signal, int pe)
+{
+    shmemi_signal_update("shmem_ctx_signal_set", sig_addr, BTL_AMO_SET, signal,
+                         shmemi_ctx_pe("shmem_ctx_signal_set", c, pe));
+}
 
 uint64_t shmem_signal_fetch(const uint64_t *sig_addr)
 {

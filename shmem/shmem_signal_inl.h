@@ -35,7 +35,8 @@ static inline void shmemi_put_signal(const char *call, void *dest, const void *s
 
     shmemi_check_pe(call, pe);
     if (__builtin_expect((sig_op & ~SHMEMI_SIGNAL_INTERNAL) != SHMEM_SIGNAL_SET &&
-                         (sig_op & ~SHMEMI_SIGNAL_INTERNAL) != SHMEM_SIGNAL_ADD, 0)) {
+                             (sig_op & ~SHMEMI_SIGNAL_INTERNAL) != SHMEM_SIGNAL_ADD,
+                         0)) {
         shmemi_fatal("%s: sig_op %d is neither SHMEM_SIGNAL_SET nor SHMEM_SIGNAL_ADD", call,
                      sig_op);
     }
@@ -44,23 +45,22 @@ static inline void shmemi_put_signal(const char *call, void *dest, const void *s
         seg = shmemi_locate(call, dest, len, &off, &pe);
     } else {
         seg = sig_seg;
-        pe  = sig_pe;
+        pe = sig_pe;
     }
-    shmemi_check_status(call,
-                        rpipe_sym_put_signal(seg, pe, off, src, len, sig_seg, sig_pe, sig_off,
-                                             ((sig_op & SHMEM_SIGNAL_ADD) ? RPIPE_SIGNAL_ADD : 0) |
-                                                 ((sig_op & SHMEMI_SIGNAL_INTERNAL)
-                                                      ? RPIPE_SIGNAL_INTERNAL
-                                                      : 0),
-                                             signal),
-                        pe);
+    shmemi_check_status(
+        call,
+        rpipe_sym_put_signal(seg, pe, off, src, len, sig_seg, sig_pe, sig_off,
+                             ((sig_op & SHMEM_SIGNAL_ADD) ? RPIPE_SIGNAL_ADD : 0) |
+                                 ((sig_op & SHMEMI_SIGNAL_INTERNAL) ? RPIPE_SIGNAL_INTERNAL : 0),
+                             signal),
+        pe);
 }
 
 /* An internal flag write (barriers): a release store where the target's
  * memory is mapped here, else a put-with-signal that quiet need not
  * complete. The barrier's hot path on node, so no more than that. */
-static inline void shmemi_signal_set_internal(const char *call, uint64_t *sig_addr,
-                                              uint64_t value, int pe)
+static inline void shmemi_signal_set_internal(const char *call, uint64_t *sig_addr, uint64_t value,
+                                              int pe)
 {
     size_t off;
     int sig_pe = pe;

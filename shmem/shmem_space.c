@@ -30,19 +30,19 @@
 #define SHMEMI_SPACE_DEAD 0x4445414445ULL /* destroyed: the handle stays as a tombstone */
 
 struct shmemi_space {
-    uint64_t             magic;
-    struct shmemi_team  *team;  /* the space's own team */
-    rpipe_sym_t         *seg;
-    rmalloc_symm_t      *symm;
-    size_t               size;
-    struct shmemi_space *next;  /* every space ever created here (freed at finalize) */
+    uint64_t magic;
+    struct shmemi_team *team; /* the space's own team */
+    rpipe_sym_t *seg;
+    rmalloc_symm_t *symm;
+    size_t size;
+    struct shmemi_space *next; /* every space ever created here (freed at finalize) */
 };
 
 static struct {
-    struct shmemi_space **live;    /* sorted by seg->base */
-    int                   n_live, cap;
-    struct shmemi_space  *all;
-    uint64_t              next_tag; /* key tags of group segments: never reused */
+    struct shmemi_space **live; /* sorted by seg->base */
+    int n_live, cap;
+    struct shmemi_space *all;
+    uint64_t next_tag; /* key tags of group segments: never reused */
 } shmemi_spaces;
 
 /* ---- the table of live spaces ---------------------------------------------------------- */
@@ -85,7 +85,7 @@ static int shmemi_space_insert(struct shmemi_space *sp)
             return -1;
         }
         shmemi_spaces.live = grown;
-        shmemi_spaces.cap  = cap;
+        shmemi_spaces.cap = cap;
     }
     at = shmemi_space_below(sp->seg->base) + 1;
     memmove(&shmemi_spaces.live[at + 1], &shmemi_spaces.live[at],
@@ -125,7 +125,8 @@ rpipe_sym_t *shmemi_space_locate(const char *call, const void *addr, size_t len,
     index = shmemi_team_index(sp->team, *pe_p);
     if (index < 0) {
         shmemi_fatal("%s: PE %d is not a member of the team of the space holding %p (a space "
-                     "exists only on its team's PEs)", call, *pe_p, addr);
+                     "exists only on its team's PEs)",
+                     call, *pe_p, addr);
     }
     *pe_p = index;
     return sp->seg;
@@ -220,10 +221,10 @@ int shmemx_create_symmetric_space_size(shmem_team_t team, size_t size, shmemx_sp
     shmemi_spaces.next_tag = words[0] + 1;
     if (words[1] != ~words[2]) {
         shmemi_fatal("%s: the members ask for different sizes (%zu here, between %llu and %llu); "
-                     "a space has one size", call, size, (unsigned long long)~words[2],
-                     (unsigned long long)words[1]);
+                     "a space has one size",
+                     call, size, (unsigned long long)~words[2], (unsigned long long)words[1]);
     }
-    sp    = calloc(1, sizeof(*sp));
+    sp = calloc(1, sizeof(*sp));
     ranks = malloc(sizeof(int) * (size_t)own->size);
     if (sp == NULL || ranks == NULL) {
         shmemi_fatal("%s: out of memory", call);
@@ -232,10 +233,10 @@ int shmemx_create_symmetric_space_size(shmem_team_t team, size_t size, shmemx_sp
         ranks[i] = shmemi_team_world_pe(own, i);
     }
     util_env_get_string("RMB_SPACE_KEYS", &keys);
-    status = rpipe_sym_alloc_group(ranks, own->size, words[0], size,
-                                   own->coll->xchg_max > 0 && strcmp(keys, "bootstrap") != 0
-                                       ? shmemi_space_allgather : NULL,
-                                   own, &sp->seg);
+    status = rpipe_sym_alloc_group(
+        ranks, own->size, words[0], size,
+        own->coll->xchg_max > 0 && strcmp(keys, "bootstrap") != 0 ? shmemi_space_allgather : NULL,
+        own, &sp->seg);
     free(ranks);
     if (status != UTIL_OK) {
         shmemi_fatal("%s: cannot create a space of %zu bytes per PE: %s", call, size,
@@ -247,9 +248,9 @@ int shmemx_create_symmetric_space_size(shmem_team_t team, size_t size, shmemx_sp
                      util_status_string(status == UTIL_OK ? UTIL_ERR_NO_MEMORY : status));
     }
     sp->magic = SHMEMI_SPACE_LIVE;
-    sp->team  = own;
-    sp->size  = size;
-    sp->next  = shmemi_spaces.all;
+    sp->team = own;
+    sp->size = size;
+    sp->next = shmemi_spaces.all;
     shmemi_spaces.all = sp;
     *space = sp;
     return 0;
@@ -266,7 +267,8 @@ static struct shmemi_space *shmemi_space_check(const char *call, shmemx_space_t 
     shmemi_check_init(call);
     if (space == SHMEMX_SPACE_INVALID) {
         shmemi_fatal("%s: the space is SHMEMX_SPACE_INVALID (a PE outside the space's team has "
-                     "no space)", call);
+                     "no space)",
+                     call);
     }
     if (space->magic == SHMEMI_SPACE_DEAD) {
         shmemi_fatal("%s: the space was destroyed (shmemx_destroy_space)", call);
@@ -288,9 +290,9 @@ static void shmemi_space_free_parts(struct shmemi_space *sp)
     rmalloc_symm_destroy(sp->symm);
     rpipe_sym_release(sp->seg);
     shmemi_team_release(sp->team);
-    sp->symm  = NULL;
-    sp->seg   = NULL;
-    sp->team  = NULL;
+    sp->symm = NULL;
+    sp->seg = NULL;
+    sp->team = NULL;
     sp->magic = SHMEMI_SPACE_DEAD;
 }
 
@@ -322,7 +324,7 @@ void shmemi_space_finalize(void)
         free(sp);
     }
     free(shmemi_spaces.live);
-    shmemi_spaces.live   = NULL;
+    shmemi_spaces.live = NULL;
     shmemi_spaces.n_live = shmemi_spaces.cap = 0;
 }
 
@@ -403,8 +405,9 @@ static void shmemi_space_check_ptr(const char *call, const struct shmemi_space *
     other = shmemi_space_find(ptr, 1);
     shmemi_fatal("%s: %p is not in this space (it is %s)", call, ptr,
                  other != NULL ? "in another space"
-                 : rpipe_sym_contains(shmemi.heap, ptr, 1) ? "in the global symmetric heap"
-                 : "in no live space: freed with its space, or never symmetric");
+                 : rpipe_sym_contains(shmemi.heap, ptr, 1)
+                     ? "in the global symmetric heap"
+                     : "in no live space: freed with its space, or never symmetric");
 }
 
 void *shmemx_realloc_space(void *ptr, size_t size, shmemx_space_t space)

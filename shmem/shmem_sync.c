@@ -21,7 +21,6 @@
 #include "shmem/shmem_signal_inl.h"
 #include "shmem/shmem_sync_inl.h"
 
-
 void shmemi_quiet(void)
 {
     util_status_t status = rpipe_sym_quiet();
@@ -195,8 +194,8 @@ uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp, uint64_t cmp_value
     shmemi_check_init("shmem_signal_wait_until");
     /* the value returned is the one that satisfied the condition, not a
      * later reload */
-    while (!shmemi_compare_bits(v = __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE), cmp, &cmp_value,
-                                8, 0)) {
+    while (!shmemi_compare_bits(v = __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE), cmp, &cmp_value, 8,
+                                0)) {
         shmemi_relax(&polls);
     }
     return v;

@@ -26,12 +26,18 @@ SHMEMI_INLINE int shmemi_compare_bits(uint64_t x, int cmp, const void *value, un
         __builtin_memcpy(&y, value, 8);
         if (!is_signed) {
             switch (cmp) {
-            case SHMEM_CMP_EQ: return x == y;
-            case SHMEM_CMP_NE: return x != y;
-            case SHMEM_CMP_GT: return x > y;
-            case SHMEM_CMP_LE: return x <= y;
-            case SHMEM_CMP_LT: return x < y;
-            case SHMEM_CMP_GE: return x >= y;
+            case SHMEM_CMP_EQ:
+                return x == y;
+            case SHMEM_CMP_NE:
+                return x != y;
+            case SHMEM_CMP_GT:
+                return x > y;
+            case SHMEM_CMP_LE:
+                return x <= y;
+            case SHMEM_CMP_LT:
+                return x < y;
+            case SHMEM_CMP_GE:
+                return x >= y;
             }
         }
         a = (int64_t)x;
@@ -48,12 +54,18 @@ SHMEMI_INLINE int shmemi_compare_bits(uint64_t x, int cmp, const void *value, un
         b = is_signed ? (int64_t)(int16_t)y : (int64_t)y;
     }
     switch (cmp) {
-    case SHMEM_CMP_EQ: return a == b;
-    case SHMEM_CMP_NE: return a != b;
-    case SHMEM_CMP_GT: return a > b;
-    case SHMEM_CMP_LE: return a <= b;
-    case SHMEM_CMP_LT: return a < b;
-    case SHMEM_CMP_GE: return a >= b;
+    case SHMEM_CMP_EQ:
+        return a == b;
+    case SHMEM_CMP_NE:
+        return a != b;
+    case SHMEM_CMP_GT:
+        return a > b;
+    case SHMEM_CMP_LE:
+        return a <= b;
+    case SHMEM_CMP_LT:
+        return a < b;
+    case SHMEM_CMP_GE:
+        return a >= b;
     }
     shmemi_fatal("shmem wait/test: comparison %d is not a SHMEM_CMP_* value", cmp);
 }
@@ -106,13 +118,13 @@ enum { SHMEMI_SET_ALL, SHMEMI_SET_ANY, SHMEMI_SET_SOME };
 
 typedef struct {
     const char *ivars;
-    size_t      nelems;
-    const int  *status;
-    int         cmp;
+    size_t nelems;
+    const int *status;
+    int cmp;
     const char *values;
-    size_t      vstride; /* 0: one value for every element */
-    unsigned    size;
-    int         is_signed;
+    size_t vstride; /* 0: one value for every element */
+    unsigned size;
+    int is_signed;
 } shmemi_set_t;
 
 /* One pass. ALL: 1 if every member is satisfied; ANY: a satisfied index

@@ -17,9 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-struct shmemi_team shmemi_team_world  = {.predefined = 1, .my_pe = -1};
+struct shmemi_team shmemi_team_world = {.predefined = 1, .my_pe = -1};
 struct shmemi_team shmemi_team_shared = {.predefined = 1, .my_pe = -1};
-shmem_team_t SHMEM_TEAM_WORLD  = &shmemi_team_world;
+shmem_team_t SHMEM_TEAM_WORLD = &shmemi_team_world;
 shmem_team_t SHMEM_TEAM_SHARED = &shmemi_team_shared;
 
 void shmemi_team_init(void)
@@ -27,18 +27,18 @@ void shmemi_team_init(void)
     const int *local = bootstrap_local_ranks();
     int n = bootstrap_local_size(), strided = 1;
 
-    shmemi_team_world.start  = 0;
+    shmemi_team_world.start = 0;
     shmemi_team_world.stride = 1;
-    shmemi_team_world.size   = shmemi.n_pes;
-    shmemi_team_world.my_pe  = shmemi.my_pe;
+    shmemi_team_world.size = shmemi.n_pes;
+    shmemi_team_world.my_pe = shmemi.my_pe;
 
     for (int i = 2; i < n; i++) {
         strided &= (local[i] - local[i - 1] == local[1] - local[0]);
     }
-    shmemi_team_shared.start  = local[0];
+    shmemi_team_shared.start = local[0];
     shmemi_team_shared.stride = n > 1 ? local[1] - local[0] : 1;
-    shmemi_team_shared.size   = n;
-    shmemi_team_shared.my_pe  = bootstrap_local_rank();
+    shmemi_team_shared.size = n;
+    shmemi_team_shared.my_pe = bootstrap_local_rank();
     if (!strided) {
         shmemi_team_shared.world_pes = malloc(sizeof(int) * (size_t)n);
         if (shmemi_team_shared.world_pes == NULL) {
@@ -144,9 +144,9 @@ static int shmemi_team_triplet_ok(const struct shmemi_team *parent, int start, i
 
 /* The new team's members in world numbering and my place in it; NULL
  * when out of memory. */
-static struct shmemi_team *shmemi_team_new(const struct shmemi_team *parent, int start,
-                                           int stride, int size,
-                                           const shmem_team_config_t *config, long config_mask)
+static struct shmemi_team *shmemi_team_new(const struct shmemi_team *parent, int start, int stride,
+                                           int size, const shmem_team_config_t *config,
+                                           long config_mask)
 {
     struct shmemi_team *team = calloc(1, sizeof(*team));
 
@@ -158,7 +158,7 @@ static struct shmemi_team *shmemi_team_new(const struct shmemi_team *parent, int
     }
     team->size = size;
     if (parent->world_pes == NULL) {
-        team->start  = parent->start + start * parent->stride;
+        team->start = parent->start + start * parent->stride;
         team->stride = stride * parent->stride;
     } else {
         team->world_pes = malloc(sizeof(int) * (size_t)size);
@@ -169,7 +169,7 @@ static struct shmemi_team *shmemi_team_new(const struct shmemi_team *parent, int
         for (int i = 0; i < size; i++) {
             team->world_pes[i] = parent->world_pes[start + i * stride];
         }
-        team->start  = team->world_pes[0];
+        team->start = team->world_pes[0];
         team->stride = 1;
     }
     team->my_pe = shmemi_team_index(team, shmemi.my_pe);
@@ -230,7 +230,8 @@ static int shmemi_team_commit(struct shmemi_team *parent, const char *call, int 
         *out[k] = SHMEM_TEAM_INVALID;
         if (slot < 0) {
             if (words[1]) {
-                shmemi_team_warn(parent, call, "no team slot is free on every PE of the parent "
+                shmemi_team_warn(parent, call,
+                                 "no team slot is free on every PE of the parent "
                                  "team (too many live teams: destroy some)");
                 words[1] = 0; /* the message once */
             }
@@ -298,7 +299,7 @@ int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
     if (!shmemi_team_ok(parent_team) || parent_team->coll == NULL) {
         return -1;
     }
-    n  = parent_team->size;
+    n = parent_team->size;
     me = parent_team->my_pe;
     if (xrange <= 0) {
         shmemi_team_warn(parent_team, call, "xrange must be positive");
@@ -311,12 +312,14 @@ int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
     y = me / xrange;
     /* x team: my row (same y); y team: my column (same x) */
     mine[0] = shmemi_team_new(parent_team, y * xrange, 1,
-                              n - y * xrange < xrange ? n - y * xrange : xrange,
-                              xaxis_config, xaxis_mask);
-    mine[1] = shmemi_team_new(parent_team, x, xrange, (n - x + xrange - 1) / xrange,
-                              yaxis_config, yaxis_mask);
+                              n - y * xrange < xrange ? n - y * xrange : xrange, xaxis_config,
+                              xaxis_mask);
+    mine[1] = shmemi_team_new(parent_team, x, xrange, (n - x + xrange - 1) / xrange, yaxis_config,
+                              yaxis_mask);
     return shmemi_team_commit(parent_team, call, mine[0] != NULL && mine[1] != NULL, mine, 2,
-                              out) == 2 ? 0 : -1;
+                              out) == 2
+               ? 0
+               : -1;
 }
 
 void shmem_team_destroy(shmem_team_t team)
@@ -327,8 +330,9 @@ void shmem_team_destroy(shmem_team_t team)
     }
     if (team->predefined) {
         shmemi_fatal("shmem_team_destroy: %s cannot be destroyed",
-                     team == SHMEM_TEAM_WORLD ? "SHMEM_TEAM_WORLD" :
-                     team == SHMEM_TEAM_SHARED ? "SHMEM_TEAM_SHARED" : "a predefined team");
+                     team == SHMEM_TEAM_WORLD    ? "SHMEM_TEAM_WORLD"
+                     : team == SHMEM_TEAM_SHARED ? "SHMEM_TEAM_SHARED"
+                                                 : "a predefined team");
     }
     if (team->of_space) {
         shmemi_fatal("shmem_team_destroy: the team is a space's own (shmemx_space_team); "

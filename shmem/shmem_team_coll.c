@@ -80,25 +80,25 @@
 #include <string.h>
 
 #define SHMEMI_TC_LINE       64
-#define SHMEMI_TC_SLOT_BYTES 4096u  /* pool budget: 64 slots, 256 KiB */
-#define SHMEMI_TC_XCHG_TEAM  16     /* teams up to this size use the exchange */
-#define SHMEMI_TC_CHUNK_MAX  512u   /* bytes one member contributes to an exchange */
-#define SHMEMI_TC_STAGE      4096u  /* staging buffers of the large-message paths */
-#define SHMEMI_TC_RING       16     /* broadcast ring entries (a checkpoint every half) */
-#define SHMEMI_TC_RING_DATA  256u   /* bytes of a ring entry: larger broadcasts wait */
+#define SHMEMI_TC_SLOT_BYTES 4096u /* pool budget: 64 slots, 256 KiB */
+#define SHMEMI_TC_XCHG_TEAM  16    /* teams up to this size use the exchange */
+#define SHMEMI_TC_CHUNK_MAX  512u  /* bytes one member contributes to an exchange */
+#define SHMEMI_TC_STAGE      4096u /* staging buffers of the large-message paths */
+#define SHMEMI_TC_RING       16    /* broadcast ring entries (a checkpoint every half) */
+#define SHMEMI_TC_RING_DATA  256u  /* bytes of a ring entry: larger broadcasts wait */
 
 /* The pool (same layout on every PE: allocated at init in the same order). */
 static struct {
-    char               *base;
-    size_t              slot_bytes;
-    size_t              off_xflag, off_misc, off_hcnt, off_hflag, off_ring_flag, off_ring_ack, off_xbuf,
-                        off_ring_data;
-                                                      /* offsets inside a slot */
-    size_t              chunk;                        /* xbuf block size */
-    int                 rounds;                       /* dissemination rounds of the world */
-    size_t              members;                      /* xbuf blocks per parity */
-    uint64_t            used;                         /* slots in use by my teams */
-    int                 hier_mode;                    /* SHMEM_COLL_HIER: SHMEMI_HIER_* */
+    char *base;
+    size_t slot_bytes;
+    size_t off_xflag, off_misc, off_hcnt, off_hflag, off_ring_flag, off_ring_ack, off_xbuf,
+        off_ring_data;
+    /* offsets inside a slot */
+    size_t chunk;   /* xbuf block size */
+    int rounds;     /* dissemination rounds of the world */
+    size_t members; /* xbuf blocks per parity */
+    uint64_t used;  /* slots in use by my teams */
+    int hier_mode;  /* SHMEM_COLL_HIER: SHMEMI_HIER_* */
     struct shmemi_team *owner[SHMEMI_TC_SLOTS];
 } shmemi_tc;
 
@@ -111,14 +111,14 @@ enum { SHMEMI_HCNT_UP = 0, SHMEMI_HCNT_DOWN = 2 };
 
 /* A team's node structure (team indices; a node's leader is its first member). */
 struct shmemi_tc_hier {
-    int      leader;       /* my node's leader */
-    int      n_local;      /* members on my node, leader included */
-    int      n_leaders;    /* nodes the team spans */
-    int      my_leader_rank; /* my node's position among the leaders */
-    int     *local;        /* my node's members, ascending (local[0] == leader) */
-    int     *leaders;      /* every node's leader, ascending */
-    int     *leader_of;    /* each member's leader */
-    uint64_t hdone[2];     /* hierarchical exchanges done per parity */
+    int leader;         /* my node's leader */
+    int n_local;        /* members on my node, leader included */
+    int n_leaders;      /* nodes the team spans */
+    int my_leader_rank; /* my node's position among the leaders */
+    int *local;         /* my node's members, ascending (local[0] == leader) */
+    int *leaders;       /* every node's leader, ascending */
+    int *leader_of;     /* each member's leader */
+    uint64_t hdone[2];  /* hierarchical exchanges done per parity */
 };
 
 static inline uint64_t *shmemi_tc_bar(const struct shmemi_team_coll *c)
@@ -199,15 +199,20 @@ void shmemi_tc_init(void)
         rounds++;
     }
     /* one line per counter family: members spin on their own lines */
-    shmemi_tc.members = shmemi.n_pes < SHMEMI_TC_XCHG_TEAM ? (size_t)shmemi.n_pes : SHMEMI_TC_XCHG_TEAM;
+    shmemi_tc.members =
+        shmemi.n_pes < SHMEMI_TC_XCHG_TEAM ? (size_t)shmemi.n_pes : SHMEMI_TC_XCHG_TEAM;
     shmemi_tc.rounds = rounds > 0 ? rounds : 1;
     shmemi_tc.off_xflag = shmemi_tc_round_up(2 * (size_t)shmemi_tc.rounds * 8, SHMEMI_TC_LINE);
-    shmemi_tc.off_misc = shmemi_tc.off_xflag + shmemi_tc_round_up(2 * shmemi_tc.members * 8, SHMEMI_TC_LINE);
+    shmemi_tc.off_misc =
+        shmemi_tc.off_xflag + shmemi_tc_round_up(2 * shmemi_tc.members * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_hcnt = shmemi_tc.off_misc + SHMEMI_TC_LINE;
     shmemi_tc.off_hflag = shmemi_tc.off_hcnt + 2 * SHMEMI_TC_LINE;
-    shmemi_tc.off_ring_flag = shmemi_tc.off_hflag + shmemi_tc_round_up(2 * shmemi_tc.members * 8, SHMEMI_TC_LINE);
-    shmemi_tc.off_ring_ack = shmemi_tc.off_ring_flag + shmemi_tc_round_up(SHMEMI_TC_RING * 8, SHMEMI_TC_LINE);
-    shmemi_tc.off_xbuf = shmemi_tc.off_ring_ack + shmemi_tc_round_up(shmemi_tc.members * 8, SHMEMI_TC_LINE);
+    shmemi_tc.off_ring_flag =
+        shmemi_tc.off_hflag + shmemi_tc_round_up(2 * shmemi_tc.members * 8, SHMEMI_TC_LINE);
+    shmemi_tc.off_ring_ack =
+        shmemi_tc.off_ring_flag + shmemi_tc_round_up(SHMEMI_TC_RING * 8, SHMEMI_TC_LINE);
+    shmemi_tc.off_xbuf =
+        shmemi_tc.off_ring_ack + shmemi_tc_round_up(shmemi_tc.members * 8, SHMEMI_TC_LINE);
     header = shmemi_tc.off_xbuf;
     shmemi_tc.chunk = (SHMEMI_TC_SLOT_BYTES - header) / (2 * shmemi_tc.members) / 16 * 16;
     if (shmemi_tc.chunk > SHMEMI_TC_CHUNK_MAX) {
@@ -281,7 +286,7 @@ static int shmemi_tc_hier_create(const struct shmemi_team *team, struct shmemi_t
         return 0;
     }
     h->n_leaders = nodes;
-    h->leader    = h->leader_of[team->my_pe];
+    h->leader = h->leader_of[team->my_pe];
     for (int i = 0; i < n; i++) {
         if (h->leader_of[i] == h->leader) {
             h->local[h->n_local++] = i;
@@ -313,7 +318,7 @@ int shmemi_tc_attach(struct shmemi_team *team, int slot)
         return -1;
     }
     c->slot = slot;
-    c->sym  = shmemi_tc.base + (size_t)slot * shmemi_tc.slot_bytes;
+    c->sym = shmemi_tc.base + (size_t)slot * shmemi_tc.slot_bytes;
     c->xchg_max = team->size <= SHMEMI_TC_XCHG_TEAM ? shmemi_tc.chunk : 0;
     c->ring = team->size <= SHMEMI_TC_XCHG_TEAM; /* the root sends to each member */
     team->coll = c;
@@ -539,7 +544,8 @@ static const char *shmemi_tc_exchange(const char *call, struct shmemi_team *team
 
     for (int i = 1; i < n; i++) {
         shmemi_put_signal(call, mine, mine, len, shmemi_tc_xflag(c, parity, me), done,
-                          SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL, shmemi_tc_pe(team, (me + i) % n));
+                          SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
+                          shmemi_tc_pe(team, (me + i) % n));
     }
     for (int i = 1; i < n; i++) {
         shmemi_tc_wait_ge(shmemi_tc_xflag(c, parity, (me + i) % n), done);
@@ -563,8 +569,6 @@ int shmem_team_sync(shmem_team_t team)
 }
 
 /* ---- reductions and scans -------------------------------------------------------------- */
-
-
 
 /* Large vectors: member i owns segment i, gets it from every member in
  * team order, and puts the result (total, or the prefix of member j for
@@ -619,7 +623,7 @@ int shmemi_tc_reduce(const char *call, shmem_team_t team, void *dest, const void
     if (nelems == 0) {
         return 0; /* the same count on every member: nobody waits */
     }
-    n  = team->size;
+    n = team->size;
     me = team->my_pe;
     last = kind == SHMEMI_TC_REDUCE ? n - 1 : kind == SHMEMI_TC_INSCAN ? me : me - 1;
     if (n == 1) {
@@ -663,8 +667,7 @@ static void shmemi_tc_and_u64(void *acc, const void *in, size_t n)
     for (size_t i = 0; i < n; i++) a[i] &= b[i];
 }
 
-void shmemi_tc_allreduce(struct shmemi_team *team, uint64_t *words, int nwords,
-                         shmemi_tc_op_t op)
+void shmemi_tc_allreduce(struct shmemi_team *team, uint64_t *words, int nwords, shmemi_tc_op_t op)
 {
     uint64_t *misc = shmemi_tc_misc(team->coll);
 
@@ -715,13 +718,15 @@ static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team,
 
     if (me == root) {
         if (seq >= SHMEMI_TC_RING) {
-            uint64_t checkpoint = (seq - SHMEMI_TC_RING + SHMEMI_TC_RING / 2) / (SHMEMI_TC_RING / 2);
+            uint64_t checkpoint =
+                (seq - SHMEMI_TC_RING + SHMEMI_TC_RING / 2) / (SHMEMI_TC_RING / 2);
             for (int i = 1; i < n; i++) {
                 shmemi_tc_wait_ge(shmemi_tc_ring_ack(c, (me + i) % n), checkpoint);
             }
         }
         for (int i = 1; i < n; i++) {
-            shmemi_put_signal(call, data, source, bytes, flag, seq + 1, SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
+            shmemi_put_signal(call, data, source, bytes, flag, seq + 1,
+                              SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
                               shmemi_tc_pe(team, (me + i) % n));
         }
         if (update_root && dest != source) {
@@ -836,8 +841,8 @@ int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const voi
     if (shmemi_tc_bad_team(call, team)) {
         return -1;
     }
-    c  = team->coll;
-    n  = team->size;
+    c = team->coll;
+    n = team->size;
     me = team->my_pe;
     if (n == 1 || (fixed && nelems == 0)) {
         if (mine != 0 && dest != source) memmove(dest, source, mine);
@@ -916,7 +921,8 @@ static void shmemi_tc_pack(char *out, const char *src, ptrdiff_t stride, size_t 
     }
 }
 
-static void shmemi_tc_unpack(char *dst, const char *in, ptrdiff_t stride, size_t nelems, size_t elem)
+static void shmemi_tc_unpack(char *dst, const char *in, ptrdiff_t stride, size_t nelems,
+                             size_t elem)
 {
     if (stride == 1) {
         memmove(dst, in, nelems * elem);
@@ -941,7 +947,7 @@ int shmemi_tc_alltoall(const char *call, shmem_team_t team, void *dest, const vo
     if (nelems == 0) {
         return 0;
     }
-    n  = team->size;
+    n = team->size;
     me = team->my_pe;
     dblock = (ptrdiff_t)nelems * dst * (ptrdiff_t)elem; /* bytes between blocks */
     sblock = (ptrdiff_t)nelems * sst * (ptrdiff_t)elem;
@@ -964,8 +970,9 @@ int shmemi_tc_alltoall(const char *call, shmem_team_t team, void *dest, const vo
         }
         all = shmemi_tc_exchange(call, team, (size_t)n * bytes);
         for (int i = 0; i < n; i++) {
-            shmemi_tc_unpack(out + i * dblock, all + (size_t)i * shmemi_tc.chunk + (size_t)me * bytes,
-                             dst, nelems, elem);
+            shmemi_tc_unpack(out + i * dblock,
+                             all + (size_t)i * shmemi_tc.chunk + (size_t)me * bytes, dst, nelems,
+                             elem);
         }
         return 0;
     }

@@ -20,22 +20,22 @@
 #define SHMEMI_BARRIER_ROUNDS 32 /* dissemination rounds: up to 2^32 PEs */
 
 typedef struct shmemi_state {
-    int            initialized;  /* init count (shmem_init may be called again) */
-    int            finalized;
-    int            my_pe, n_pes;
-    int            thread_level;
-    int            debug;        /* SHMEM_DEBUG: full checks (collective arguments agree) */
-    size_t         heap_size;
-    rpipe_sym_t   *heap;         /* the symmetric heap */
-    rpipe_sym_t   *data;         /* the program's static data (may be NULL) */
-    rmalloc_symm_t *symm;        /* allocator over the heap */
+    int initialized; /* init count (shmem_init may be called again) */
+    int finalized;
+    int my_pe, n_pes;
+    int thread_level;
+    int debug; /* SHMEM_DEBUG: full checks (collective arguments agree) */
+    size_t heap_size;
+    rpipe_sym_t *heap;    /* the symmetric heap */
+    rpipe_sym_t *data;    /* the program's static data (may be NULL) */
+    rmalloc_symm_t *symm; /* allocator over the heap */
     /* internal symmetric objects, at the start of the heap */
-    uint64_t      *barrier_flags; /* [2 parities][SHMEMI_BARRIER_ROUNDS] */
-    uint64_t       barrier_epoch;
-    uint64_t      *coll_flags;    /* [n_pes] arrival flags for active-set collectives */
-    uint64_t       coll_epoch;
-    void          *coll_buf;      /* per-PE scratch for collectives */
-    size_t         coll_buf_size;
+    uint64_t *barrier_flags; /* [2 parities][SHMEMI_BARRIER_ROUNDS] */
+    uint64_t barrier_epoch;
+    uint64_t *coll_flags; /* [n_pes] arrival flags for active-set collectives */
+    uint64_t coll_epoch;
+    void *coll_buf; /* per-PE scratch for collectives */
+    size_t coll_buf_size;
 } shmemi_state_t;
 
 extern shmemi_state_t shmemi;
@@ -47,22 +47,22 @@ struct shmemi_team_coll; /* collective state of a team (shmem_team_coll.c) */
 /* Member i of a team is world PE start + i * stride, or world_pes[i] when
  * the members are not evenly spaced (SHMEM_TEAM_SHARED on some layouts). */
 struct shmemi_team {
-    int                  start, stride, size;
-    int                 *world_pes;   /* NULL when strided */
-    int                  my_pe;       /* my index; -1 when not a member */
-    shmem_team_config_t  config;
-    long                 config_mask;
-    int                  predefined;  /* WORLD, SHARED: never destroyed */
-    int                  n_ctx;       /* contexts created on the team */
-    int                  of_space;    /* a space's own team (shmemx_space_team): the
+    int start, stride, size;
+    int *world_pes; /* NULL when strided */
+    int my_pe;      /* my index; -1 when not a member */
+    shmem_team_config_t config;
+    long config_mask;
+    int predefined; /* WORLD, SHARED: never destroyed */
+    int n_ctx;      /* contexts created on the team */
+    int of_space;   /* a space's own team (shmemx_space_team): the
                                        * space destroys it, shmem_team_destroy may not */
     struct shmemi_team_coll *coll;
 };
 
 struct shmemi_ctx {
     struct shmemi_team *team;
-    long                options;
-    int                 is_default;
+    long options;
+    int is_default;
 };
 
 extern struct shmemi_team shmemi_team_world, shmemi_team_shared;

@@ -20,26 +20,25 @@
 
 typedef struct {
     int parsable;
-    const char *last;   /* human output: the backend whose line is open */
+    const char *last; /* human output: the backend whose line is open */
 } oshinfo_t;
 
 static void oshinfo_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: oshinfo [--all] [--param NAME] [--parsable]\n"
-            "\n"
-            "Prints the version of rmb and of OpenSHMEM, how this rmb was built (prefix,\n"
-            "compiler, flags, backends and bootstraps compiled in) and what it can use on\n"
-            "this machine now (shared memory, libfabric providers with RDM, RMA and\n"
-            "atomics, UCX transports, RDMA devices, MPI plugins).\n"
-            "\n"
-            "  -a, --all           also every environment variable: type, default,\n"
-            "                      current value and meaning\n"
-            "  --param NAME        only the environment variable NAME (exit 1 if there\n"
-            "                      is no such variable)\n"
-            "  --parsable          one \"section:name:field:value\" line per fact\n"
-            "  -h, --help          this text\n"
-            "  -V, --version       the version only\n");
+    fprintf(out, "usage: oshinfo [--all] [--param NAME] [--parsable]\n"
+                 "\n"
+                 "Prints the version of rmb and of OpenSHMEM, how this rmb was built (prefix,\n"
+                 "compiler, flags, backends and bootstraps compiled in) and what it can use on\n"
+                 "this machine now (shared memory, libfabric providers with RDM, RMA and\n"
+                 "atomics, UCX transports, RDMA devices, MPI plugins).\n"
+                 "\n"
+                 "  -a, --all           also every environment variable: type, default,\n"
+                 "                      current value and meaning\n"
+                 "  --param NAME        only the environment variable NAME (exit 1 if there\n"
+                 "                      is no such variable)\n"
+                 "  --parsable          one \"section:name:field:value\" line per fact\n"
+                 "  -h, --help          this text\n"
+                 "  -V, --version       the version only\n");
 }
 
 static void oshinfo_fact(const oshinfo_t *info, const char *section, const char *name,
@@ -66,24 +65,24 @@ static void oshinfo_build(const oshinfo_t *info)
 {
     const char *backends = ""
 #if RMB_HAVE_BTL_SHM
-        "shm "
+                           "shm "
 #endif
 #if RMB_HAVE_BTL_UCX
-        "ucx "
+                           "ucx "
 #endif
 #if RMB_HAVE_BTL_OFI
-        "ofi "
+                           "ofi "
 #endif
 #if RMB_HAVE_BTL_VERBS
-        "verbs "
+                           "verbs "
 #endif
 #if RMB_HAVE_MPI
-        "mpi "
+                           "mpi "
 #endif
         ;
     const char *bootstraps = "pmix singleton"
 #if RMB_HAVE_MPI
-        " mpi"
+                             " mpi"
 #endif
         ;
     char list[128];
@@ -136,21 +135,23 @@ static void oshinfo_env_var(const oshinfo_t *info, const util_env_var_t *var)
         printf("env:%s:layer:%s\n", var->name, var->layer);
         printf("env:%s:default:%s\n", var->name, var->default_value);
         printf("env:%s:value:%s\n", var->name, value);
-        printf("env:%s:source:%s\n", var->name, set != NULL ? (valid ? "environment" : "invalid")
-                                                            : "default");
+        printf("env:%s:source:%s\n", var->name,
+               set != NULL ? (valid ? "environment" : "invalid") : "default");
         printf("env:%s:help:%s\n", var->name, var->help);
         return;
     }
     printf("  %s (%s, %s) = \"%s\"%s, default \"%s\"\n      %s\n", var->name, type, var->layer,
-           value, set == NULL ? " (default)" : valid ? " (set)" : " (set, NOT VALID)",
+           value,
+           set == NULL ? " (default)"
+           : valid     ? " (set)"
+                       : " (set, NOT VALID)",
            var->default_value, var->help);
 }
 
 static void oshinfo_env_all(const oshinfo_t *info)
 {
     if (!info->parsable) {
-        printf("environment variables (%d; %s):\n", util_env_count(),
-               "rmb(7) describes them");
+        printf("environment variables (%d; %s):\n", util_env_count(), "rmb(7) describes them");
     }
     for (int i = 0; i < util_env_count(); i++) {
         oshinfo_env_var(info, util_env_at(i));
@@ -181,7 +182,8 @@ int main(int argc, char **argv)
         } else if (strncmp(arg, "--param=", 8) == 0) {
             param = arg + 8;
         } else {
-            fprintf(stderr, "oshinfo: unknown option or missing value: '%s' (oshinfo --help for usage)\n",
+            fprintf(stderr,
+                    "oshinfo: unknown option or missing value: '%s' (oshinfo --help for usage)\n",
                     arg);
             return 2;
         }

@@ -14,7 +14,7 @@ extern char **environ;
 /* The one registry: every layer's rows, in layering order. A layer not
  * built still lists its rows; they are harmless documentation then. */
 static const util_env_var_t util_env_table[] = {
-#define UTIL_ENV_ROW(_name, _type, _default, _help) \
+#define UTIL_ENV_ROW(_name, _type, _default, _help)                                                \
     {#_name, UTIL_ENV_##_type, _default, UTIL_ENV_LAYER, _help},
 #define UTIL_ENV_LAYER "util"
 #include "util/util_env.def"
@@ -52,7 +52,7 @@ static const util_env_var_t *util_env_find(const char *name)
 util_status_t util_env_parse_bool(const char *text, int *value_p)
 {
     static const char *const yes[] = {"1", "yes", "y", "true", "on"};
-    static const char *const no[]  = {"0", "no", "n", "false", "off"};
+    static const char *const no[] = {"0", "no", "n", "false", "off"};
 
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         if (strcasecmp(text, yes[i]) == 0) {
@@ -98,11 +98,24 @@ util_status_t util_env_parse_size(const char *text, size_t *value_p)
         return UTIL_ERR_INVALID;
     }
     switch (toupper((unsigned char)*end)) {
-    case 'K': scale = 1ULL << 10; end++; break;
-    case 'M': scale = 1ULL << 20; end++; break;
-    case 'G': scale = 1ULL << 30; end++; break;
-    case 'T': scale = 1ULL << 40; end++; break;
-    default: break;
+    case 'K':
+        scale = 1ULL << 10;
+        end++;
+        break;
+    case 'M':
+        scale = 1ULL << 20;
+        end++;
+        break;
+    case 'G':
+        scale = 1ULL << 30;
+        end++;
+        break;
+    case 'T':
+        scale = 1ULL << 40;
+        end++;
+        break;
+    default:
+        break;
     }
     if (scale > 1 && (*end == 'i' || *end == 'I')) {
         end++;
@@ -129,7 +142,7 @@ static util_status_t util_env_lookup(const char *name, util_env_type_t type, con
     }
     text = getenv(name);
     *text_p = (text != NULL) ? text : var->default_value;
-    *var_p  = var;
+    *var_p = var;
     return UTIL_OK;
 }
 
@@ -179,7 +192,8 @@ util_status_t util_env_get_size(const char *name, size_t *value_p)
         return status;
     }
     if (util_env_parse_size(text, value_p) != UTIL_OK) {
-        return util_env_bad_value(name, text, "a size in bytes with an optional K, M, G or T suffix");
+        return util_env_bad_value(name, text,
+                                  "a size in bytes with an optional K, M, G or T suffix");
     }
     return UTIL_OK;
 }
@@ -207,7 +221,8 @@ void util_env_check_unknown(void)
         memcpy(name, *env, len);
         name[len] = '\0';
         if (util_env_find(name) == NULL) {
-            util_warn("unknown environment variable %s (misspelled? RMB_INFO=1 lists them all)", name);
+            util_warn("unknown environment variable %s (misspelled? RMB_INFO=1 lists them all)",
+                      name);
         }
     }
 }
@@ -253,9 +268,13 @@ int util_env_valid(util_env_type_t type, const char *text)
     size_t size;
 
     switch (type) {
-    case UTIL_ENV_BOOL: return util_env_parse_bool(text, &flag) == UTIL_OK;
-    case UTIL_ENV_INT:  return util_env_parse_int(text, &num) == UTIL_OK;
-    case UTIL_ENV_SIZE: return util_env_parse_size(text, &size) == UTIL_OK;
-    default:            return 1;
+    case UTIL_ENV_BOOL:
+        return util_env_parse_bool(text, &flag) == UTIL_OK;
+    case UTIL_ENV_INT:
+        return util_env_parse_int(text, &num) == UTIL_OK;
+    case UTIL_ENV_SIZE:
+        return util_env_parse_size(text, &size) == UTIL_OK;
+    default:
+        return 1;
     }
 }

@@ -21,11 +21,11 @@
 typedef enum { UTIL_ENV_BOOL, UTIL_ENV_INT, UTIL_ENV_SIZE, UTIL_ENV_STRING } util_env_type_t;
 
 typedef struct {
-    const char     *name;
+    const char *name;
     util_env_type_t type;
-    const char     *default_value;
-    const char     *layer;
-    const char     *help;
+    const char *default_value;
+    const char *layer;
+    const char *help;
 } util_env_var_t;
 
 /* Each getter parses the variable, or its row's default when unset. A value

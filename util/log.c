@@ -25,8 +25,8 @@ void util_log_write(util_log_level_t level, const char *file, int line, const ch
     /* One fprintf per line so that lines from concurrent PEs do not interleave. */
     if (level >= UTIL_LOG_DEBUG) {
         const char *base = strrchr(file, '/');
-        fprintf(stderr, "rmb[pe %d] %s: %s (%s:%d)\n", util_log_rank, util_log_names[level],
-                msg, base ? base + 1 : file, line);
+        fprintf(stderr, "rmb[pe %d] %s: %s (%s:%d)\n", util_log_rank, util_log_names[level], msg,
+                base ? base + 1 : file, line);
     } else if (util_log_rank >= 0) {
         fprintf(stderr, "rmb[pe %d] %s: %s\n", util_log_rank, util_log_names[level], msg);
     } else {

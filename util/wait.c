@@ -9,9 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define UTIL_WAIT_SPIN_ALONE 2000 /* polls (~10-50 µs) when every PE has a core */
-#define UTIL_WAIT_CHECK_EVERY 16  /* yields between clock reads */
-#define UTIL_WAIT_NAPPING UINT64_MAX /* yield_since_ns once the wait naps */
+#define UTIL_WAIT_SPIN_ALONE  2000       /* polls (~10-50 µs) when every PE has a core */
+#define UTIL_WAIT_CHECK_EVERY 16         /* yields between clock reads */
+#define UTIL_WAIT_NAPPING     UINT64_MAX /* yield_since_ns once the wait naps */
 
 /* Until the bootstrap knows the node: spin a little, yield, never sleep. */
 util_wait_policy_t util_wait_policy = {UTIL_WAIT_SPIN_ALONE, 0, 0, 0};
@@ -75,8 +75,8 @@ void util_wait_setup(int procs_here, int threads_each)
     util_wait_policy.yield_ns = (uint64_t)yield_usec * 1000u;
     util_wait_policy.sleep_ns = (uint64_t)sleep_usec * 1000u;
     util_debug("wait: %d process(es) x %d thread(s) on %d core(s): spin %u polls, yield %ld us, "
-               "then naps of %ld us", procs_here, threads_each, cores, util_wait_policy.spin,
-               yield_usec, sleep_usec);
+               "then naps of %ld us",
+               procs_here, threads_each, cores, util_wait_policy.spin, yield_usec, sleep_usec);
 }
 
 int util_wait_nappers;

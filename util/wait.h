@@ -23,13 +23,16 @@ typedef struct {
     uint64_t yield_since_ns; /* when the wait started yielding; 0 until known */
 } util_wait_t;
 
-#define UTIL_WAIT_INIT {0, 0, 0}
+#define UTIL_WAIT_INIT                                                                             \
+    {                                                                                              \
+        0, 0, 0                                                                                    \
+    }
 
 typedef struct {
-    uint32_t spin;       /* polls before the first yield */
-    uint64_t yield_ns;   /* yielding this long before sleeping */
-    uint64_t sleep_ns;   /* one nap */
-    int      oversubscribed;
+    uint32_t spin;     /* polls before the first yield */
+    uint64_t yield_ns; /* yielding this long before sleeping */
+    uint64_t sleep_ns; /* one nap */
+    int oversubscribed;
 } util_wait_policy_t;
 
 extern util_wait_policy_t util_wait_policy;

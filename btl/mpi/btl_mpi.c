@@ -81,7 +81,7 @@
  * calls MPI or rmb again.
  */
 #ifndef _GNU_SOURCE
-#  define _GNU_SOURCE /* MREMAP_FIXED */
+#define _GNU_SOURCE /* MREMAP_FIXED */
 #endif
 #include "btl/btl.h"
 #include "btl/btl_cpu_amo.h"
@@ -99,20 +99,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define BTL_MPI_SLOT       64  /* bytes of one ring slot: puts this small are copied */
-#define BTL_MPI_RING_SLOTS 256
-#define BTL_MPI_DIRTY_NONE (-1)
-#define BTL_MPI_DIRTY_MANY (-2)
+#define BTL_MPI_SLOT               64 /* bytes of one ring slot: puts this small are copied */
+#define BTL_MPI_RING_SLOTS         256
+#define BTL_MPI_DIRTY_NONE         (-1)
+#define BTL_MPI_DIRTY_MANY         (-2)
 #define BTL_MPI_SPINS_BEFORE_YIELD 256
 
 /* Packed remote key. */
 enum {
     BTL_MPI_KEY_POOL = 1, /* in the pool window (else the dynamic window) */
-    BTL_MPI_KEY_LS   = 2  /* and every access is a load, store or CPU atomic */
+    BTL_MPI_KEY_LS = 2    /* and every access is a load, store or CPU atomic */
 };
 
 typedef struct {
-    uint64_t base;  /* owner's virtual address */
+    uint64_t base; /* owner's virtual address */
     uint64_t len;
     uint64_t disp;  /* MPI_Get_address(base), or the offset in the owner's pool */
     uint64_t flags; /* BTL_MPI_KEY_* */
@@ -121,46 +121,46 @@ typedef struct {
 /* A free range of the pool, in a list sorted by offset. */
 typedef struct btl_mpi_block {
     struct btl_mpi_block *next;
-    size_t                off, len;
+    size_t off, len;
 } btl_mpi_block_t;
 
 /* One attached range of the window, counted by the mrs inside it. */
 typedef struct btl_mpi_region {
     struct btl_mpi_region *next;
-    uintptr_t              start, end;
-    unsigned               refs;
+    uintptr_t start, end;
+    unsigned refs;
 } btl_mpi_region_t;
 
 typedef struct btl_mpi_mr {
-    btl_mr_t           super;
-    btl_mpi_region_t  *region;   /* dynamic window: the attached range */
-    uint64_t           disp;
-    int                in_pool;  /* the key names the pool window */
-    int                remapped; /* caller memory remapped onto our block */
-    size_t             pool_off, pool_len; /* pool: our block (pool_len 0: none of ours) */
+    btl_mr_t super;
+    btl_mpi_region_t *region; /* dynamic window: the attached range */
+    uint64_t disp;
+    int in_pool;                   /* the key names the pool window */
+    int remapped;                  /* caller memory remapped onto our block */
+    size_t pool_off, pool_len;     /* pool: our block (pool_len 0: none of ours) */
     struct btl_mpi_mr *next_remap; /* mem_remap'd: caller memory aliasing the block */
 } btl_mpi_mr_t;
 
 typedef struct {
-    btl_iface_t                 super;
+    btl_iface_t super;
     const bootstrap_mpi_shim_t *shim;
-    void                       *win;      /* dynamic: mem_reg */
-    void                       *pool_win; /* allocated at open: mem_alloc, or NULL */
-    char                       *pool_base;
-    size_t                      pool_size;
-    btl_mpi_block_t            *pool_free;
-    int                         load_store; /* pool keys say BTL_MPI_KEY_LS */
-    char                      **peer_pool;  /* per rank: its pool mapped here */
-    btl_mpi_mr_t               *remaps;
-    int                         comm_held;
-    btl_mpi_region_t           *regions;
-    int                         dirty;     /* peer written to since the last quiet, or NONE/MANY */
-    int                         dirty_dyn, dirty_pool; /* and through which windows */
-    unsigned                    ring_next; /* next free slot */
-    unsigned                    progress_calls;
-    int                         oversubscribed; /* more ranks on this node than CPUs */
-    btl_helper_t                helper;    /* serves peers while the rank is away from MPI */
-    uint8_t                     ring[BTL_MPI_RING_SLOTS][BTL_MPI_SLOT] __attribute__((aligned(8)));
+    void *win;      /* dynamic: mem_reg */
+    void *pool_win; /* allocated at open: mem_alloc, or NULL */
+    char *pool_base;
+    size_t pool_size;
+    btl_mpi_block_t *pool_free;
+    int load_store;   /* pool keys say BTL_MPI_KEY_LS */
+    char **peer_pool; /* per rank: its pool mapped here */
+    btl_mpi_mr_t *remaps;
+    int comm_held;
+    btl_mpi_region_t *regions;
+    int dirty;                 /* peer written to since the last quiet, or NONE/MANY */
+    int dirty_dyn, dirty_pool; /* and through which windows */
+    unsigned ring_next;        /* next free slot */
+    unsigned progress_calls;
+    int oversubscribed;  /* more ranks on this node than CPUs */
+    btl_helper_t helper; /* serves peers while the rank is away from MPI */
+    uint8_t ring[BTL_MPI_RING_SLOTS][BTL_MPI_SLOT] __attribute__((aligned(8)));
 } btl_mpi_iface_t;
 
 typedef struct {
@@ -169,8 +169,8 @@ typedef struct {
 
 typedef struct {
     btl_rkey_t super;
-    uint64_t   delta; /* displacement = remote address + delta */
-    void      *win;
+    uint64_t delta; /* displacement = remote address + delta */
+    void *win;
 } btl_mpi_rkey_t;
 
 static inline btl_mpi_iface_t *btl_mpi_iface(btl_iface_t *iface)
@@ -223,18 +223,16 @@ static void btl_mpi_mark(btl_mpi_iface_t *mif, int peer, void *win)
 }
 
 /* A ring slot holding a copy of len bytes of src, free to be sent from. */
-static util_status_t btl_mpi_slot(btl_mpi_iface_t *mif, const void *src, size_t len,
-                                  void **slot_p)
+static util_status_t btl_mpi_slot(btl_mpi_iface_t *mif, const void *src, size_t len, void **slot_p)
 {
     if (mif->ring_next == BTL_MPI_RING_SLOTS) {
         util_status_t status = UTIL_OK;
         if (mif->dirty_dyn) {
-            status = btl_mpi_check("MPI_Win_flush_local_all",
-                                   mif->shim->flush_local_all(mif->win));
+            status = btl_mpi_check("MPI_Win_flush_local_all", mif->shim->flush_local_all(mif->win));
         }
         if (status == UTIL_OK && mif->dirty_pool) {
-            status = btl_mpi_check("MPI_Win_flush_local_all",
-                                   mif->shim->flush_local_all(mif->pool_win));
+            status =
+                btl_mpi_check("MPI_Win_flush_local_all", mif->shim->flush_local_all(mif->pool_win));
         }
         if (status != UTIL_OK) {
             return status;
@@ -356,8 +354,7 @@ static util_status_t btl_mpi_flag(btl_mpi_iface_t *mif, int peer, uint64_t flag_
 
 static util_status_t btl_mpi_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
-                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
-                                      btl_comp_t *comp)
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)
 {
     btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
     util_status_t status;
@@ -381,8 +378,7 @@ static util_status_t btl_mpi_put_flag(btl_ep_t *ep, const void *src, size_t len,
 
 static util_status_t btl_mpi_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
-                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
-                                      btl_comp_t *comp)
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)
 {
     util_status_t status = btl_mpi_get(ep, dst, len, lmem, raddr, rkey, NULL);
 
@@ -395,13 +391,13 @@ static util_status_t btl_mpi_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_m
 /* ---- atomics ---- */
 static const bootstrap_mpi_op_t btl_mpi_amo_op[BTL_AMO_LAST] = {
     [BTL_AMO_FETCH] = BOOTSTRAP_MPI_OP_NO_OP,
-    [BTL_AMO_SET]   = BOOTSTRAP_MPI_OP_REPLACE,
-    [BTL_AMO_SWAP]  = BOOTSTRAP_MPI_OP_REPLACE,
+    [BTL_AMO_SET] = BOOTSTRAP_MPI_OP_REPLACE,
+    [BTL_AMO_SWAP] = BOOTSTRAP_MPI_OP_REPLACE,
     [BTL_AMO_CSWAP] = BOOTSTRAP_MPI_OP_NO_OP, /* MPI_Compare_and_swap */
-    [BTL_AMO_ADD]   = BOOTSTRAP_MPI_OP_SUM,
-    [BTL_AMO_AND]   = BOOTSTRAP_MPI_OP_BAND,
-    [BTL_AMO_OR]    = BOOTSTRAP_MPI_OP_BOR,
-    [BTL_AMO_XOR]   = BOOTSTRAP_MPI_OP_BXOR,
+    [BTL_AMO_ADD] = BOOTSTRAP_MPI_OP_SUM,
+    [BTL_AMO_AND] = BOOTSTRAP_MPI_OP_BAND,
+    [BTL_AMO_OR] = BOOTSTRAP_MPI_OP_BOR,
+    [BTL_AMO_XOR] = BOOTSTRAP_MPI_OP_BXOR,
 };
 
 static util_status_t btl_mpi_amo_check(btl_amo_op_t op, unsigned size, uint64_t raddr)
@@ -425,8 +421,8 @@ static void btl_mpi_amo_value(uint64_t value, unsigned size, uint64_t *word)
     }
 }
 
-static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
-                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
+static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
+                                      btl_rkey_t *rkey, uint64_t operand)
 {
     btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
     util_status_t status = btl_mpi_amo_check(op, size, raddr);
@@ -451,18 +447,18 @@ static util_status_t btl_mpi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
     if (status != UTIL_OK) {
         return status;
     }
-    status = btl_mpi_check("MPI_Accumulate", mif->shim->acc(btl_mpi_win(rkey), slot, size, ep->peer,
-                                                            btl_mpi_disp(rkey, raddr),
-                                                            btl_mpi_amo_op[op]));
+    status = btl_mpi_check("MPI_Accumulate",
+                           mif->shim->acc(btl_mpi_win(rkey), slot, size, ep->peer,
+                                          btl_mpi_disp(rkey, raddr), btl_mpi_amo_op[op]));
     if (status == UTIL_OK) {
         btl_mpi_mark(mif, ep->peer, btl_mpi_win(rkey));
     }
     return status;
 }
 
-static util_status_t btl_mpi_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
-                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
-                                       uint64_t compare, uint64_t *result_p)
+static util_status_t btl_mpi_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
+                                       btl_rkey_t *rkey, uint64_t operand, uint64_t compare,
+                                       uint64_t *result_p)
 {
     btl_mpi_iface_t *mif = btl_mpi_iface(ep->iface);
     util_status_t status = btl_mpi_amo_check(op, size, raddr);
@@ -582,8 +578,7 @@ static long btl_mpi_progress_interval(void)
 /* ---- memory ---- */
 /* Whether [start, end) is pool memory (through the pool's own mapping, or
  * caller memory remapped onto it); *disp_p: its offset in my pool. */
-static int btl_mpi_pool_find(btl_mpi_iface_t *mif, uintptr_t start, uintptr_t end,
-                             uint64_t *disp_p)
+static int btl_mpi_pool_find(btl_mpi_iface_t *mif, uintptr_t start, uintptr_t end, uint64_t *disp_p)
 {
     uintptr_t base = (uintptr_t)mif->pool_base;
 
@@ -614,7 +609,8 @@ static util_status_t btl_mpi_pool_get(btl_mpi_iface_t *mif, size_t len, size_t *
     }
     if (*link == NULL) {
         util_debug("btl/mpi: no %zu-byte block left in the pool: plain memory on the dynamic "
-                   "window (RMB_MPI_POOL_SIZE)", len);
+                   "window (RMB_MPI_POOL_SIZE)",
+                   len);
         return UTIL_ERR_UNSUPPORTED;
     }
     block = *link;
@@ -628,8 +624,7 @@ static util_status_t btl_mpi_pool_get(btl_mpi_iface_t *mif, size_t len, size_t *
     return UTIL_OK;
 }
 
-static util_status_t btl_mpi_mem_reg(btl_iface_t *iface, void *addr, size_t size,
-                                     btl_mr_t **mr_p)
+static util_status_t btl_mpi_mem_reg(btl_iface_t *iface, void *addr, size_t size, btl_mr_t **mr_p)
 {
     btl_mpi_iface_t *mif = btl_mpi_iface(iface);
     uintptr_t start = (uintptr_t)addr, end = start + size;
@@ -762,8 +757,8 @@ static util_status_t btl_mpi_region_put(btl_mpi_iface_t *mif, btl_mpi_region_t *
             break;
         }
     }
-    status = btl_mpi_check("MPI_Win_detach",
-                           mif->shim->win_detach(mif->win, (void *)region->start));
+    status =
+        btl_mpi_check("MPI_Win_detach", mif->shim->win_detach(mif->win, (void *)region->start));
     free(region);
     return status;
 }
@@ -772,8 +767,10 @@ static util_status_t btl_mpi_region_put(btl_mpi_iface_t *mif, btl_mpi_region_t *
  * libc one and return NULL for a duplicating remap (old size 0). */
 static int btl_mpi_mremap(void *from, size_t old_size, size_t size, void *to)
 {
-    return (void *)syscall(SYS_mremap, from, old_size, size, MREMAP_MAYMOVE | MREMAP_FIXED,
-                           to) == to ? 0 : -1;
+    return (void *)syscall(SYS_mremap, from, old_size, size, MREMAP_MAYMOVE | MREMAP_FIXED, to) ==
+                   to
+               ? 0
+               : -1;
 }
 
 /* Copies len bytes through the kernel (a pipe, raw system calls): a
@@ -824,8 +821,7 @@ static util_status_t btl_mpi_kernel_copy(void *dst, const void *src, size_t len)
  * UNSUPPORTED (the range stays where it is, on the dynamic window) without
  * a pool or room in it. Nothing else may write the range meanwhile:
  * callers remap at initialization. */
-static util_status_t btl_mpi_mem_remap(btl_iface_t *iface, void *addr, size_t size,
-                                       btl_mr_t **mr_p)
+static util_status_t btl_mpi_mem_remap(btl_iface_t *iface, void *addr, size_t size, btl_mr_t **mr_p)
 {
     btl_mpi_iface_t *mif = btl_mpi_iface(iface);
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -850,10 +846,10 @@ static util_status_t btl_mpi_mem_remap(btl_iface_t *iface, void *addr, size_t si
     }
     block = mif->pool_base + mr->pool_off;
     status = btl_mpi_kernel_copy(block, addr, size);
-    if (status == UTIL_OK &&
-        btl_mpi_mremap(block, 0, size, addr) != 0) {
+    if (status == UTIL_OK && btl_mpi_mremap(block, 0, size, addr) != 0) {
         util_debug("btl/mpi: cannot map pool memory over %p (+%zu): %m; it stays on the "
-                   "dynamic window", addr, size);
+                   "dynamic window",
+                   addr, size);
         status = UTIL_ERR_UNSUPPORTED;
     }
     if (status != UTIL_OK) {
@@ -870,8 +866,7 @@ static util_status_t btl_mpi_mem_remap(btl_iface_t *iface, void *addr, size_t si
     mr->remapped = 1;
     mr->next_remap = mif->remaps;
     mif->remaps = mr;
-    util_debug("btl/mpi: %p (+%zu) remapped onto the pool at offset %zu", addr, size,
-               mr->pool_off);
+    util_debug("btl/mpi: %p (+%zu) remapped onto the pool at offset %zu", addr, size, mr->pool_off);
     *mr_p = &mr->super;
     return UTIL_OK;
 }
@@ -897,8 +892,7 @@ static util_status_t btl_mpi_unremap(btl_mpi_iface_t *mif, btl_mpi_mr_t *mr)
         return UTIL_ERR_NO_MEMORY; /* the block stays out of the pool */
     }
     status = btl_mpi_kernel_copy(copy, mr->super.addr, size);
-    if (status == UTIL_OK &&
-        btl_mpi_mremap(copy, size, size, mr->super.addr) != 0) {
+    if (status == UTIL_OK && btl_mpi_mremap(copy, size, size, mr->super.addr) != 0) {
         util_warn("btl/mpi: cannot restore %p as private memory (%m); it stays shared",
                   mr->super.addr);
         status = UTIL_ERR_IO;
@@ -978,8 +972,8 @@ static util_status_t btl_mpi_rkey_unpack(btl_ep_t *ep, const void *buf, size_t s
     if (packed.flags & BTL_MPI_KEY_LS) {
         /* the owner decides, so every rank reaches this memory the same way */
         rk->super.ls_valid = 1;
-        rk->super.ls_delta = (intptr_t)((uint64_t)(uintptr_t)mif->peer_pool[ep->peer] +
-                                        packed.disp - packed.base);
+        rk->super.ls_delta =
+            (intptr_t)((uint64_t)(uintptr_t)mif->peer_pool[ep->peer] + packed.disp - packed.base);
     }
     *rkey_p = &rk->super;
     return UTIL_OK;
@@ -1061,25 +1055,25 @@ static util_status_t btl_mpi_iface_close(btl_iface_t *iface)
 static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
 
 static const btl_ops_t btl_mpi_ops = {
-    .iface_close   = btl_mpi_iface_close,
-    .ep_connect    = btl_mpi_ep_connect,
+    .iface_close = btl_mpi_iface_close,
+    .ep_connect = btl_mpi_ep_connect,
     .ep_disconnect = btl_mpi_ep_disconnect,
-    .mem_alloc     = btl_mpi_mem_alloc,
-    .mem_remap     = btl_mpi_mem_remap,
-    .mem_reg       = btl_mpi_mem_reg,
-    .mem_dereg     = btl_mpi_mem_dereg,
-    .rkey_pack     = btl_mpi_rkey_pack,
-    .rkey_unpack   = btl_mpi_rkey_unpack,
-    .rkey_release  = btl_mpi_rkey_release,
-    .put           = btl_mpi_put,
-    .get           = btl_mpi_get,
-    .put_flag      = btl_mpi_put_flag,
-    .get_flag      = btl_mpi_get_flag,
-    .amo_post      = btl_mpi_amo_post,
-    .amo_fetch     = btl_mpi_amo_fetch,
-    .fence         = btl_mpi_fence,
-    .quiet         = btl_mpi_quiet,
-    .progress      = btl_mpi_progress,
+    .mem_alloc = btl_mpi_mem_alloc,
+    .mem_remap = btl_mpi_mem_remap,
+    .mem_reg = btl_mpi_mem_reg,
+    .mem_dereg = btl_mpi_mem_dereg,
+    .rkey_pack = btl_mpi_rkey_pack,
+    .rkey_unpack = btl_mpi_rkey_unpack,
+    .rkey_release = btl_mpi_rkey_release,
+    .put = btl_mpi_put,
+    .get = btl_mpi_get,
+    .put_flag = btl_mpi_put_flag,
+    .get_flag = btl_mpi_get_flag,
+    .amo_post = btl_mpi_amo_post,
+    .amo_fetch = btl_mpi_amo_fetch,
+    .fence = btl_mpi_fence,
+    .quiet = btl_mpi_quiet,
+    .progress = btl_mpi_progress,
 };
 
 /* The MPI plugins this build installs (bootstrap/bootstrap_mpi.h); one
@@ -1109,16 +1103,17 @@ static int btl_mpi_describe(btl_describe_func_t report, void *arg)
             }
         }
     }
-    report(arg, "mpi", "runs", "in MPI programs (MPI_Init before shmem_init), or with "
-                               "RMB_BOOTSTRAP=mpi under mpirun/mpiexec");
+    report(arg, "mpi", "runs",
+           "in MPI programs (MPI_Init before shmem_init), or with "
+           "RMB_BOOTSTRAP=mpi under mpirun/mpiexec");
     return found > 0;
 }
 
 const btl_component_t btl_mpi_component = {
-    .name         = "mpi",
+    .name = "mpi",
     .on_node_only = 0,
-    .iface_open   = btl_mpi_iface_open,
-    .describe     = btl_mpi_describe,
+    .iface_open = btl_mpi_iface_open,
+    .describe = btl_mpi_describe,
 };
 
 /* RMB_MPI_LOAD_STORE: with a pool, where every peer's pool is mapped here,
@@ -1189,8 +1184,8 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     mif->comm_held = 1;
     if (rank != ctx->rank || size != ctx->size) {
         util_error("btl/mpi: MPI_COMM_WORLD rank %d of %d, but bootstrap (%s) rank %d of %d: "
-                   "the job must be one MPI job", rank, size, bootstrap_flavour(), ctx->rank,
-                   ctx->size);
+                   "the job must be one MPI job",
+                   rank, size, bootstrap_flavour(), ctx->rank, ctx->size);
         status = UTIL_ERR_STATE;
         goto err;
     }
@@ -1201,7 +1196,8 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     }
     if (!unified) {
         util_error("btl/mpi: %s gives this window the separate memory model; rmb reads "
-                   "notified flags with loads and needs MPI_WIN_UNIFIED", mif->shim->name);
+                   "notified flags with loads and needs MPI_WIN_UNIFIED",
+                   mif->shim->name);
         status = UTIL_ERR_UNSUPPORTED;
         goto err;
     }
@@ -1212,9 +1208,9 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     if (mif->pool_size > 0) {
         /* a page more: the MPI's base need not be page-aligned (osc/sm) */
         mif->pool_size += page;
-        status = btl_mpi_check("MPI_Win_allocate_shared/MPI_Win_lock_all",
-                               mif->shim->win_allocate(mif->pool_size, &base, &mif->pool_win,
-                                                       &unified));
+        status =
+            btl_mpi_check("MPI_Win_allocate_shared/MPI_Win_lock_all",
+                          mif->shim->win_allocate(mif->pool_size, &base, &mif->pool_win, &unified));
         if (status != UTIL_OK) {
             goto err;
         }
@@ -1233,7 +1229,8 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         mif->pool_free->len = (mif->pool_size - mif->pool_free->off) / page * page;
         if (!unified) {
             util_error("btl/mpi: %s gives the pool window the separate memory model (set "
-                       "RMB_MPI_POOL_SIZE=0)", mif->shim->name);
+                       "RMB_MPI_POOL_SIZE=0)",
+                       mif->shim->name);
             status = UTIL_ERR_UNSUPPORTED;
             goto err;
         }
@@ -1256,8 +1253,8 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
                   "progress thread; a PE busy outside MPI and rmb delays its peers");
     }
     util_debug("btl/mpi: %s, dynamic window, pool window of %zu bytes (%s), %d ranks, "
-               "progress thread %s", mif->shim->name, mif->pool_size,
-               mif->load_store ? "load/store" : "MPI RMA", size,
+               "progress thread %s",
+               mif->shim->name, mif->pool_size, mif->load_store ? "load/store" : "MPI RMA", size,
                mif->helper.running ? "on" : "off");
     *iface_p = &mif->super;
     return UTIL_OK;

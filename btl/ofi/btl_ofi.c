@@ -98,13 +98,14 @@
 
 #define BTL_OFI_API_VERSION FI_VERSION(1, 10)
 #define BTL_OFI_ADDR_MAX    128 /* bytes of a published fi_getname address */
-#define BTL_OFI_SPINS_BEFORE_YIELD BTL_WAIT_NET_SPINS /* progress calls between yields (oversubscribed) */
-#define BTL_OFI_SLOTS       64  /* bounce-ring slots (staged puts in flight) */
-#define BTL_OFI_REQS        256 /* requests: BTL_OFI_SLOTS staged + the rest plain */
-#define BTL_OFI_CQ_BATCH    16
+#define BTL_OFI_SPINS_BEFORE_YIELD                                                                 \
+    BTL_WAIT_NET_SPINS            /* progress calls between yields (oversubscribed) */
+#define BTL_OFI_SLOTS         64  /* bounce-ring slots (staged puts in flight) */
+#define BTL_OFI_REQS          256 /* requests: BTL_OFI_SLOTS staged + the rest plain */
+#define BTL_OFI_CQ_BATCH      16
 #define BTL_OFI_TIMEOUT_CHECK 1024 /* progress calls between timeout scans */
 
-#define BTL_OFI_MR_MODES                                                                   \
+#define BTL_OFI_MR_MODES                                                                           \
     (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
 
 /* How fence(ep) orders later operations to one peer behind earlier ones. */
@@ -114,17 +115,10 @@ typedef enum {
     BTL_OFI_FENCE_WAIT     /* wait for everything, when the peer has anything outstanding */
 } btl_ofi_fence_mode_t;
 
-typedef enum {
-    BTL_OFI_FLAG_NATIVE,
-    BTL_OFI_FLAG_FENCE,
-    BTL_OFI_FLAG_WAIT
-} btl_ofi_flag_order_t;
+typedef enum { BTL_OFI_FLAG_NATIVE, BTL_OFI_FLAG_FENCE, BTL_OFI_FLAG_WAIT } btl_ofi_flag_order_t;
 
 /* Which forms of an atomic the provider has for one size. */
-enum {
-    BTL_OFI_AMO_BASE  = 1u << 0,
-    BTL_OFI_AMO_FETCH = 1u << 1
-};
+enum { BTL_OFI_AMO_BASE = 1u << 0, BTL_OFI_AMO_FETCH = 1u << 1 };
 
 /* Packed remote key. */
 typedef struct {
@@ -146,75 +140,75 @@ typedef struct {
  * non-blocking operation counted in comp, or a put staged in bounce-ring
  * slot `slot` (freed on completion). The request is the op's context. */
 typedef struct btl_ofi_req {
-    btl_comp_t         *comp;      /* NULL: nobody to tell (staged put, or detached) */
-    int                 slot;      /* bounce-ring slot, -1 for plain requests */
-    int                 peer;
-    int                 in_use;
-    uint64_t            posted_ns; /* non-blocking operations: for their timeout */
+    btl_comp_t *comp; /* NULL: nobody to tell (staged put, or detached) */
+    int slot;         /* bounce-ring slot, -1 for plain requests */
+    int peer;
+    int in_use;
+    uint64_t posted_ns; /* non-blocking operations: for their timeout */
     struct btl_ofi_req *next_free;
 } btl_ofi_req_t;
 
 typedef struct {
-    btl_mr_t       super;
+    btl_mr_t super;
     struct fid_mr *mr;
-    void          *desc;
-    uint64_t       key;
+    void *desc;
+    uint64_t key;
 } btl_ofi_mr_t;
 
 typedef struct {
-    btl_iface_t          super;
-    struct fi_info      *info;
-    struct fid_fabric   *fabric;
-    struct fid_domain   *domain;
-    struct fid_av       *av;
-    struct fid_cq       *cq;
-    struct fid_cntr     *wr_cntr;
-    struct fid_cntr     *rd_cntr;
-    struct fid_ep       *ep;
-    uint64_t             mr_mode;
-    int                  virt_addr;
-    size_t               inject_size;
-    uint64_t             comp_flag; /* completion level of writes and atomics */
-    size_t               max_msg;   /* largest single transfer */
-    size_t               max_waw;   /* largest payload whose placement is ordered */
+    btl_iface_t super;
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_cntr *wr_cntr;
+    struct fid_cntr *rd_cntr;
+    struct fid_ep *ep;
+    uint64_t mr_mode;
+    int virt_addr;
+    size_t inject_size;
+    uint64_t comp_flag; /* completion level of writes and atomics */
+    size_t max_msg;     /* largest single transfer */
+    size_t max_waw;     /* largest payload whose placement is ordered */
     btl_ofi_flag_order_t flag_order;
     btl_ofi_fence_mode_t fence_mode;
-    uint64_t             drained_seq; /* wr_posted + rd_posted when last seen all done */
-    btl_wait_bound_t     bound;       /* RMB_BTL_TIMEOUT_SEC: how long waits may take */
-    size_t               eager_size;  /* puts up to this size are staged in the ring */
-    void                *ring;        /* BTL_OFI_SLOTS slots of eager_size bytes */
-    btl_ofi_mr_t        *ring_mr;
-    btl_ofi_req_t        reqs[BTL_OFI_REQS];
-    btl_ofi_req_t       *staged_free, *plain_free;
-    unsigned             reqs_pending;
-    uint64_t             wr_posted, rd_posted;    /* operations we posted */
-    uint64_t             wr_err_seen, rd_err_seen; /* errors already reported */
-    uint64_t             next_key;
-    unsigned             progress_calls;
-    unsigned             amo[BTL_AMO_LAST][2];    /* BTL_OFI_AMO_* by [op][size == 8] */
-    btl_ofi_scratch_t    scratch;
-    btl_ofi_mr_t        *scratch_mr;
-    void                *bounce;
-    size_t               bounce_size;
-    btl_ofi_mr_t        *bounce_mr;
-    btl_helper_t         helper;
-    int                  progress_fd; /* RMB_OFI_PROGRESS_FD: the helper may sleep in the CQ fd */
-    int                  wait_fd;  /* the CQ's wait fd for the helper thread, or -1 */
+    uint64_t drained_seq;   /* wr_posted + rd_posted when last seen all done */
+    btl_wait_bound_t bound; /* RMB_BTL_TIMEOUT_SEC: how long waits may take */
+    size_t eager_size;      /* puts up to this size are staged in the ring */
+    void *ring;             /* BTL_OFI_SLOTS slots of eager_size bytes */
+    btl_ofi_mr_t *ring_mr;
+    btl_ofi_req_t reqs[BTL_OFI_REQS];
+    btl_ofi_req_t *staged_free, *plain_free;
+    unsigned reqs_pending;
+    uint64_t wr_posted, rd_posted;     /* operations we posted */
+    uint64_t wr_err_seen, rd_err_seen; /* errors already reported */
+    uint64_t next_key;
+    unsigned progress_calls;
+    unsigned amo[BTL_AMO_LAST][2]; /* BTL_OFI_AMO_* by [op][size == 8] */
+    btl_ofi_scratch_t scratch;
+    btl_ofi_mr_t *scratch_mr;
+    void *bounce;
+    size_t bounce_size;
+    btl_ofi_mr_t *bounce_mr;
+    btl_helper_t helper;
+    int progress_fd; /* RMB_OFI_PROGRESS_FD: the helper may sleep in the CQ fd */
+    int wait_fd;     /* the CQ's wait fd for the helper thread, or -1 */
 } btl_ofi_iface_t;
 
 typedef struct {
-    btl_ep_t   super;
-    fi_addr_t  addr;
-    uint64_t   fence_flag; /* FI_FENCE for the next operation, after a fence */
-    uint64_t   last_seq;   /* wr_posted + rd_posted after our latest operation */
-    int        accepted;   /* the provider took an operation to this peer */
-    char       where[64];  /* the peer's address as text, for error messages */
+    btl_ep_t super;
+    fi_addr_t addr;
+    uint64_t fence_flag; /* FI_FENCE for the next operation, after a fence */
+    uint64_t last_seq;   /* wr_posted + rd_posted after our latest operation */
+    int accepted;        /* the provider took an operation to this peer */
+    char where[64];      /* the peer's address as text, for error messages */
 } btl_ofi_ep_t;
 
 typedef struct {
     btl_rkey_t super;
-    uint64_t   key;
-    uint64_t   offset; /* subtracted from remote addresses (0 with FI_MR_VIRT_ADDR) */
+    uint64_t key;
+    uint64_t offset; /* subtracted from remote addresses (0 with FI_MR_VIRT_ADDR) */
 } btl_ofi_rkey_t;
 
 static inline btl_ofi_iface_t *btl_ofi_iface(btl_iface_t *iface)
@@ -241,18 +235,25 @@ static inline btl_ofi_mr_t *btl_ofi_mr(btl_mr_t *mr)
 static util_status_t btl_ofi_status(ssize_t ret)
 {
     switch (-ret) {
-    case FI_ENOMEM:     return UTIL_ERR_NO_MEMORY;
-    case FI_EAGAIN:     return UTIL_ERR_NO_RESOURCE;
+    case FI_ENOMEM:
+        return UTIL_ERR_NO_MEMORY;
+    case FI_EAGAIN:
+        return UTIL_ERR_NO_RESOURCE;
     case FI_ENOSYS:
     case FI_EOPNOTSUPP:
-    case FI_ENODATA:    return UTIL_ERR_UNSUPPORTED;
+    case FI_ENODATA:
+        return UTIL_ERR_UNSUPPORTED;
     case FI_EINVAL:
-    case FI_EBADFLAGS:  return UTIL_ERR_INVALID;
-    case FI_ETIMEDOUT:  return UTIL_ERR_TIMEOUT;
+    case FI_EBADFLAGS:
+        return UTIL_ERR_INVALID;
+    case FI_ETIMEDOUT:
+        return UTIL_ERR_TIMEOUT;
     case FI_EHOSTUNREACH:
     case FI_ECONNREFUSED:
-    case FI_ECONNRESET: return UTIL_ERR_UNREACHABLE;
-    default:            return UTIL_ERR_IO;
+    case FI_ECONNRESET:
+        return UTIL_ERR_UNREACHABLE;
+    default:
+        return UTIL_ERR_IO;
     }
 }
 
@@ -340,8 +341,8 @@ static util_status_t btl_ofi_poll(btl_ofi_iface_t *oif)
 
 /* A bounded wait (btl_wait.h) that also tells the helper thread the PE
  * drives the provider itself. */
-static inline util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_wait_t *w,
-                                              const char *what, int peer)
+static inline util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_wait_t *w, const char *what,
+                                              int peer)
 {
     btl_helper_touch(&oif->helper);
     return btl_wait_tick(w, &oif->bound, what, peer);
@@ -360,8 +361,8 @@ static util_status_t btl_ofi_req_get(btl_ofi_iface_t *oif, int staged, int peer,
     while (*head == NULL) {
         status = btl_ofi_poll(oif);
         if (status == UTIL_OK) {
-            status = btl_ofi_wait_tick(oif, &w, staged ? "waiting for a bounce slot"
-                                                       : "waiting for a request", peer);
+            status = btl_ofi_wait_tick(
+                oif, &w, staged ? "waiting for a bounce slot" : "waiting for a request", peer);
         }
         if (status != UTIL_OK) {
             return status;
@@ -379,9 +380,8 @@ static util_status_t btl_ofi_req_get(btl_ofi_iface_t *oif, int staged, int peer,
 
 /* Waits until cntr counted `posted` operations. Completions in error are
  * counted on the error side; their cause is logged once. */
-static util_status_t btl_ofi_cntr_wait(btl_ofi_iface_t *oif, struct fid_cntr *cntr,
-                                       uint64_t posted, uint64_t *err_seen, const char *what,
-                                       int peer)
+static util_status_t btl_ofi_cntr_wait(btl_ofi_iface_t *oif, struct fid_cntr *cntr, uint64_t posted,
+                                       uint64_t *err_seen, const char *what, int peer)
 {
     btl_wait_t w = BTL_WAIT_INIT;
 
@@ -441,7 +441,8 @@ static util_status_t btl_ofi_retry(btl_ofi_iface_t *oif, btl_wait_t *w, const ch
         if (status == UTIL_ERR_TIMEOUT && !oep->accepted) {
             util_error("btl/ofi: no connection to PE %d at %s (its published address is not "
                        "reachable from here? FI_TCP_IFACE names the interface; FI_LOG_LEVEL=warn "
-                       "shows the provider's view)", oep->super.peer, oep->where);
+                       "shows the provider's view)",
+                       oep->super.peer, oep->where);
         }
     }
     return status;
@@ -486,17 +487,20 @@ static inline void *btl_ofi_desc(btl_ofi_iface_t *oif, btl_mem_t *lmem)
 /* Posts one write. Small writes are injected (the source is free at once);
  * every write asks for delivery completion and is counted in wr_posted.
  * With req, the write also reports to the CQ with req as its context. */
-static util_status_t btl_ofi_write_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
-                                        const void *src, size_t len, void *desc, uint64_t raddr,
-                                        btl_rkey_t *rkey, uint64_t extra_flags,
-                                        btl_ofi_req_t *req)
+static util_status_t btl_ofi_write_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src,
+                                        size_t len, void *desc, uint64_t raddr, btl_rkey_t *rkey,
+                                        uint64_t extra_flags, btl_ofi_req_t *req)
 {
     struct iovec iov = {(void *)(uintptr_t)src, len};
     struct fi_rma_iov rma = {btl_ofi_raddr(rkey, raddr), len, btl_ofi_rkey(rkey)->key};
-    struct fi_msg_rma msg = {
-        .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oep->addr,
-        .rma_iov = &rma, .rma_iov_count = 1, .context = req, .data = 0
-    };
+    struct fi_msg_rma msg = {.msg_iov = &iov,
+                             .desc = &desc,
+                             .iov_count = 1,
+                             .addr = oep->addr,
+                             .rma_iov = &rma,
+                             .rma_iov_count = 1,
+                             .context = req,
+                             .data = 0};
     uint64_t flags = oif->comp_flag | extra_flags | btl_ofi_take_fence(oep);
     btl_wait_t w = BTL_WAIT_INIT;
     util_status_t status;
@@ -521,9 +525,9 @@ static util_status_t btl_ofi_write_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
 /* A put staged in a bounce-ring slot: the source is free on return, the
  * slot when the write completes (progress). No round trip for sizes
  * between the inject size and eager_size. */
-static util_status_t btl_ofi_write_staged(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
-                                          const void *src, size_t len, uint64_t raddr,
-                                          btl_rkey_t *rkey, uint64_t extra_flags)
+static util_status_t btl_ofi_write_staged(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src,
+                                          size_t len, uint64_t raddr, btl_rkey_t *rkey,
+                                          uint64_t extra_flags)
 {
     btl_ofi_req_t *req;
     void *slot;
@@ -534,8 +538,8 @@ static util_status_t btl_ofi_write_staged(btl_ofi_iface_t *oif, btl_ofi_ep_t *oe
     }
     slot = (char *)oif->ring + (size_t)req->slot * oif->eager_size;
     memcpy(slot, src, len);
-    status = btl_ofi_write_post(oif, oep, slot, len, oif->ring_mr->desc, raddr, rkey,
-                                extra_flags, req);
+    status =
+        btl_ofi_write_post(oif, oep, slot, len, oif->ring_mr->desc, raddr, rkey, extra_flags, req);
     if (status != UTIL_OK) {
         btl_ofi_req_release(oif, req);
     }
@@ -548,9 +552,9 @@ static inline int btl_ofi_write_is_eager(const btl_ofi_iface_t *oif, size_t len)
     return len <= oif->inject_size || len <= oif->eager_size;
 }
 
-static util_status_t btl_ofi_write_eager(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
-                                         const void *src, size_t len, uint64_t raddr,
-                                         btl_rkey_t *rkey, uint64_t extra_flags)
+static util_status_t btl_ofi_write_eager(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src,
+                                         size_t len, uint64_t raddr, btl_rkey_t *rkey,
+                                         uint64_t extra_flags)
 {
     if (len <= oif->inject_size) {
         return btl_ofi_write_post(oif, oep, src, len, NULL, raddr, rkey, extra_flags, NULL);
@@ -588,8 +592,8 @@ static util_status_t btl_ofi_write(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, cons
         size_t chunk = len < oif->bounce_size ? len : oif->bounce_size;
 
         memcpy(oif->bounce, src, chunk);
-        status = btl_ofi_write_post(oif, oep, oif->bounce, chunk, oif->bounce_mr->desc, raddr,
-                                    rkey, 0, NULL);
+        status = btl_ofi_write_post(oif, oep, oif->bounce, chunk, oif->bounce_mr->desc, raddr, rkey,
+                                    0, NULL);
         if (status == UTIL_OK) {
             status = btl_ofi_wait_writes(oif, "put", peer);
         }
@@ -609,10 +613,14 @@ static util_status_t btl_ofi_read_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, 
 {
     struct iovec iov = {dst, len};
     struct fi_rma_iov rma = {btl_ofi_raddr(rkey, raddr), len, btl_ofi_rkey(rkey)->key};
-    struct fi_msg_rma msg = {
-        .msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oep->addr,
-        .rma_iov = &rma, .rma_iov_count = 1, .context = req, .data = 0
-    };
+    struct fi_msg_rma msg = {.msg_iov = &iov,
+                             .desc = &desc,
+                             .iov_count = 1,
+                             .addr = oep->addr,
+                             .rma_iov = &rma,
+                             .rma_iov_count = 1,
+                             .context = req,
+                             .data = 0};
     uint64_t flags = btl_ofi_take_fence(oep) | (req != NULL ? FI_COMPLETION : 0);
     btl_wait_t w = BTL_WAIT_INIT;
     util_status_t status;
@@ -629,8 +637,8 @@ static util_status_t btl_ofi_read_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, 
     return UTIL_OK;
 }
 
-static util_status_t btl_ofi_read(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void *dst,
-                                  size_t len, btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey)
+static util_status_t btl_ofi_read(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void *dst, size_t len,
+                                  btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey)
 {
     void *desc = btl_ofi_desc(oif, lmem);
     int peer = oep->super.peer;
@@ -656,8 +664,8 @@ static util_status_t btl_ofi_read(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void 
     while (len > 0) {
         size_t chunk = len < oif->bounce_size ? len : oif->bounce_size;
 
-        status = btl_ofi_read_post(oif, oep, oif->bounce, chunk, oif->bounce_mr->desc, raddr,
-                                   rkey, NULL);
+        status = btl_ofi_read_post(oif, oep, oif->bounce, chunk, oif->bounce_mr->desc, raddr, rkey,
+                                   NULL);
         if (status == UTIL_OK) {
             status = btl_ofi_wait_reads(oif, "get", peer);
         }
@@ -691,9 +699,8 @@ static util_status_t btl_ofi_rma_nb(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int
         }
         req->comp = comp;
         req->posted_ns = now;
-        status = is_write
-                     ? btl_ofi_write_post(oif, oep, buf, chunk, desc, raddr, rkey, 0, req)
-                     : btl_ofi_read_post(oif, oep, buf, chunk, desc, raddr, rkey, req);
+        status = is_write ? btl_ofi_write_post(oif, oep, buf, chunk, desc, raddr, rkey, 0, req)
+                          : btl_ofi_read_post(oif, oep, buf, chunk, desc, raddr, rkey, req);
         if (status != UTIL_OK) {
             btl_ofi_req_release(oif, req);
             break;
@@ -729,8 +736,8 @@ static util_status_t btl_ofi_put(btl_ep_t *ep, const void *src, size_t len, btl_
     if (desc == NULL && (oif->mr_mode & FI_MR_LOCAL)) {
         return btl_ofi_write(oif, btl_ofi_ep(ep), src, len, lmem, raddr, rkey);
     }
-    return btl_ofi_rma_nb(oif, btl_ofi_ep(ep), 1, (void *)(uintptr_t)src, len, desc, raddr,
-                          rkey, comp);
+    return btl_ofi_rma_nb(oif, btl_ofi_ep(ep), 1, (void *)(uintptr_t)src, len, desc, raddr, rkey,
+                          comp);
 }
 
 static util_status_t btl_ofi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
@@ -749,9 +756,8 @@ static util_status_t btl_ofi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
 }
 
 /* The 8-byte flag, from the registered scratch word. */
-static util_status_t btl_ofi_flag_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
-                                       uint64_t flag_raddr, btl_rkey_t *flag_rkey,
-                                       uint64_t value, uint64_t extra_flags)
+static util_status_t btl_ofi_flag_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, uint64_t flag_raddr,
+                                       btl_rkey_t *flag_rkey, uint64_t value, uint64_t extra_flags)
 {
     util_status_t status;
 
@@ -773,15 +779,13 @@ static util_status_t btl_ofi_flag_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
 
 static util_status_t btl_ofi_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
-                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
-                                      btl_comp_t *comp)
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)
 {
     btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
     btl_ofi_ep_t *oep = btl_ofi_ep(ep);
     void *desc = btl_ofi_desc(oif, lmem);
     int eager = btl_ofi_write_is_eager(oif, len);
-    int direct = eager ||
-                 (len <= oif->max_msg && (desc != NULL || !(oif->mr_mode & FI_MR_LOCAL)));
+    int direct = eager || (len <= oif->max_msg && (desc != NULL || !(oif->mr_mode & FI_MR_LOCAL)));
     uint64_t flag_fence = oif->flag_order == BTL_OFI_FLAG_FENCE ? FI_FENCE : 0;
     util_status_t status;
 
@@ -803,9 +807,9 @@ static util_status_t btl_ofi_put_flag(btl_ep_t *ep, const void *src, size_t len,
     }
     if (eager) {
         status = btl_ofi_write_eager(oif, oep, src, len, raddr, rkey, 0);
-        return status != UTIL_OK ? status
-                                 : btl_ofi_flag_post(oif, oep, flag_raddr, flag_rkey,
-                                                     flag_value, flag_fence);
+        return status != UTIL_OK
+                   ? status
+                   : btl_ofi_flag_post(oif, oep, flag_raddr, flag_rkey, flag_value, flag_fence);
     }
     status = btl_ofi_write_post(oif, oep, src, len, desc, raddr, rkey, 0, NULL);
     if (status == UTIL_OK) {
@@ -819,8 +823,7 @@ static util_status_t btl_ofi_put_flag(btl_ep_t *ep, const void *src, size_t len,
 
 static util_status_t btl_ofi_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
-                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
-                                      btl_comp_t *comp)
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)
 {
     btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
     util_status_t status = btl_ofi_read(oif, btl_ofi_ep(ep), dst, len, lmem, raddr, rkey);
@@ -835,25 +838,31 @@ static util_status_t btl_ofi_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_m
 /* ---- atomics ---- */
 static const enum fi_op btl_ofi_amo_op[BTL_AMO_LAST] = {
     [BTL_AMO_FETCH] = FI_ATOMIC_READ,
-    [BTL_AMO_SET]   = FI_ATOMIC_WRITE,
-    [BTL_AMO_SWAP]  = FI_ATOMIC_WRITE,
+    [BTL_AMO_SET] = FI_ATOMIC_WRITE,
+    [BTL_AMO_SWAP] = FI_ATOMIC_WRITE,
     [BTL_AMO_CSWAP] = FI_CSWAP,
-    [BTL_AMO_ADD]   = FI_SUM,
-    [BTL_AMO_AND]   = FI_BAND,
-    [BTL_AMO_OR]    = FI_BOR,
-    [BTL_AMO_XOR]   = FI_BXOR,
+    [BTL_AMO_ADD] = FI_SUM,
+    [BTL_AMO_AND] = FI_BAND,
+    [BTL_AMO_OR] = FI_BOR,
+    [BTL_AMO_XOR] = FI_BXOR,
 };
 
 static uint64_t btl_ofi_amo_apply(btl_amo_op_t op, uint64_t old, uint64_t operand)
 {
     switch (op) {
     case BTL_AMO_SET:
-    case BTL_AMO_SWAP: return operand;
-    case BTL_AMO_ADD:  return old + operand;
-    case BTL_AMO_AND:  return old & operand;
-    case BTL_AMO_OR:   return old | operand;
-    case BTL_AMO_XOR:  return old ^ operand;
-    default:           return old;
+    case BTL_AMO_SWAP:
+        return operand;
+    case BTL_AMO_ADD:
+        return old + operand;
+    case BTL_AMO_AND:
+        return old & operand;
+    case BTL_AMO_OR:
+        return old | operand;
+    case BTL_AMO_XOR:
+        return old ^ operand;
+    default:
+        return old;
     }
 }
 
@@ -870,8 +879,8 @@ static util_status_t btl_ofi_amo_check(btl_amo_op_t op, unsigned size, uint64_t 
 /* One native fetching (or compare, for CSWAP) atomic; waits for the result. */
 static util_status_t btl_ofi_amo_fetch_native(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
                                               btl_amo_op_t op, unsigned size, uint64_t raddr,
-                                              btl_rkey_t *rkey, uint64_t operand,
-                                              uint64_t compare, uint64_t *result_p)
+                                              btl_rkey_t *rkey, uint64_t operand, uint64_t compare,
+                                              uint64_t *result_p)
 {
     enum fi_datatype dt = size == 8 ? FI_UINT64 : FI_UINT32;
     void *desc = oif->scratch_mr->desc;
@@ -879,11 +888,16 @@ static util_status_t btl_ofi_amo_fetch_native(btl_ofi_iface_t *oif, btl_ofi_ep_t
     struct fi_ioc cmp = {&oif->scratch.compare, 1};
     struct fi_ioc res = {&oif->scratch.result, 1};
     struct fi_rma_ioc rma = {btl_ofi_raddr(rkey, raddr), 1, btl_ofi_rkey(rkey)->key};
-    struct fi_msg_atomic msg = {
-        .msg_iov = &src, .desc = &desc, .iov_count = 1, .addr = oep->addr,
-        .rma_iov = &rma, .rma_iov_count = 1, .datatype = dt, .op = btl_ofi_amo_op[op],
-        .context = NULL, .data = 0
-    };
+    struct fi_msg_atomic msg = {.msg_iov = &src,
+                                .desc = &desc,
+                                .iov_count = 1,
+                                .addr = oep->addr,
+                                .rma_iov = &rma,
+                                .rma_iov_count = 1,
+                                .datatype = dt,
+                                .op = btl_ofi_amo_op[op],
+                                .context = NULL,
+                                .data = 0};
     void *res_desc = desc, *cmp_desc = desc;
     uint64_t flags = btl_ofi_take_fence(oep);
     btl_wait_t w = BTL_WAIT_INIT;
@@ -902,17 +916,16 @@ static util_status_t btl_ofi_amo_fetch_native(btl_ofi_iface_t *oif, btl_ofi_ep_t
     oif->scratch.result = 0;
     for (;;) {
         if (op == BTL_AMO_CSWAP) {
-            ret = fi_compare_atomicmsg(oif->ep, &msg, &cmp, &cmp_desc, 1, &res, &res_desc, 1,
-                                       flags);
+            ret =
+                fi_compare_atomicmsg(oif->ep, &msg, &cmp, &cmp_desc, 1, &res, &res_desc, 1, flags);
         } else {
             ret = fi_fetch_atomicmsg(oif->ep, &msg, &res, &res_desc, 1, flags);
         }
         if (ret == 0) {
             break;
         }
-        status = btl_ofi_retry(oif, &w, op == BTL_AMO_CSWAP ? "fi_compare_atomicmsg"
-                                                             : "fi_fetch_atomicmsg",
-                               ret, oep);
+        status = btl_ofi_retry(
+            oif, &w, op == BTL_AMO_CSWAP ? "fi_compare_atomicmsg" : "fi_fetch_atomicmsg", ret, oep);
         if (status != UTIL_OK) {
             return status;
         }
@@ -934,9 +947,9 @@ static util_status_t btl_ofi_amo_fetch_native(btl_ofi_iface_t *oif, btl_ofi_ep_t
 }
 
 /* Any fetching op as a compare-and-swap loop (provider lacks the op). */
-static util_status_t btl_ofi_amo_cas_loop(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
-                                          btl_amo_op_t op, unsigned size, uint64_t raddr,
-                                          btl_rkey_t *rkey, uint64_t operand, uint64_t *result_p)
+static util_status_t btl_ofi_amo_cas_loop(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, btl_amo_op_t op,
+                                          unsigned size, uint64_t raddr, btl_rkey_t *rkey,
+                                          uint64_t operand, uint64_t *result_p)
 {
     uint64_t mask = size == 8 ? ~(uint64_t)0 : 0xffffffffu;
     uint64_t guess = 0, got;
@@ -944,8 +957,8 @@ static util_status_t btl_ofi_amo_cas_loop(btl_ofi_iface_t *oif, btl_ofi_ep_t *oe
 
     for (;;) {
         uint64_t next = btl_ofi_amo_apply(op, guess, operand) & mask;
-        status = btl_ofi_amo_fetch_native(oif, oep, BTL_AMO_CSWAP, size, raddr, rkey, next,
-                                          guess, &got);
+        status =
+            btl_ofi_amo_fetch_native(oif, oep, BTL_AMO_CSWAP, size, raddr, rkey, next, guess, &got);
         if (status != UTIL_OK) {
             return status;
         }
@@ -957,9 +970,9 @@ static util_status_t btl_ofi_amo_cas_loop(btl_ofi_iface_t *oif, btl_ofi_ep_t *oe
     }
 }
 
-static util_status_t btl_ofi_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
-                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
-                                       uint64_t compare, uint64_t *result_p)
+static util_status_t btl_ofi_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
+                                       btl_rkey_t *rkey, uint64_t operand, uint64_t compare,
+                                       uint64_t *result_p)
 {
     btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
     util_status_t status = btl_ofi_amo_check(op, size, raddr);
@@ -973,16 +986,15 @@ static util_status_t btl_ofi_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
                                         compare, result_p);
     }
     if (op != BTL_AMO_CSWAP && (oif->amo[BTL_AMO_CSWAP][wide] & BTL_OFI_AMO_FETCH)) {
-        return btl_ofi_amo_cas_loop(oif, btl_ofi_ep(ep), op, size, raddr, rkey, operand,
-                                    result_p);
+        return btl_ofi_amo_cas_loop(oif, btl_ofi_ep(ep), op, size, raddr, rkey, operand, result_p);
     }
     util_error("btl/ofi: provider %s has no %u-bit atomic %d nor compare-and-swap to emulate it",
                oif->info->fabric_attr->prov_name, size * 8, (int)op);
     return UTIL_ERR_UNSUPPORTED;
 }
 
-static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
-                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
+static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
+                                      btl_rkey_t *rkey, uint64_t operand)
 {
     btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
     btl_ofi_ep_t *oep = btl_ofi_ep(ep);
@@ -1000,12 +1012,16 @@ static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
         void *desc = oif->scratch_mr->desc;
         struct fi_ioc src = {&oif->scratch.operand, 1};
         struct fi_rma_ioc rma = {btl_ofi_raddr(rkey, raddr), 1, btl_ofi_rkey(rkey)->key};
-        struct fi_msg_atomic msg = {
-            .msg_iov = &src, .desc = &desc, .iov_count = 1, .addr = oep->addr,
-            .rma_iov = &rma, .rma_iov_count = 1,
-            .datatype = size == 8 ? FI_UINT64 : FI_UINT32, .op = btl_ofi_amo_op[op],
-            .context = NULL, .data = 0
-        };
+        struct fi_msg_atomic msg = {.msg_iov = &src,
+                                    .desc = &desc,
+                                    .iov_count = 1,
+                                    .addr = oep->addr,
+                                    .rma_iov = &rma,
+                                    .rma_iov_count = 1,
+                                    .datatype = size == 8 ? FI_UINT64 : FI_UINT32,
+                                    .op = btl_ofi_amo_op[op],
+                                    .context = NULL,
+                                    .data = 0};
         uint64_t flags = FI_INJECT | oif->comp_flag | btl_ofi_take_fence(oep);
         btl_wait_t w = BTL_WAIT_INIT;
         ssize_t ret;
@@ -1141,8 +1157,7 @@ static int btl_ofi_block(void *arg, int timeout_ms)
 }
 
 /* ---- memory registration ---- */
-static util_status_t btl_ofi_reg(btl_ofi_iface_t *oif, void *addr, size_t size,
-                                 btl_ofi_mr_t **mr_p)
+static util_status_t btl_ofi_reg(btl_ofi_iface_t *oif, void *addr, size_t size, btl_ofi_mr_t **mr_p)
 {
     btl_ofi_mr_t *mr;
     int ret;
@@ -1151,9 +1166,8 @@ static util_status_t btl_ofi_reg(btl_ofi_iface_t *oif, void *addr, size_t size,
     if (mr == NULL) {
         return UTIL_ERR_NO_MEMORY;
     }
-    ret = fi_mr_reg(oif->domain, addr, size,
-                    FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
-                    (oif->mr_mode & FI_MR_PROV_KEY) ? 0 : oif->next_key, 0, &mr->mr, NULL);
+    ret = fi_mr_reg(oif->domain, addr, size, FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE,
+                    0, (oif->mr_mode & FI_MR_PROV_KEY) ? 0 : oif->next_key, 0, &mr->mr, NULL);
     if (ret != 0) {
         util_error("btl/ofi: fi_mr_reg(%p, %zu): %s", addr, size, fi_strerror(-ret));
         free(mr);
@@ -1197,8 +1211,7 @@ static void btl_ofi_unreg(btl_ofi_mr_t *mr)
     free(mr);
 }
 
-static util_status_t btl_ofi_mem_reg(btl_iface_t *iface, void *addr, size_t size,
-                                     btl_mr_t **mr_p)
+static util_status_t btl_ofi_mem_reg(btl_iface_t *iface, void *addr, size_t size, btl_mr_t **mr_p)
 {
     btl_ofi_mr_t *mr;
     util_status_t status = btl_ofi_reg(btl_ofi_iface(iface), addr, size, &mr);
@@ -1215,8 +1228,7 @@ static util_status_t btl_ofi_mem_dereg(btl_mr_t *mr)
     return UTIL_OK;
 }
 
-static util_status_t btl_ofi_rkey_pack(btl_mr_t *mr_base, void *buf, size_t bufsize,
-                                       size_t *size_p)
+static util_status_t btl_ofi_rkey_pack(btl_mr_t *mr_base, void *buf, size_t bufsize, size_t *size_p)
 {
     btl_ofi_mr_t *mr = btl_ofi_mr(mr_base);
     btl_ofi_packed_t packed;
@@ -1240,8 +1252,8 @@ static util_status_t btl_ofi_rkey_unpack(btl_ep_t *ep, const void *buf, size_t s
     btl_ofi_rkey_t *rk;
 
     if (size != sizeof(packed)) {
-        util_error("btl/ofi: packed key from peer %d has %zu bytes, expected %zu", ep->peer,
-                   size, sizeof(packed));
+        util_error("btl/ofi: packed key from peer %d has %zu bytes, expected %zu", ep->peer, size,
+                   sizeof(packed));
         return UTIL_ERR_INVALID;
     }
     memcpy(&packed, buf, sizeof(packed));
@@ -1442,8 +1454,8 @@ static util_status_t btl_ofi_getinfo(struct fi_info **info_p)
     fi_freeinfo(hints);
     if (ret != 0) {
         util_error("btl/ofi: no RDM provider with RMA and atomics%s%s: %s",
-                   prov != NULL && prov[0] != '\0' ? " named " : "",
-                   prov != NULL ? prov : "", fi_strerror(-ret));
+                   prov != NULL && prov[0] != '\0' ? " named " : "", prov != NULL ? prov : "",
+                   fi_strerror(-ret));
         return btl_ofi_status(ret);
     }
     /* Without an explicit choice, skip shm: it reaches one node only. */
@@ -1476,8 +1488,9 @@ static util_status_t btl_ofi_choose_flag_order(btl_ofi_iface_t *oif)
         return status;
     }
     if (strcmp(choice, "auto") == 0) {
-        oif->flag_order = ordered ? BTL_OFI_FLAG_NATIVE
-                                  : has_fence ? BTL_OFI_FLAG_FENCE : BTL_OFI_FLAG_WAIT;
+        oif->flag_order = ordered     ? BTL_OFI_FLAG_NATIVE
+                          : has_fence ? BTL_OFI_FLAG_FENCE
+                                      : BTL_OFI_FLAG_WAIT;
     } else if (strcmp(choice, "native") == 0) {
         oif->flag_order = BTL_OFI_FLAG_NATIVE;
     } else if (strcmp(choice, "fence") == 0 && has_fence) {
@@ -1511,8 +1524,9 @@ static util_status_t btl_ofi_choose_fence(btl_ofi_iface_t *oif)
         return status;
     }
     if (strcmp(choice, "auto") == 0) {
-        oif->fence_mode = ordered ? BTL_OFI_FENCE_ORDERED
-                                  : has_fence ? BTL_OFI_FENCE_FLAG : BTL_OFI_FENCE_WAIT;
+        oif->fence_mode = ordered     ? BTL_OFI_FENCE_ORDERED
+                          : has_fence ? BTL_OFI_FENCE_FLAG
+                                      : BTL_OFI_FENCE_WAIT;
     } else if (strcmp(choice, "ordered") == 0 && ordered) {
         oif->fence_mode = BTL_OFI_FENCE_ORDERED;
     } else if (strcmp(choice, "flag") == 0 && has_fence) {
@@ -1530,9 +1544,12 @@ static util_status_t btl_ofi_choose_fence(btl_ofi_iface_t *oif)
 static const char *btl_ofi_fence_name(btl_ofi_fence_mode_t mode)
 {
     switch (mode) {
-    case BTL_OFI_FENCE_ORDERED: return "ordered";
-    case BTL_OFI_FENCE_FLAG:    return "flag";
-    default:                    return "wait";
+    case BTL_OFI_FENCE_ORDERED:
+        return "ordered";
+    case BTL_OFI_FENCE_FLAG:
+        return "flag";
+    default:
+        return "wait";
     }
 }
 
@@ -1571,25 +1588,25 @@ static util_status_t btl_ofi_reqs_init(btl_ofi_iface_t *oif)
 static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
 
 static const btl_ops_t btl_ofi_ops = {
-    .iface_close   = btl_ofi_iface_close,
-    .ep_connect    = btl_ofi_ep_connect,
+    .iface_close = btl_ofi_iface_close,
+    .ep_connect = btl_ofi_ep_connect,
     .ep_disconnect = btl_ofi_ep_disconnect,
-    .mem_alloc     = btl_stub_mem_alloc,
-    .mem_remap     = btl_stub_mem_remap,
-    .mem_reg       = btl_ofi_mem_reg,
-    .mem_dereg     = btl_ofi_mem_dereg,
-    .rkey_pack     = btl_ofi_rkey_pack,
-    .rkey_unpack   = btl_ofi_rkey_unpack,
-    .rkey_release  = btl_ofi_rkey_release,
-    .put           = btl_ofi_put,
-    .get           = btl_ofi_get,
-    .put_flag      = btl_ofi_put_flag,
-    .get_flag      = btl_ofi_get_flag,
-    .amo_post      = btl_ofi_amo_post,
-    .amo_fetch     = btl_ofi_amo_fetch,
-    .fence         = btl_ofi_fence,
-    .quiet         = btl_ofi_quiet,
-    .progress      = btl_ofi_progress,
+    .mem_alloc = btl_stub_mem_alloc,
+    .mem_remap = btl_stub_mem_remap,
+    .mem_reg = btl_ofi_mem_reg,
+    .mem_dereg = btl_ofi_mem_dereg,
+    .rkey_pack = btl_ofi_rkey_pack,
+    .rkey_unpack = btl_ofi_rkey_unpack,
+    .rkey_release = btl_ofi_rkey_release,
+    .put = btl_ofi_put,
+    .get = btl_ofi_get,
+    .put_flag = btl_ofi_put_flag,
+    .get_flag = btl_ofi_get_flag,
+    .amo_post = btl_ofi_amo_post,
+    .amo_fetch = btl_ofi_amo_fetch,
+    .fence = btl_ofi_fence,
+    .quiet = btl_ofi_quiet,
+    .progress = btl_ofi_progress,
 };
 
 /* Every provider that offers what btl_ofi_getinfo asks for (RDM, RMA,
@@ -1635,18 +1652,21 @@ static int btl_ofi_describe(btl_describe_func_t report, void *arg)
 }
 
 const btl_component_t btl_ofi_component = {
-    .name         = "ofi",
+    .name = "ofi",
     .on_node_only = 0,
-    .iface_open   = btl_ofi_iface_open,
-    .describe     = btl_ofi_describe,
+    .iface_open = btl_ofi_iface_open,
+    .describe = btl_ofi_describe,
 };
 
 static const char *btl_ofi_flag_order_name(btl_ofi_flag_order_t order)
 {
     switch (order) {
-    case BTL_OFI_FLAG_NATIVE: return "native";
-    case BTL_OFI_FLAG_FENCE:  return "fence";
-    default:                  return "wait";
+    case BTL_OFI_FLAG_NATIVE:
+        return "native";
+    case BTL_OFI_FLAG_FENCE:
+        return "fence";
+    default:
+        return "wait";
     }
 }
 
@@ -1702,13 +1722,14 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     oif->virt_addr = (oif->mr_mode & FI_MR_VIRT_ADDR) != 0;
     oif->inject_size = oif->info->tx_attr->inject_size;
     oif->comp_flag = FI_DELIVERY_COMPLETE;
-    oif->max_msg = oif->info->ep_attr->max_msg_size > 0 ? oif->info->ep_attr->max_msg_size
-                                                         : (size_t)1 << 30;
+    oif->max_msg =
+        oif->info->ep_attr->max_msg_size > 0 ? oif->info->ep_attr->max_msg_size : (size_t)1 << 30;
     /* Payloads larger than the placement-order guarantee wait (native
      * mode); RMB_OFI_FLAG_ORDER=native forced on an unordered provider
      * means "trust the wire order". */
     oif->max_waw = oif->info->ep_attr->max_order_waw_size > 0
-                       ? oif->info->ep_attr->max_order_waw_size : SIZE_MAX;
+                       ? oif->info->ep_attr->max_order_waw_size
+                       : SIZE_MAX;
     status = btl_ofi_choose_flag_order(oif);
     if (status == UTIL_OK) {
         status = btl_ofi_choose_fence(oif);
@@ -1727,8 +1748,8 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = btl_ofi_fail("fi_domain", ret);
         goto err;
     }
-    av_attr.type = oif->info->domain_attr->av_type != FI_AV_UNSPEC
-                       ? oif->info->domain_attr->av_type : FI_AV_TABLE;
+    av_attr.type = oif->info->domain_attr->av_type != FI_AV_UNSPEC ? oif->info->domain_attr->av_type
+                                                                   : FI_AV_TABLE;
     ret = fi_av_open(oif->domain, &av_attr, &oif->av, NULL);
     if (ret != 0) {
         status = btl_ofi_fail("fi_av_open", ret);
@@ -1771,8 +1792,7 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     }
     ret = fi_ep_bind(oif->ep, &oif->av->fid, 0);
     if (ret == 0) {
-        ret = fi_ep_bind(oif->ep, &oif->cq->fid,
-                         FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION);
+        ret = fi_ep_bind(oif->ep, &oif->cq->fid, FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION);
     }
     if (ret == 0) {
         ret = fi_ep_bind(oif->ep, &oif->wr_cntr->fid, FI_WRITE);
@@ -1869,12 +1889,13 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         util_debug("btl/ofi: my address %s (published to the peers)", where);
     }
     util_debug("btl/ofi: provider %s, domain %s, mr_mode 0x%llx, inject %zu, eager %zu, "
-               "flag order %s, fence %s, progress thread %s", oif->info->fabric_attr->prov_name,
-               oif->info->domain_attr->name, (unsigned long long)oif->mr_mode, oif->inject_size,
-               oif->eager_size, btl_ofi_flag_order_name(oif->flag_order),
-               btl_ofi_fence_name(oif->fence_mode),
-               !oif->helper.running ? "off" : oif->wait_fd >= 0 ? "on (sleeps in the CQ fd)"
-                                                               : "on (interval)");
+               "flag order %s, fence %s, progress thread %s",
+               oif->info->fabric_attr->prov_name, oif->info->domain_attr->name,
+               (unsigned long long)oif->mr_mode, oif->inject_size, oif->eager_size,
+               btl_ofi_flag_order_name(oif->flag_order), btl_ofi_fence_name(oif->fence_mode),
+               !oif->helper.running ? "off"
+               : oif->wait_fd >= 0  ? "on (sleeps in the CQ fd)"
+                                    : "on (interval)");
     *iface_p = &oif->super;
     return UTIL_OK;
 

@@ -23,7 +23,7 @@
  * fence, quiet a full fence and progress has nothing to do.
  */
 #ifndef _GNU_SOURCE
-#  define _GNU_SOURCE /* memfd_create, process_vm_readv/writev */
+#define _GNU_SOURCE /* memfd_create, process_vm_readv/writev */
 #endif
 #include "btl/btl.h"
 #include "btl/btl_cpu_amo.h"
@@ -43,7 +43,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #if HAVE_SYS_PRCTL_H
-#  include <sys/prctl.h>
+#include <sys/prctl.h>
 #endif
 
 #define BTL_SHM_CTRL_SIZE 4096
@@ -57,67 +57,67 @@ typedef struct {
 
 /* Published under "<key>.addr". */
 typedef struct {
-    int32_t  pid;
-    int32_t  ctrl_fd;
+    int32_t pid;
+    int32_t ctrl_fd;
     uint64_t ctrl_serial;
 } btl_shm_addr_t;
 
 /* Packed remote key. */
 typedef struct {
     uint32_t kind;
-    int32_t  pid;
-    int32_t  fd;
+    int32_t pid;
+    int32_t fd;
     uint32_t pad;
     uint64_t serial;
     uint64_t seg_base; /* owner's address of the whole segment */
     uint64_t seg_size;
-    uint64_t base;     /* registered range */
+    uint64_t base; /* registered range */
     uint64_t len;
 } btl_shm_packed_t;
 
 typedef struct btl_shm_mr {
-    btl_mr_t           super;
-    btl_shm_kind_t     kind;
-    int                owned; /* mem_alloc'd: fd open and mapping ours */
-    int                remapped; /* mem_remap'd: the mapping is caller memory */
-    int                fd;
-    uint64_t           serial;
-    void              *seg_base;
-    size_t             seg_size;
-    struct btl_shm_mr *next;  /* owned segments, for mem_reg lookups */
+    btl_mr_t super;
+    btl_shm_kind_t kind;
+    int owned;    /* mem_alloc'd: fd open and mapping ours */
+    int remapped; /* mem_remap'd: the mapping is caller memory */
+    int fd;
+    uint64_t serial;
+    void *seg_base;
+    size_t seg_size;
+    struct btl_shm_mr *next; /* owned segments, for mem_reg lookups */
 } btl_shm_mr_t;
 
 typedef struct {
-    btl_iface_t     super;
-    pid_t           pid;
-    int             cma;
-    uint64_t        next_serial;
-    int             ctrl_fd;
+    btl_iface_t super;
+    pid_t pid;
+    int cma;
+    uint64_t next_serial;
+    int ctrl_fd;
     btl_shm_ctrl_t *ctrl;
-    btl_shm_mr_t   *segs;
+    btl_shm_mr_t *segs;
 } btl_shm_iface_t;
 
 /* A peer segment mapped here; shared by every rkey naming it. */
 typedef struct btl_shm_map {
     struct btl_shm_map *next;
-    uint64_t            serial;
-    void               *local;
-    size_t              size;
-    int                 refs;
+    uint64_t serial;
+    void *local;
+    size_t size;
+    int refs;
 } btl_shm_map_t;
 
 typedef struct {
-    btl_ep_t        super;
-    pid_t           pid;
-    int             self;
+    btl_ep_t super;
+    pid_t pid;
+    int self;
     btl_shm_ctrl_t *ctrl; /* the peer's control page */
-    btl_shm_map_t  *maps;
+    btl_shm_map_t *maps;
 } btl_shm_ep_t;
 
 typedef struct {
-    btl_rkey_t     super;
-    btl_shm_map_t *map;       /* NULL for self and cma */
-    int            amo_locked; /* cma memory: atomics under the owner's lock */
+    btl_rkey_t super;
+    btl_shm_map_t *map; /* NULL for self and cma */
+    int amo_locked;     /* cma memory: atomics under the owner's lock */
 } btl_shm_rkey_t;
 
 static inline btl_shm_iface_t *btl_shm_iface(btl_iface_t *iface)
@@ -203,8 +203,8 @@ static util_status_t btl_shm_seg_attach(pid_t pid, int fd, uint64_t serial, size
     }
     link[n] = '\0';
     if (strcmp(link, expect) != 0) {
-        util_error("btl/shm: %s is \"%s\", expected \"%s\": stale key (segment freed?)", path,
-                   link, expect);
+        util_error("btl/shm: %s is \"%s\", expected \"%s\": stale key (segment freed?)", path, link,
+                   expect);
         return UTIL_ERR_NOT_FOUND;
     }
     lfd = open(path, O_RDWR | O_CLOEXEC);
@@ -234,18 +234,23 @@ static util_status_t btl_shm_cma_status(int peer, const char *what)
 
     util_error("btl/shm: %s to peer %d: %s", what, peer, strerror(err));
     switch (err) {
-    case ESRCH: return UTIL_ERR_PEER_FAILED;
-    case EPERM: return UTIL_ERR_UNREACHABLE;
-    case EFAULT: return UTIL_ERR_INVALID;
-    case ENOMEM: return UTIL_ERR_NO_MEMORY;
-    default: return UTIL_ERR_IO;
+    case ESRCH:
+        return UTIL_ERR_PEER_FAILED;
+    case EPERM:
+        return UTIL_ERR_UNREACHABLE;
+    case EFAULT:
+        return UTIL_ERR_INVALID;
+    case ENOMEM:
+        return UTIL_ERR_NO_MEMORY;
+    default:
+        return UTIL_ERR_IO;
     }
 }
 
 static util_status_t btl_shm_cma_check(btl_shm_rkey_t *rk, uint64_t raddr, size_t len)
 {
-    if (raddr < rk->super.remote_base ||
-        raddr + len > rk->super.remote_base + rk->super.length || raddr + len < raddr) {
+    if (raddr < rk->super.remote_base || raddr + len > rk->super.remote_base + rk->super.length ||
+        raddr + len < raddr) {
         util_error("btl/shm: [0x%llx, +%zu) outside the key's range [0x%llx, +%llu)",
                    (unsigned long long)raddr, len, (unsigned long long)rk->super.remote_base,
                    (unsigned long long)rk->super.length);
@@ -333,8 +338,8 @@ static util_status_t btl_shm_flag_store(btl_ep_t *ep, uint64_t flag_raddr, btl_r
         return UTIL_ERR_INVALID;
     }
     if (flag_rkey->ls_valid) {
-        __atomic_store_n((uint64_t *)(uintptr_t)(flag_raddr + (uint64_t)flag_rkey->ls_delta),
-                         value, __ATOMIC_RELEASE);
+        __atomic_store_n((uint64_t *)(uintptr_t)(flag_raddr + (uint64_t)flag_rkey->ls_delta), value,
+                         __ATOMIC_RELEASE);
         return UTIL_OK;
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -343,8 +348,7 @@ static util_status_t btl_shm_flag_store(btl_ep_t *ep, uint64_t flag_raddr, btl_r
 
 static util_status_t btl_shm_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
-                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
-                                      btl_comp_t *comp)
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)
 {
     util_status_t status = btl_shm_put(ep, src, len, lmem, raddr, rkey, NULL);
 
@@ -356,8 +360,7 @@ static util_status_t btl_shm_put_flag(btl_ep_t *ep, const void *src, size_t len,
 
 static util_status_t btl_shm_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
-                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
-                                      btl_comp_t *comp)
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)
 {
     util_status_t status = btl_shm_get(ep, dst, len, lmem, raddr, rkey, NULL);
 
@@ -378,18 +381,24 @@ static util_status_t btl_shm_amo_check(btl_amo_op_t op, unsigned size, uint64_t 
     return UTIL_OK;
 }
 
-static uint64_t btl_shm_amo_apply(btl_amo_op_t op, uint64_t old, uint64_t operand,
-                                  uint64_t compare)
+static uint64_t btl_shm_amo_apply(btl_amo_op_t op, uint64_t old, uint64_t operand, uint64_t compare)
 {
     switch (op) {
     case BTL_AMO_SET:
-    case BTL_AMO_SWAP:  return operand;
-    case BTL_AMO_CSWAP: return old == compare ? operand : old;
-    case BTL_AMO_ADD:   return old + operand;
-    case BTL_AMO_AND:   return old & operand;
-    case BTL_AMO_OR:    return old | operand;
-    case BTL_AMO_XOR:   return old ^ operand;
-    default:            return old;
+    case BTL_AMO_SWAP:
+        return operand;
+    case BTL_AMO_CSWAP:
+        return old == compare ? operand : old;
+    case BTL_AMO_ADD:
+        return old + operand;
+    case BTL_AMO_AND:
+        return old & operand;
+    case BTL_AMO_OR:
+        return old | operand;
+    case BTL_AMO_XOR:
+        return old ^ operand;
+    default:
+        return old;
     }
 }
 
@@ -436,9 +445,9 @@ static util_status_t btl_shm_amo_locked(btl_ep_t *ep, btl_amo_op_t op, unsigned 
     return status;
 }
 
-static util_status_t btl_shm_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
-                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
-                                       uint64_t compare, uint64_t *result_p)
+static util_status_t btl_shm_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
+                                       btl_rkey_t *rkey, uint64_t operand, uint64_t compare,
+                                       uint64_t *result_p)
 {
     util_status_t status = btl_shm_amo_check(op, size, raddr);
 
@@ -446,16 +455,15 @@ static util_status_t btl_shm_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
         return status;
     }
     if (rkey->ls_valid && !btl_shm_rkey(rkey)->amo_locked) {
-        *result_p = btl_cpu_amo_fetch(op, size,
-                                      (void *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta),
-                                      operand, compare);
+        *result_p = btl_cpu_amo_fetch(
+            op, size, (void *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta), operand, compare);
         return UTIL_OK;
     }
     return btl_shm_amo_locked(ep, op, size, raddr, rkey, operand, compare, result_p);
 }
 
-static util_status_t btl_shm_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
-                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
+static util_status_t btl_shm_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
+                                      btl_rkey_t *rkey, uint64_t operand)
 {
     util_status_t status = btl_shm_amo_check(op, size, raddr);
     uint64_t old;
@@ -468,8 +476,7 @@ static util_status_t btl_shm_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
         return UTIL_ERR_INVALID;
     }
     if (rkey->ls_valid && !btl_shm_rkey(rkey)->amo_locked) {
-        btl_cpu_amo_post(op, size, (void *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta),
-                         operand);
+        btl_cpu_amo_post(op, size, (void *)(uintptr_t)(raddr + (uint64_t)rkey->ls_delta), operand);
         return UTIL_OK;
     }
     return btl_shm_amo_locked(ep, op, size, raddr, rkey, operand, 0, &old);
@@ -526,8 +533,7 @@ static util_status_t btl_shm_mem_alloc(btl_iface_t *iface, size_t size, void **a
 /* Turns caller memory (page-aligned) into a segment mapped at the same
  * address with the same contents, so peers can map it like mem_alloc'd
  * memory: a program's static data becomes load/store reachable. */
-static util_status_t btl_shm_mem_remap(btl_iface_t *iface, void *addr, size_t size,
-                                       btl_mr_t **mr_p)
+static util_status_t btl_shm_mem_remap(btl_iface_t *iface, void *addr, size_t size, btl_mr_t **mr_p)
 {
     btl_shm_iface_t *siface = btl_shm_iface(iface);
     size_t page = btl_shm_page_round(1);
@@ -572,15 +578,15 @@ static util_status_t btl_shm_mem_remap(btl_iface_t *iface, void *addr, size_t si
     }
     munmap(seg, size);
     mr->super.iface = iface;
-    mr->super.addr  = addr;
-    mr->super.size  = size;
-    mr->kind        = BTL_SHM_KIND_SEG;
-    mr->owned       = 1;
-    mr->remapped    = 1;
-    mr->seg_base    = addr;
-    mr->seg_size    = size;
-    mr->next        = siface->segs;
-    siface->segs    = mr;
+    mr->super.addr = addr;
+    mr->super.size = size;
+    mr->kind = BTL_SHM_KIND_SEG;
+    mr->owned = 1;
+    mr->remapped = 1;
+    mr->seg_base = addr;
+    mr->seg_size = size;
+    mr->next = siface->segs;
+    siface->segs = mr;
     *mr_p = &mr->super;
     return UTIL_OK;
 }
@@ -597,8 +603,7 @@ static void btl_shm_unremap(btl_shm_mr_t *mr)
     }
 }
 
-static util_status_t btl_shm_mem_reg(btl_iface_t *iface, void *addr, size_t size,
-                                     btl_mr_t **mr_p)
+static util_status_t btl_shm_mem_reg(btl_iface_t *iface, void *addr, size_t size, btl_mr_t **mr_p)
 {
     btl_shm_iface_t *siface = btl_shm_iface(iface);
     uintptr_t start = (uintptr_t)addr;
@@ -658,8 +663,7 @@ static util_status_t btl_shm_mem_dereg(btl_mr_t *mr_base)
     return UTIL_OK;
 }
 
-static util_status_t btl_shm_rkey_pack(btl_mr_t *mr_base, void *buf, size_t bufsize,
-                                       size_t *size_p)
+static util_status_t btl_shm_rkey_pack(btl_mr_t *mr_base, void *buf, size_t bufsize, size_t *size_p)
 {
     btl_shm_mr_t *mr = btl_container_of(mr_base, btl_shm_mr_t, super);
     btl_shm_packed_t packed;
@@ -691,8 +695,8 @@ static util_status_t btl_shm_rkey_unpack(btl_ep_t *ep, const void *buf, size_t s
     util_status_t status;
 
     if (size != sizeof(packed)) {
-        util_error("btl/shm: packed key from peer %d has %zu bytes, expected %zu", ep->peer,
-                   size, sizeof(packed));
+        util_error("btl/shm: packed key from peer %d has %zu bytes, expected %zu", ep->peer, size,
+                   sizeof(packed));
         return UTIL_ERR_INVALID;
     }
     memcpy(&packed, buf, sizeof(packed));
@@ -804,8 +808,7 @@ static util_status_t btl_shm_ep_connect(btl_iface_t *iface, int peer, btl_ep_t *
         status = status != UTIL_OK ? status : UTIL_ERR_INVALID;
         goto err_free;
     }
-    status = btl_shm_seg_attach(addr.pid, addr.ctrl_fd, addr.ctrl_serial, BTL_SHM_CTRL_SIZE,
-                                &ctrl);
+    status = btl_shm_seg_attach(addr.pid, addr.ctrl_fd, addr.ctrl_serial, BTL_SHM_CTRL_SIZE, &ctrl);
     if (status != UTIL_OK) {
         goto err_free;
     }
@@ -824,8 +827,7 @@ static util_status_t btl_shm_ep_disconnect(btl_ep_t *ep)
     btl_shm_ep_t *sep = btl_shm_ep(ep);
 
     if (sep->maps != NULL) {
-        util_debug("btl/shm: peer %d: unmapping segments whose rkeys were not released",
-                   ep->peer);
+        util_debug("btl/shm: peer %d: unmapping segments whose rkeys were not released", ep->peer);
     }
     while (sep->maps != NULL) {
         btl_shm_map_unlink(sep, sep->maps);
@@ -852,25 +854,25 @@ static util_status_t btl_shm_iface_close(btl_iface_t *iface)
 }
 
 static const btl_ops_t btl_shm_ops = {
-    .iface_close   = btl_shm_iface_close,
-    .ep_connect    = btl_shm_ep_connect,
+    .iface_close = btl_shm_iface_close,
+    .ep_connect = btl_shm_ep_connect,
     .ep_disconnect = btl_shm_ep_disconnect,
-    .mem_alloc     = btl_shm_mem_alloc,
-    .mem_reg       = btl_shm_mem_reg,
-    .mem_remap     = btl_shm_mem_remap,
-    .mem_dereg     = btl_shm_mem_dereg,
-    .rkey_pack     = btl_shm_rkey_pack,
-    .rkey_unpack   = btl_shm_rkey_unpack,
-    .rkey_release  = btl_shm_rkey_release,
-    .put           = btl_shm_put,
-    .get           = btl_shm_get,
-    .put_flag      = btl_shm_put_flag,
-    .get_flag      = btl_shm_get_flag,
-    .amo_post      = btl_shm_amo_post,
-    .amo_fetch     = btl_shm_amo_fetch,
-    .fence         = btl_shm_fence,
-    .quiet         = btl_shm_quiet,
-    .progress      = btl_shm_progress,
+    .mem_alloc = btl_shm_mem_alloc,
+    .mem_reg = btl_shm_mem_reg,
+    .mem_remap = btl_shm_mem_remap,
+    .mem_dereg = btl_shm_mem_dereg,
+    .rkey_pack = btl_shm_rkey_pack,
+    .rkey_unpack = btl_shm_rkey_unpack,
+    .rkey_release = btl_shm_rkey_release,
+    .put = btl_shm_put,
+    .get = btl_shm_get,
+    .put_flag = btl_shm_put_flag,
+    .get_flag = btl_shm_get_flag,
+    .amo_post = btl_shm_amo_post,
+    .amo_fetch = btl_shm_amo_fetch,
+    .fence = btl_shm_fence,
+    .quiet = btl_shm_quiet,
+    .progress = btl_shm_progress,
 };
 
 static util_status_t btl_shm_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
@@ -881,12 +883,13 @@ static int btl_shm_describe(btl_describe_func_t report, void *arg)
 {
     int fd = memfd_create("rmb-describe", MFD_CLOEXEC), word = 1, copy = 0;
     struct iovec local = {&copy, sizeof(copy)}, remote = {&word, sizeof(word)};
-    int cma = process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof(word) &&
-              copy == 1;
+    int cma =
+        process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof(word) && copy == 1;
 
     report(arg, "shm", "segments", fd >= 0 ? "memfd_create: works" : "memfd_create: fails");
-    report(arg, "shm", "copies", cma ? "process_vm_readv/writev (cross memory attach): works"
-                                     : "process_vm_readv/writev (cross memory attach): fails");
+    report(arg, "shm", "copies",
+           cma ? "process_vm_readv/writev (cross memory attach): works"
+               : "process_vm_readv/writev (cross memory attach): fails");
     if (fd >= 0) {
         close(fd);
     }
@@ -894,10 +897,10 @@ static int btl_shm_describe(btl_describe_func_t report, void *arg)
 }
 
 const btl_component_t btl_shm_component = {
-    .name         = "shm",
+    .name = "shm",
     .on_node_only = 1,
-    .iface_open   = btl_shm_iface_open,
-    .describe     = btl_shm_describe,
+    .iface_open = btl_shm_iface_open,
+    .describe = btl_shm_describe,
 };
 
 static util_status_t btl_shm_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
@@ -915,7 +918,7 @@ static util_status_t btl_shm_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     siface->super.ops = btl_shm_ops;
     btl_iface_base_init(&siface->super, &btl_shm_component, ctx, index,
                         BTL_CAP_LOAD_STORE | BTL_CAP_MEM_ALLOC | BTL_CAP_AMO32 | BTL_CAP_AMO64 |
-                        BTL_CAP_FLAG_ORDERED);
+                            BTL_CAP_FLAG_ORDERED);
     siface->pid = getpid();
     status = util_env_get_bool("RMB_BTL_SHM_CMA", &siface->cma);
     if (status != UTIL_OK) {
@@ -929,8 +932,8 @@ static util_status_t btl_shm_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 #endif
     }
-    status = btl_shm_seg_create(siface, BTL_SHM_CTRL_SIZE, &siface->ctrl_fd, &addr.ctrl_serial,
-                                &ctrl);
+    status =
+        btl_shm_seg_create(siface, BTL_SHM_CTRL_SIZE, &siface->ctrl_fd, &addr.ctrl_serial, &ctrl);
     if (status != UTIL_OK) {
         goto err_free;
     }

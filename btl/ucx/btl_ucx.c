@@ -88,45 +88,45 @@ typedef struct {
 
 /* A non-blocking operation counted in a btl_comp_t, reaped by progress. */
 typedef struct {
-    void       *request;
+    void *request;
     btl_comp_t *comp;
-    uint64_t    posted_ns;
-    int         peer;
+    uint64_t posted_ns;
+    int peer;
 } btl_ucx_pending_t;
 
 typedef struct {
-    btl_iface_t        super;
-    ucp_context_h      context;
-    ucp_worker_h       worker;
-    ucp_address_t     *address;
-    size_t             address_len;
-    btl_wait_bound_t   bound;
+    btl_iface_t super;
+    ucp_context_h context;
+    ucp_worker_h worker;
+    ucp_address_t *address;
+    size_t address_len;
+    btl_wait_bound_t bound;
     btl_ucx_pending_t *pending;
-    unsigned           num_pending, max_pending;
-    unsigned           progress_calls;
-    int                rdma_device; /* an InfiniBand/RoCE device exists: atomics are the NIC's */
-    btl_helper_t       helper;
-    int                event_fd; /* the worker's event fd, or -1 */
-    int                info;     /* RMB_INFO on PE 0: name the transports per peer class */
-    int                info_told[2]; /* [off-node, on-node] */
-    int                am_flag;  /* put_flag as one active message (no RDMA device) */
-    uint64_t           pings, pongs; /* quiet's round trips behind the active messages */
+    unsigned num_pending, max_pending;
+    unsigned progress_calls;
+    int rdma_device; /* an InfiniBand/RoCE device exists: atomics are the NIC's */
+    btl_helper_t helper;
+    int event_fd;                 /* the worker's event fd, or -1 */
+    int info;                     /* RMB_INFO on PE 0: name the transports per peer class */
+    int info_told[2];             /* [off-node, on-node] */
+    int am_flag;                  /* put_flag as one active message (no RDMA device) */
+    uint64_t pings, pongs;        /* quiet's round trips behind the active messages */
     struct btl_ucx_ep **am_dirty; /* endpoints with active messages since the last quiet */
-    int                num_am_dirty;
+    int num_am_dirty;
 } btl_ucx_iface_t;
 
 typedef struct btl_ucx_ep {
-    btl_ep_t     super;
-    ucp_ep_h     ep;
+    btl_ep_t super;
+    ucp_ep_h ep;
     ucs_status_t failed; /* set by the error handler: the peer is gone */
-    int          am_dirty; /* in the iface's am_dirty list */
+    int am_dirty;        /* in the iface's am_dirty list */
 } btl_ucx_ep_t;
 
 typedef struct {
-    btl_mr_t  super;
+    btl_mr_t super;
     ucp_mem_h memh;
-    size_t    rkey_len;
-    uint8_t   rkey[BTL_UCX_RKEY_MAX];
+    size_t rkey_len;
+    uint8_t rkey[BTL_UCX_RKEY_MAX];
 } btl_ucx_mr_t;
 
 typedef struct {
@@ -158,22 +158,31 @@ static inline btl_ucx_mr_t *btl_ucx_mr(btl_mr_t *mr)
 static util_status_t btl_ucx_status(ucs_status_t status)
 {
     switch (status) {
-    case UCS_OK:                     return UTIL_OK;
-    case UCS_INPROGRESS:             return UTIL_IN_PROGRESS;
-    case UCS_ERR_NO_MEMORY:          return UTIL_ERR_NO_MEMORY;
+    case UCS_OK:
+        return UTIL_OK;
+    case UCS_INPROGRESS:
+        return UTIL_IN_PROGRESS;
+    case UCS_ERR_NO_MEMORY:
+        return UTIL_ERR_NO_MEMORY;
     case UCS_ERR_NO_RESOURCE:
-    case UCS_ERR_EXCEEDS_LIMIT:      return UTIL_ERR_NO_RESOURCE;
+    case UCS_ERR_EXCEEDS_LIMIT:
+        return UTIL_ERR_NO_RESOURCE;
     case UCS_ERR_UNSUPPORTED:
-    case UCS_ERR_NOT_IMPLEMENTED:    return UTIL_ERR_UNSUPPORTED;
+    case UCS_ERR_NOT_IMPLEMENTED:
+        return UTIL_ERR_UNSUPPORTED;
     case UCS_ERR_INVALID_PARAM:
-    case UCS_ERR_INVALID_ADDR:       return UTIL_ERR_INVALID;
+    case UCS_ERR_INVALID_ADDR:
+        return UTIL_ERR_INVALID;
     case UCS_ERR_TIMED_OUT:
-    case UCS_ERR_ENDPOINT_TIMEOUT:   return UTIL_ERR_TIMEOUT;
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+        return UTIL_ERR_TIMEOUT;
     case UCS_ERR_UNREACHABLE:
     case UCS_ERR_CONNECTION_RESET:
     case UCS_ERR_REJECTED:
-    case UCS_ERR_NO_DEVICE:          return UTIL_ERR_UNREACHABLE;
-    default:                         return UTIL_ERR_IO;
+    case UCS_ERR_NO_DEVICE:
+        return UTIL_ERR_UNREACHABLE;
+    default:
+        return UTIL_ERR_IO;
     }
 }
 
@@ -197,8 +206,8 @@ static util_status_t btl_ucx_pending_add(btl_ucx_iface_t *uif, void *request, bt
                                          int peer);
 
 /* Waits for a request UCP returned (NULL: done at once); frees it. */
-static util_status_t btl_ucx_wait(btl_ucx_iface_t *uif, ucs_status_ptr_t request,
-                                  const char *what, int peer)
+static util_status_t btl_ucx_wait(btl_ucx_iface_t *uif, ucs_status_ptr_t request, const char *what,
+                                  int peer)
 {
     btl_wait_t w = BTL_WAIT_INIT;
     ucs_status_t status;
@@ -263,8 +272,8 @@ static util_status_t btl_ucx_pending_add(btl_ucx_iface_t *uif, void *request, bt
 }
 
 /* Either done (OK), an error, or kept pending and counted in comp. */
-static util_status_t btl_ucx_track(btl_ucx_iface_t *uif, ucs_status_ptr_t request,
-                                   btl_comp_t *comp, const char *what, int peer)
+static util_status_t btl_ucx_track(btl_ucx_iface_t *uif, ucs_status_ptr_t request, btl_comp_t *comp,
+                                   const char *what, int peer)
 {
     if (request == NULL) {
         return UTIL_OK;
@@ -342,9 +351,9 @@ static util_status_t btl_ucx_put(btl_ep_t *ep, const void *src, size_t len, btl_
         return UTIL_OK;
     }
     btl_ucx_touch(uif);
-    return btl_ucx_complete(uif, ucp_put_nbx(btl_ucx_uep(ep), src, len, raddr,
-                                             btl_ucx_rkey(rkey), &param),
-                            comp, "put", ep->peer);
+    return btl_ucx_complete(
+        uif, ucp_put_nbx(btl_ucx_uep(ep), src, len, raddr, btl_ucx_rkey(rkey), &param), comp, "put",
+        ep->peer);
 }
 
 static util_status_t btl_ucx_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
@@ -358,9 +367,9 @@ static util_status_t btl_ucx_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
         return UTIL_OK;
     }
     btl_ucx_touch(uif);
-    return btl_ucx_complete(uif, ucp_get_nbx(btl_ucx_uep(ep), dst, len, raddr,
-                                             btl_ucx_rkey(rkey), &param),
-                            comp, "get", ep->peer);
+    return btl_ucx_complete(
+        uif, ucp_get_nbx(btl_ucx_uep(ep), dst, len, raddr, btl_ucx_rkey(rkey), &param), comp, "get",
+        ep->peer);
 }
 
 /* ---- atomics ---- */
@@ -376,13 +385,10 @@ static util_status_t btl_ucx_amo_check(btl_amo_op_t op, unsigned size, uint64_t 
 
 static const ucp_atomic_op_t btl_ucx_amo_op[BTL_AMO_LAST] = {
     [BTL_AMO_FETCH] = UCP_ATOMIC_OP_ADD, /* of 0 */
-    [BTL_AMO_SET]   = UCP_ATOMIC_OP_SWAP,
-    [BTL_AMO_SWAP]  = UCP_ATOMIC_OP_SWAP,
-    [BTL_AMO_CSWAP] = UCP_ATOMIC_OP_CSWAP,
-    [BTL_AMO_ADD]   = UCP_ATOMIC_OP_ADD,
-    [BTL_AMO_AND]   = UCP_ATOMIC_OP_AND,
-    [BTL_AMO_OR]    = UCP_ATOMIC_OP_OR,
-    [BTL_AMO_XOR]   = UCP_ATOMIC_OP_XOR,
+    [BTL_AMO_SET] = UCP_ATOMIC_OP_SWAP,    [BTL_AMO_SWAP] = UCP_ATOMIC_OP_SWAP,
+    [BTL_AMO_CSWAP] = UCP_ATOMIC_OP_CSWAP, [BTL_AMO_ADD] = UCP_ATOMIC_OP_ADD,
+    [BTL_AMO_AND] = UCP_ATOMIC_OP_AND,     [BTL_AMO_OR] = UCP_ATOMIC_OP_OR,
+    [BTL_AMO_XOR] = UCP_ATOMIC_OP_XOR,
 };
 
 /* A 4- or 8-byte value in the first `size` bytes of *word. */
@@ -407,9 +413,9 @@ static inline uint64_t btl_ucx_word_get(const uint64_t *word, unsigned size)
     return v32;
 }
 
-static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
-                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
-                                       uint64_t compare, uint64_t *result_p)
+static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
+                                       btl_rkey_t *rkey, uint64_t operand, uint64_t compare,
+                                       uint64_t *result_p)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     uint64_t value = 0, reply = 0;
@@ -430,8 +436,9 @@ static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
         btl_ucx_word_set(&value, size, operand);
     }
     btl_ucx_touch(uif);
-    status = btl_ucx_wait(uif, ucp_atomic_op_nbx(btl_ucx_uep(ep), btl_ucx_amo_op[op], &value, 1,
-                                                 raddr, btl_ucx_rkey(rkey), &param),
+    status = btl_ucx_wait(uif,
+                          ucp_atomic_op_nbx(btl_ucx_uep(ep), btl_ucx_amo_op[op], &value, 1, raddr,
+                                            btl_ucx_rkey(rkey), &param),
                           "fetching atomic", ep->peer);
     if (status == UTIL_OK) {
         *result_p = btl_ucx_word_get(&reply, size);
@@ -439,8 +446,8 @@ static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
     return status;
 }
 
-static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
-                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
+static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
+                                      btl_rkey_t *rkey, uint64_t operand)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     ucp_request_param_t param;
@@ -465,8 +472,9 @@ static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
     btl_ucx_touch(uif);
     /* Operand (and SET's old value) live on our stack: a request UCP keeps
      * must finish before we return (small atomics mostly go out at once). */
-    return btl_ucx_wait(uif, ucp_atomic_op_nbx(btl_ucx_uep(ep), btl_ucx_amo_op[op], &value, 1,
-                                               raddr, btl_ucx_rkey(rkey), &param),
+    return btl_ucx_wait(uif,
+                        ucp_atomic_op_nbx(btl_ucx_uep(ep), btl_ucx_amo_op[op], &value, 1, raddr,
+                                          btl_ucx_rkey(rkey), &param),
                         "atomic", ep->peer);
 }
 
@@ -487,8 +495,9 @@ static util_status_t btl_ucx_flag_post(btl_ucx_iface_t *uif, btl_ep_t *ep, uint6
         return UTIL_ERR_INVALID;
     }
     /* value is on our stack: a request UCP keeps must finish first. */
-    return btl_ucx_wait(uif, ucp_put_nbx(btl_ucx_uep(ep), &value, sizeof(value), flag_raddr,
-                                         btl_ucx_rkey(flag_rkey), &param),
+    return btl_ucx_wait(uif,
+                        ucp_put_nbx(btl_ucx_uep(ep), &value, sizeof(value), flag_raddr,
+                                    btl_ucx_rkey(flag_rkey), &param),
                         "put_flag", ep->peer);
 }
 
@@ -520,9 +529,10 @@ static util_status_t btl_ucx_am_put_flag(btl_ucx_iface_t *uif, btl_ep_t *ep, con
     param.flags = UCP_AM_SEND_FLAG_EAGER;
     btl_ucx_touch(uif);
     /* hdr is on our stack: a request UCP keeps must finish first */
-    return btl_ucx_wait(uif, ucp_am_send_nbx(btl_ucx_uep(ep), BTL_UCX_AM_PUT_FLAG, &hdr,
-                                             sizeof(hdr), src, len, &param),
-                        "put_flag", ep->peer);
+    return btl_ucx_wait(
+        uif,
+        ucp_am_send_nbx(btl_ucx_uep(ep), BTL_UCX_AM_PUT_FLAG, &hdr, sizeof(hdr), src, len, &param),
+        "put_flag", ep->peer);
 }
 
 static ucs_status_t btl_ucx_am_put_flag_recv(void *arg, const void *header, size_t header_length,
@@ -594,9 +604,9 @@ static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
         }
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-        status = btl_ucx_wait(uif, ucp_am_send_nbx(uep->ep, BTL_UCX_AM_PING, NULL, 0, NULL, 0,
-                                                   &param),
-                              "quiet", uep->super.peer);
+        status =
+            btl_ucx_wait(uif, ucp_am_send_nbx(uep->ep, BTL_UCX_AM_PING, NULL, 0, NULL, 0, &param),
+                         "quiet", uep->super.peer);
         uif->pings += status == UTIL_OK;
     }
     uif->num_am_dirty = 0;
@@ -615,8 +625,7 @@ static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
 
 static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
-                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
-                                      btl_comp_t *comp)
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     util_status_t status;
@@ -642,8 +651,7 @@ static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len,
 
 static util_status_t btl_ucx_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
-                                      btl_rkey_t *flag_rkey, uint64_t flag_value,
-                                      btl_comp_t *comp)
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     util_status_t status = btl_ucx_get(ep, dst, len, lmem, raddr, rkey, NULL);
@@ -740,8 +748,7 @@ static void btl_ucx_wake(void *arg)
 }
 
 /* ---- memory ---- */
-static util_status_t btl_ucx_mem_reg(btl_iface_t *iface, void *addr, size_t size,
-                                     btl_mr_t **mr_p)
+static util_status_t btl_ucx_mem_reg(btl_iface_t *iface, void *addr, size_t size, btl_mr_t **mr_p)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(iface);
     ucp_mem_map_params_t params;
@@ -772,7 +779,8 @@ static util_status_t btl_ucx_mem_reg(btl_iface_t *iface, void *addr, size_t size
     }
     if (rkey_len > sizeof(mr->rkey)) {
         util_error("btl/ucx: UCX's remote key takes %zu bytes, we carry at most %zu (UCX_TLS "
-                   "with fewer transports makes it smaller)", rkey_len, sizeof(mr->rkey));
+                   "with fewer transports makes it smaller)",
+                   rkey_len, sizeof(mr->rkey));
         ucp_rkey_buffer_release(rkey_buf);
         ucp_mem_unmap(uif->context, mr->memh);
         free(mr);
@@ -801,8 +809,7 @@ static util_status_t btl_ucx_mem_dereg(btl_mr_t *mr_base)
     return UTIL_OK;
 }
 
-static util_status_t btl_ucx_rkey_pack(btl_mr_t *mr_base, void *buf, size_t bufsize,
-                                       size_t *size_p)
+static util_status_t btl_ucx_rkey_pack(btl_mr_t *mr_base, void *buf, size_t bufsize, size_t *size_p)
 {
     btl_ucx_mr_t *mr = btl_ucx_mr(mr_base);
     btl_ucx_packed_t head = {(uint64_t)(uintptr_t)mr->super.addr, mr->super.size};
@@ -976,8 +983,7 @@ static util_status_t btl_ucx_ep_disconnect(btl_ep_t *ep)
      * no handshake with a peer that may already be gone. */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    status = btl_ucx_wait(uif, ucp_ep_close_nbx(uep->ep, &param), "closing the endpoint",
-                          ep->peer);
+    status = btl_ucx_wait(uif, ucp_ep_close_nbx(uep->ep, &param), "closing the endpoint", ep->peer);
     for (int i = 0; uep->am_dirty && i < uif->num_am_dirty; i++) {
         if (uif->am_dirty[i] == uep) {
             uif->am_dirty[i] = uif->am_dirty[--uif->num_am_dirty];
@@ -1037,25 +1043,25 @@ static int btl_ucx_have_rdma_device(void)
 static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
 
 static const btl_ops_t btl_ucx_ops = {
-    .iface_close   = btl_ucx_iface_close,
-    .ep_connect    = btl_ucx_ep_connect,
+    .iface_close = btl_ucx_iface_close,
+    .ep_connect = btl_ucx_ep_connect,
     .ep_disconnect = btl_ucx_ep_disconnect,
-    .mem_alloc     = btl_stub_mem_alloc,
-    .mem_remap     = btl_stub_mem_remap,
-    .mem_reg       = btl_ucx_mem_reg,
-    .mem_dereg     = btl_ucx_mem_dereg,
-    .rkey_pack     = btl_ucx_rkey_pack,
-    .rkey_unpack   = btl_ucx_rkey_unpack,
-    .rkey_release  = btl_ucx_rkey_release,
-    .put           = btl_ucx_put,
-    .get           = btl_ucx_get,
-    .put_flag      = btl_ucx_put_flag,
-    .get_flag      = btl_ucx_get_flag,
-    .amo_post      = btl_ucx_amo_post,
-    .amo_fetch     = btl_ucx_amo_fetch,
-    .fence         = btl_ucx_fence,
-    .quiet         = btl_ucx_quiet,
-    .progress      = btl_ucx_progress,
+    .mem_alloc = btl_stub_mem_alloc,
+    .mem_remap = btl_stub_mem_remap,
+    .mem_reg = btl_ucx_mem_reg,
+    .mem_dereg = btl_ucx_mem_dereg,
+    .rkey_pack = btl_ucx_rkey_pack,
+    .rkey_unpack = btl_ucx_rkey_unpack,
+    .rkey_release = btl_ucx_rkey_release,
+    .put = btl_ucx_put,
+    .get = btl_ucx_get,
+    .put_flag = btl_ucx_put_flag,
+    .get_flag = btl_ucx_get_flag,
+    .amo_post = btl_ucx_amo_post,
+    .amo_fetch = btl_ucx_amo_fetch,
+    .fence = btl_ucx_fence,
+    .quiet = btl_ucx_quiet,
+    .progress = btl_ucx_progress,
 };
 
 /* UCX's TCP segments default to 8 KiB sent, 64 KiB received: 4 MiB puts
@@ -1121,7 +1127,7 @@ static int btl_ucx_describe(btl_describe_func_t report, void *arg)
                 continue;
             }
             attr.md_resources = calloc(attr.md_resource_count, sizeof(*attr.md_resources));
-            attr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+            attr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
             if (attr.md_resources != NULL && uct_component_query(comps[c], &attr) == UCS_OK) {
                 for (unsigned m = 0; m < attr.md_resource_count; m++) {
                     btl_ucx_describe_md(comps[c], attr.md_resources[m].md_name, report, arg);
@@ -1134,7 +1140,7 @@ static int btl_ucx_describe(btl_describe_func_t report, void *arg)
     btl_ucx_tune();
     if (ucp_config_read(NULL, NULL, &config) == UCS_OK) {
         params.field_mask = UCP_PARAM_FIELD_FEATURES;
-        params.features   = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
+        params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
         if (ucp_init(&params, config, &context) == UCS_OK) {
             usable = 1;
             ucp_cleanup(context);
@@ -1145,10 +1151,10 @@ static int btl_ucx_describe(btl_describe_func_t report, void *arg)
 }
 
 const btl_component_t btl_ucx_component = {
-    .name         = "ucx",
+    .name = "ucx",
     .on_node_only = 0,
-    .iface_open   = btl_ucx_iface_open,
-    .describe     = btl_ucx_describe,
+    .iface_open = btl_ucx_iface_open,
+    .describe = btl_ucx_describe,
 };
 
 /* RMB_UCX_AM_FLAG: auto is on unless an RDMA device exists (there a put,
@@ -1175,7 +1181,7 @@ static util_status_t btl_ucx_am_flag_mode(int *on_p)
 static util_status_t btl_ucx_am_handlers(btl_ucx_iface_t *uif)
 {
     static const struct {
-        unsigned               id;
+        unsigned id;
         ucp_am_recv_callback_t cb;
     } handlers[] = {{BTL_UCX_AM_PUT_FLAG, btl_ucx_am_put_flag_recv},
                     {BTL_UCX_AM_PING, btl_ucx_am_ping_recv},
@@ -1243,8 +1249,8 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = btl_ucx_fail("ucp_config_read", -1, ret);
         goto err;
     }
-    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
-                        UCP_PARAM_FIELD_NAME;
+    params.field_mask =
+        UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
     if (uif->helper.interval_usec != 0) {
         params.features |= UCP_FEATURE_WAKEUP;
@@ -1261,8 +1267,8 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         goto err;
     }
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = uif->helper.interval_usec != 0 ? UCS_THREAD_MODE_MULTI
-                                                  : UCS_THREAD_MODE_SERIALIZED;
+    wparams.thread_mode =
+        uif->helper.interval_usec != 0 ? UCS_THREAD_MODE_MULTI : UCS_THREAD_MODE_SERIALIZED;
     ret = ucp_worker_create(uif->context, &wparams, &uif->worker);
     if (ret != UCS_OK) {
         status = btl_ucx_fail("ucp_worker_create", -1, ret);
@@ -1281,15 +1287,15 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     }
     if (uif->address_len > BTL_UCX_ADDR_MAX) {
         util_error("btl/ucx: worker address of %zu bytes, at most %d fit (UCX_TLS with fewer "
-                   "transports makes it smaller)", uif->address_len, BTL_UCX_ADDR_MAX);
+                   "transports makes it smaller)",
+                   uif->address_len, BTL_UCX_ADDR_MAX);
         status = UTIL_ERR_OVERFLOW;
         goto err;
     }
 
     uif->rdma_device = btl_ucx_have_rdma_device();
-    uif->super.caps = BTL_CAP_ANY_MEMORY | BTL_CAP_AMO32 | BTL_CAP_AMO64 |
-                      BTL_CAP_FLAG_ORDERED | BTL_CAP_NONBLOCKING |
-                      (uif->rdma_device ? 0 : BTL_CAP_AMO_CPU);
+    uif->super.caps = BTL_CAP_ANY_MEMORY | BTL_CAP_AMO32 | BTL_CAP_AMO64 | BTL_CAP_FLAG_ORDERED |
+                      BTL_CAP_NONBLOCKING | (uif->rdma_device ? 0 : BTL_CAP_AMO_CPU);
 
     status = btl_iface_key(&uif->super, "addr", key, sizeof(key));
     if (status == UTIL_OK) {
@@ -1299,7 +1305,8 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         goto err;
     }
     if (uif->helper.interval_usec != 0) {
-        if (uif->helper.interval_usec > 0 && ucp_worker_get_efd(uif->worker, &uif->event_fd) != UCS_OK) {
+        if (uif->helper.interval_usec > 0 &&
+            ucp_worker_get_efd(uif->worker, &uif->event_fd) != UCS_OK) {
             uif->event_fd = -1; /* the helper then sleeps its interval */
         }
         uif->helper.drain = btl_ucx_drain;
@@ -1312,11 +1319,13 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         }
     }
     util_debug("btl/ucx: UCX %s, worker address %zu bytes, atomics %s, put_flag %s, progress "
-               "thread %s", ucp_get_version_string(), uif->address_len,
+               "thread %s",
+               ucp_get_version_string(), uif->address_len,
                uif->rdma_device ? "on the RDMA device" : "by the target's CPU",
                uif->am_flag ? "as one active message" : "put, fence, flag put",
-               !uif->helper.running ? "off" : uif->event_fd >= 0 ? "on (sleeps in the event fd)"
-                                                                : "on (interval)");
+               !uif->helper.running ? "off"
+               : uif->event_fd >= 0 ? "on (sleeps in the event fd)"
+                                    : "on (interval)");
     *iface_p = &uif->super;
     return UTIL_OK;
 

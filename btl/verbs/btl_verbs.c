@@ -54,35 +54,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BTL_VERBS_INLINE_WANT  64          /* inline bytes asked of each QP */
-#define BTL_VERBS_BOUNCE_SIZE  (64 * 1024) /* registered copy buffer for unregistered memory */
-#define BTL_VERBS_MAX_MSG      ((size_t)1 << 30)
-#define BTL_VERBS_POLL_BATCH   16
+#define BTL_VERBS_INLINE_WANT        64          /* inline bytes asked of each QP */
+#define BTL_VERBS_BOUNCE_SIZE        (64 * 1024) /* registered copy buffer for unregistered memory */
+#define BTL_VERBS_MAX_MSG            ((size_t)1 << 30)
+#define BTL_VERBS_POLL_BATCH         16
 #define BTL_VERBS_SPINS_BEFORE_YIELD 256
-#define BTL_VERBS_ACCESS                                                                    \
-    (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |           \
+#define BTL_VERBS_ACCESS                                                                           \
+    (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                   \
      IBV_ACCESS_REMOTE_ATOMIC)
 
 typedef struct {
-    btl_mr_t       super;
+    btl_mr_t super;
     struct ibv_mr *mr;
 } btl_verbs_mr_t;
 
 typedef struct {
     btl_rkey_t super;
-    uint32_t   rkey;
+    uint32_t rkey;
 } btl_verbs_rkey_t;
 
 typedef struct {
-    struct ibv_qp         *qp;
+    struct ibv_qp *qp;
     btl_verbs_sq_credits_t credits;
-    uint32_t               psn;
-    int                    connected;
-    util_status_t          status; /* first failure on this QP */
+    uint32_t psn;
+    int connected;
+    util_status_t status; /* first failure on this QP */
 } btl_verbs_qp_t;
 
 typedef struct {
-    btl_ep_t        super;
+    btl_ep_t super;
     btl_verbs_qp_t *vqp;
 } btl_verbs_ep_t;
 
@@ -92,26 +92,26 @@ typedef struct {
 } btl_verbs_scratch_t;
 
 typedef struct {
-    btl_iface_t            super;
-    struct ibv_context    *dev;
-    struct ibv_pd         *pd;
-    struct ibv_cq         *cq;
-    char                   dev_name[64];
-    btl_verbs_conn_t       self; /* lid, port, mtu, gid; qpn/psn are per QP */
-    int                    gid_index;
-    uint32_t               sq_depth;
-    uint32_t               max_inline;
-    uint8_t                max_rd_atomic;
-    int                    flag_ordered;
-    int                    accepted_all;
-    util_status_t          status; /* the CQ failed: everything fails */
-    int                    num_qps;
-    btl_verbs_qp_t        *qps; /* per peer */
+    btl_iface_t super;
+    struct ibv_context *dev;
+    struct ibv_pd *pd;
+    struct ibv_cq *cq;
+    char dev_name[64];
+    btl_verbs_conn_t self; /* lid, port, mtu, gid; qpn/psn are per QP */
+    int gid_index;
+    uint32_t sq_depth;
+    uint32_t max_inline;
+    uint8_t max_rd_atomic;
+    int flag_ordered;
+    int accepted_all;
+    util_status_t status; /* the CQ failed: everything fails */
+    int num_qps;
+    btl_verbs_qp_t *qps; /* per peer */
     btl_verbs_cq_credits_t cq_credits;
-    btl_verbs_scratch_t   *scratch;
-    struct ibv_mr         *scratch_mr;
-    void                  *bounce;
-    struct ibv_mr         *bounce_mr;
+    btl_verbs_scratch_t *scratch;
+    struct ibv_mr *scratch_mr;
+    void *bounce;
+    struct ibv_mr *bounce_mr;
 } btl_verbs_iface_t;
 
 static inline btl_verbs_iface_t *btl_verbs_iface(btl_iface_t *iface)
@@ -154,8 +154,8 @@ static int btl_verbs_device_active(struct ibv_device *device)
     }
     if (ibv_query_device(dev, &dattr) == 0) {
         for (int port = 1; port <= dattr.phys_port_cnt && !active; port++) {
-            active = ibv_query_port(dev, (uint8_t)port, &pattr) == 0 &&
-                     pattr.state == IBV_PORT_ACTIVE;
+            active =
+                ibv_query_port(dev, (uint8_t)port, &pattr) == 0 && pattr.state == IBV_PORT_ACTIVE;
         }
     }
     ibv_close_device(dev);
@@ -208,8 +208,8 @@ static int btl_verbs_describe(btl_describe_func_t report, void *arg)
             if (ibv_query_port(dev, (uint8_t)port, &pattr) != 0) {
                 continue;
             }
-            snprintf(line, sizeof(line), "%s port %d: %s (%s)", ibv_get_device_name(list[i]),
-                     port, ibv_port_state_str(pattr.state),
+            snprintf(line, sizeof(line), "%s port %d: %s (%s)", ibv_get_device_name(list[i]), port,
+                     ibv_port_state_str(pattr.state),
                      pattr.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand");
             report(arg, "verbs", "device", line);
         }
@@ -258,8 +258,8 @@ static util_status_t btl_verbs_poll(btl_verbs_iface_t *vif)
             const char *text;
             util_status_t status = btl_verbs_wc_error(wc[i].status, &text);
 
-            util_error("btl/verbs: operation to peer %u failed: %s (%s, vendor error 0x%x)",
-                       peer, text, ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
+            util_error("btl/verbs: operation to peer %u failed: %s (%s, vendor error 0x%x)", peer,
+                       text, ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
             q->status = status;
         }
         if (q->status != UTIL_OK) {
@@ -278,8 +278,7 @@ static util_status_t btl_verbs_poll(btl_verbs_iface_t *vif)
 
 /* One step of a wait on q: its error if it has one, else polls once more;
  * after many idle polls lets peers on the same cores run. */
-static util_status_t btl_verbs_poll_wait(btl_verbs_iface_t *vif, btl_verbs_qp_t *q,
-                                         unsigned *spins)
+static util_status_t btl_verbs_poll_wait(btl_verbs_iface_t *vif, btl_verbs_qp_t *q, unsigned *spins)
 {
     util_status_t status = (q->status != UTIL_OK) ? q->status : btl_verbs_poll(vif);
 
@@ -346,8 +345,7 @@ static util_status_t btl_verbs_post(btl_verbs_iface_t *vif, btl_verbs_qp_t *q,
 }
 
 /* ---- connections ---- */
-static util_status_t btl_verbs_conn_key(btl_verbs_iface_t *vif, int peer, char *key,
-                                        size_t keysize)
+static util_status_t btl_verbs_conn_key(btl_verbs_iface_t *vif, int peer, char *key, size_t keysize)
 {
     char suffix[16];
 
@@ -411,7 +409,7 @@ static util_status_t btl_verbs_connect_qp(btl_verbs_iface_t *vif, int peer)
     }
     ret = ibv_modify_qp(q->qp, &attr,
                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                        IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+                            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
     if (ret != 0) {
         util_error("btl/verbs: QP for peer %d to RTR (remote QPN 0x%x, LID %u): %s", peer,
                    remote.qpn, remote.lid, strerror(ret));
@@ -419,14 +417,14 @@ static util_status_t btl_verbs_connect_qp(btl_verbs_iface_t *vif, int peer)
     }
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = IBV_QPS_RTS;
-    attr.timeout = 14;  /* 4.096 us * 2^14 = 67 ms per try */
+    attr.timeout = 14; /* 4.096 us * 2^14 = 67 ms per try */
     attr.retry_cnt = 7;
     attr.rnr_retry = 7;
     attr.sq_psn = q->psn;
     attr.max_rd_atomic = vif->max_rd_atomic;
     ret = ibv_modify_qp(q->qp, &attr,
                         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                        IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+                            IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
     if (ret != 0) {
         util_error("btl/verbs: QP for peer %d to RTS: %s", peer, strerror(ret));
         return UTIL_ERR_UNREACHABLE;
@@ -489,17 +487,15 @@ static util_status_t btl_verbs_reg(btl_verbs_iface_t *vif, void *addr, size_t si
     struct ibv_mr *mr = ibv_reg_mr(vif->pd, addr, size, access);
 
     if (mr == NULL) {
-        util_error("btl/verbs: ibv_reg_mr(%p, %zu bytes) on %s: %s%s", addr, size,
-                   vif->dev_name, strerror(errno),
-                   errno == ENOMEM || errno == EPERM ? " (check ulimit -l)" : "");
+        util_error("btl/verbs: ibv_reg_mr(%p, %zu bytes) on %s: %s%s", addr, size, vif->dev_name,
+                   strerror(errno), errno == ENOMEM || errno == EPERM ? " (check ulimit -l)" : "");
         return errno == ENOMEM ? UTIL_ERR_NO_MEMORY : UTIL_ERR_IO;
     }
     *mr_p = mr;
     return UTIL_OK;
 }
 
-static util_status_t btl_verbs_mem_reg(btl_iface_t *iface, void *addr, size_t size,
-                                       btl_mr_t **mr_p)
+static util_status_t btl_verbs_mem_reg(btl_iface_t *iface, void *addr, size_t size, btl_mr_t **mr_p)
 {
     btl_verbs_iface_t *vif = btl_verbs_iface(iface);
     btl_verbs_mr_t *vmr = calloc(1, sizeof(*vmr));
@@ -541,8 +537,8 @@ static util_status_t btl_verbs_rkey_pack(btl_mr_t *mr, void *buf, size_t bufsize
     if (status != UTIL_OK) {
         return status;
     }
-    return btl_verbs_rkey_pack_raw((uintptr_t)mr->addr, mr->size, btl_verbs_mr(mr)->mr->rkey,
-                                   buf, bufsize, size_p);
+    return btl_verbs_rkey_pack_raw((uintptr_t)mr->addr, mr->size, btl_verbs_mr(mr)->mr->rkey, buf,
+                                   bufsize, size_p);
 }
 
 static util_status_t btl_verbs_rkey_unpack(btl_ep_t *ep, const void *buf, size_t size,
@@ -599,8 +595,9 @@ static util_status_t btl_verbs_check(btl_verbs_qp_t *q, btl_rkey_t *rkey, uint64
     }
     if (!btl_verbs_range_ok(rkey->remote_base, rkey->length, raddr, len)) {
         util_error("btl/verbs: %s of %zu bytes at 0x%llx is outside the peer's registration "
-                   "(0x%llx, %llu bytes)", what, len, (unsigned long long)raddr,
-                   (unsigned long long)rkey->remote_base, (unsigned long long)rkey->length);
+                   "(0x%llx, %llu bytes)",
+                   what, len, (unsigned long long)raddr, (unsigned long long)rkey->remote_base,
+                   (unsigned long long)rkey->length);
         return UTIL_ERR_INVALID;
     }
     return UTIL_OK;
@@ -733,10 +730,10 @@ static util_status_t btl_verbs_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_
     return btl_verbs_read(vif, q, dst, len, lmem, raddr, btl_verbs_rkey(rkey)->rkey);
 }
 
-static util_status_t btl_verbs_put_flag(btl_ep_t *ep, const void *src, size_t len,
-                                        btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey,
-                                        uint64_t flag_raddr, btl_rkey_t *flag_rkey,
-                                        uint64_t flag_value, btl_comp_t *comp)
+static util_status_t btl_verbs_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
+                                        uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
+                                        btl_rkey_t *flag_rkey, uint64_t flag_value,
+                                        btl_comp_t *comp)
 {
     btl_verbs_iface_t *vif = btl_verbs_iface(ep->iface);
     btl_verbs_qp_t *q = btl_verbs_ep(ep)->vqp;
@@ -757,8 +754,7 @@ static util_status_t btl_verbs_put_flag(btl_ep_t *ep, const void *src, size_t le
         uint64_t number;
 
         btl_verbs_wr_put_flag(wr, sge, src, (uint32_t)len, 0, IBV_SEND_INLINE, raddr,
-                              btl_verbs_rkey(rkey)->rkey, &flag_value, flag_raddr, flag_key, 0,
-                              0);
+                              btl_verbs_rkey(rkey)->rkey, &flag_value, flag_raddr, flag_key, 0, 0);
         return btl_verbs_post(vif, q, wr, 2, 0, &number);
     }
     /* Otherwise the payload write is locally complete first (a write
@@ -800,8 +796,8 @@ static util_status_t btl_verbs_get_flag(btl_ep_t *ep, void *dst, size_t len, btl
 /* ---- atomics ---- */
 typedef struct {
     btl_verbs_iface_t *vif;
-    btl_verbs_qp_t    *q;
-    uint32_t           rkey;
+    btl_verbs_qp_t *q;
+    uint32_t rkey;
 } btl_verbs_amo_ctx_t;
 
 /* Posts one network atomic into the scratch word and waits for it. */
@@ -827,8 +823,8 @@ static util_status_t btl_verbs_amo_cas(void *arg, uint64_t word_raddr, uint64_t 
     struct ibv_send_wr wr;
     struct ibv_sge sge;
 
-    btl_verbs_wr_cswap(&wr, &sge, &ac->vif->scratch->result, ac->vif->scratch_mr->lkey,
-                       word_raddr, ac->rkey, compare, swap, 0, 0);
+    btl_verbs_wr_cswap(&wr, &sge, &ac->vif->scratch->result, ac->vif->scratch_mr->lkey, word_raddr,
+                       ac->rkey, compare, swap, 0, 0);
     return btl_verbs_amo_wait(ac, &wr, old_p);
 }
 
@@ -839,8 +835,8 @@ static util_status_t btl_verbs_amo_fadd(void *arg, uint64_t word_raddr, uint64_t
     struct ibv_send_wr wr;
     struct ibv_sge sge;
 
-    btl_verbs_wr_fadd(&wr, &sge, &ac->vif->scratch->result, ac->vif->scratch_mr->lkey,
-                      word_raddr, ac->rkey, add, 0, 0);
+    btl_verbs_wr_fadd(&wr, &sge, &ac->vif->scratch->result, ac->vif->scratch_mr->lkey, word_raddr,
+                      ac->rkey, add, 0, 0);
     return btl_verbs_amo_wait(ac, &wr, old_p);
 }
 
@@ -975,8 +971,7 @@ static int btl_verbs_active_port(struct ibv_context *dev, const struct ibv_devic
         if (want != 0 && port != want) {
             continue;
         }
-        if (ibv_query_port(dev, (uint8_t)port, pattr_p) == 0 &&
-            pattr_p->state == IBV_PORT_ACTIVE) {
+        if (ibv_query_port(dev, (uint8_t)port, pattr_p) == 0 && pattr_p->state == IBV_PORT_ACTIVE) {
             return port;
         }
     }
@@ -1036,10 +1031,12 @@ static util_status_t btl_verbs_open_device(btl_verbs_iface_t *vif, struct ibv_de
     if (vif->dev == NULL) {
         if (want_dev[0] != '\0') {
             util_error("btl/verbs: RMB_VERBS_DEVICE=%s%s: no such device with an active port "
-                       "(see ibv_devinfo)", want_dev, want_port != 0 ? " and RMB_VERBS_PORT" : "");
+                       "(see ibv_devinfo)",
+                       want_dev, want_port != 0 ? " and RMB_VERBS_PORT" : "");
         } else {
             util_error("btl/verbs: none of %d RDMA device(s) has an active port%s (see "
-                       "ibv_devinfo)", num, want_port != 0 ? " with RMB_VERBS_PORT's number" : "");
+                       "ibv_devinfo)",
+                       num, want_port != 0 ? " with RMB_VERBS_PORT's number" : "");
         }
         return UTIL_ERR_NOT_FOUND;
     }
@@ -1063,11 +1060,11 @@ static util_status_t btl_verbs_address(btl_verbs_iface_t *vif, const struct ibv_
         gid_index = 0; /* RoCE has no LIDs */
     }
     if (gid_index >= 0) {
-        if (gid_index >= pattr->gid_tbl_len || ibv_query_gid(vif->dev, vif->self.port,
-                                                             (int)gid_index, &gid) != 0) {
+        if (gid_index >= pattr->gid_tbl_len ||
+            ibv_query_gid(vif->dev, vif->self.port, (int)gid_index, &gid) != 0) {
             util_error("btl/verbs: RMB_VERBS_GID_INDEX=%ld: no such GID on %s port %u "
-                       "(table has %d; see ibv_devinfo -v)", gid_index, vif->dev_name,
-                       vif->self.port, pattr->gid_tbl_len);
+                       "(table has %d; see ibv_devinfo -v)",
+                       gid_index, vif->dev_name, vif->self.port, pattr->gid_tbl_len);
             return UTIL_ERR_INVALID;
         }
         vif->self.has_gid = 1;
@@ -1075,7 +1072,8 @@ static util_status_t btl_verbs_address(btl_verbs_iface_t *vif, const struct ibv_
         memcpy(vif->self.gid, gid.raw, 16);
     } else if (pattr->lid == 0) {
         util_error("btl/verbs: %s port %u has no LID (subnet manager running?) and no GID "
-                   "index was given (RMB_VERBS_GID_INDEX)", vif->dev_name, vif->self.port);
+                   "index was given (RMB_VERBS_GID_INDEX)",
+                   vif->dev_name, vif->self.port);
         return UTIL_ERR_UNREACHABLE;
     }
     return UTIL_OK;
@@ -1113,8 +1111,8 @@ static util_status_t btl_verbs_create_qps(btl_verbs_iface_t *vif, int num_peers,
             q->qp = ibv_create_qp(vif->pd, &init);
         }
         if (q->qp == NULL) {
-            util_error("btl/verbs: ibv_create_qp (%d of %d, %u WRs) on %s: %s", peer + 1,
-                       num_peers, vif->sq_depth, vif->dev_name, strerror(errno));
+            util_error("btl/verbs: ibv_create_qp (%d of %d, %u WRs) on %s: %s", peer + 1, num_peers,
+                       vif->sq_depth, vif->dev_name, strerror(errno));
             return errno == ENOMEM ? UTIL_ERR_NO_MEMORY : UTIL_ERR_NO_RESOURCE;
         }
         if (init.cap.max_inline_data < vif->max_inline) {
@@ -1124,8 +1122,8 @@ static util_status_t btl_verbs_create_qps(btl_verbs_iface_t *vif, int num_peers,
         attr.qp_state = IBV_QPS_INIT;
         attr.pkey_index = 0;
         attr.port_num = vif->self.port;
-        attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                               IBV_ACCESS_REMOTE_ATOMIC;
+        attr.qp_access_flags =
+            IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
         ret = ibv_modify_qp(q->qp, &attr,
                             IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
         if (ret != 0) {
@@ -1169,32 +1167,32 @@ static util_status_t btl_verbs_publish(btl_verbs_iface_t *vif)
 static util_status_t btl_verbs_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
 
 static const btl_ops_t btl_verbs_ops = {
-    .iface_close   = btl_verbs_iface_close,
-    .ep_connect    = btl_verbs_ep_connect,
+    .iface_close = btl_verbs_iface_close,
+    .ep_connect = btl_verbs_ep_connect,
     .ep_disconnect = btl_verbs_ep_disconnect,
-    .mem_alloc     = btl_stub_mem_alloc,
-    .mem_remap     = btl_stub_mem_remap,
-    .mem_reg       = btl_verbs_mem_reg,
-    .mem_dereg     = btl_verbs_mem_dereg,
-    .rkey_pack     = btl_verbs_rkey_pack,
-    .rkey_unpack   = btl_verbs_rkey_unpack,
-    .rkey_release  = btl_verbs_rkey_release,
-    .put           = btl_verbs_put,
-    .get           = btl_verbs_get,
-    .put_flag      = btl_verbs_put_flag,
-    .get_flag      = btl_verbs_get_flag,
-    .amo_post      = btl_verbs_amo_post,
-    .amo_fetch     = btl_verbs_amo_fetch,
-    .fence         = btl_verbs_fence,
-    .quiet         = btl_verbs_quiet,
-    .progress      = btl_verbs_progress,
+    .mem_alloc = btl_stub_mem_alloc,
+    .mem_remap = btl_stub_mem_remap,
+    .mem_reg = btl_verbs_mem_reg,
+    .mem_dereg = btl_verbs_mem_dereg,
+    .rkey_pack = btl_verbs_rkey_pack,
+    .rkey_unpack = btl_verbs_rkey_unpack,
+    .rkey_release = btl_verbs_rkey_release,
+    .put = btl_verbs_put,
+    .get = btl_verbs_get,
+    .put_flag = btl_verbs_put_flag,
+    .get_flag = btl_verbs_get_flag,
+    .amo_post = btl_verbs_amo_post,
+    .amo_fetch = btl_verbs_amo_fetch,
+    .fence = btl_verbs_fence,
+    .quiet = btl_verbs_quiet,
+    .progress = btl_verbs_progress,
 };
 
 const btl_component_t btl_verbs_component = {
-    .name         = "verbs",
+    .name = "verbs",
     .on_node_only = 0,
-    .iface_open   = btl_verbs_iface_open,
-    .describe     = btl_verbs_describe,
+    .iface_open = btl_verbs_iface_open,
+    .describe = btl_verbs_describe,
 };
 
 static util_status_t btl_verbs_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
@@ -1225,7 +1223,8 @@ static util_status_t btl_verbs_iface_open(btl_ctx_t *ctx, int index, btl_iface_t
     }
     if (sq_depth < 4 || sq_depth > 65536 || cq_depth < 8 || cq_depth > (1L << 22)) {
         util_error("RMB_VERBS_SQ_DEPTH=%ld / RMB_VERBS_CQ_DEPTH=%ld: expected 4..65536 and "
-                   "8..4194304", sq_depth, cq_depth);
+                   "8..4194304",
+                   sq_depth, cq_depth);
         status = UTIL_ERR_INVALID;
         goto err;
     }
@@ -1299,8 +1298,8 @@ static util_status_t btl_verbs_iface_open(btl_ctx_t *ctx, int index, btl_iface_t
     }
     vif->super.caps = caps;
     util_debug("btl/verbs: %s port %u (%s), LID %u, MTU %u, SQ %u, CQ %ld, inline %u, "
-               "atomics %s, flag %s", vif->dev_name, vif->self.port,
-               vif->self.has_gid ? "GID" : "LID", vif->self.lid,
+               "atomics %s, flag %s",
+               vif->dev_name, vif->self.port, vif->self.has_gid ? "GID" : "LID", vif->self.lid,
                btl_verbs_mtu_bytes(vif->self.mtu), vif->sq_depth, cq_depth, vif->max_inline,
                (caps & BTL_CAP_AMO64) ? "yes" : "no", vif->flag_ordered ? "ordered" : "wait");
     *iface_p = &vif->super;

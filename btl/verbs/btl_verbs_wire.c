@@ -158,9 +158,9 @@ static void btl_verbs_wr_init(struct ibv_send_wr *wr, struct ibv_sge *sge, uint6
     }
 }
 
-void btl_verbs_wr_write(struct ibv_send_wr *wr, struct ibv_sge *sge, const void *src,
-                        uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
-                        unsigned flags, uint64_t wr_id)
+void btl_verbs_wr_write(struct ibv_send_wr *wr, struct ibv_sge *sge, const void *src, uint32_t len,
+                        uint32_t lkey, uint64_t raddr, uint32_t rkey, unsigned flags,
+                        uint64_t wr_id)
 {
     btl_verbs_wr_init(wr, sge, (uintptr_t)src, len, lkey, IBV_WR_RDMA_WRITE, flags, wr_id);
     wr->wr.rdma.remote_addr = raddr;
@@ -168,8 +168,7 @@ void btl_verbs_wr_write(struct ibv_send_wr *wr, struct ibv_sge *sge, const void 
 }
 
 void btl_verbs_wr_read(struct ibv_send_wr *wr, struct ibv_sge *sge, void *dst, uint32_t len,
-                       uint32_t lkey, uint64_t raddr, uint32_t rkey, unsigned flags,
-                       uint64_t wr_id)
+                       uint32_t lkey, uint64_t raddr, uint32_t rkey, unsigned flags, uint64_t wr_id)
 {
     btl_verbs_wr_init(wr, sge, (uintptr_t)dst, len, lkey, IBV_WR_RDMA_READ,
                       flags & ~(unsigned)IBV_SEND_INLINE, wr_id);
@@ -177,9 +176,8 @@ void btl_verbs_wr_read(struct ibv_send_wr *wr, struct ibv_sge *sge, void *dst, u
     wr->wr.rdma.rkey = rkey;
 }
 
-void btl_verbs_wr_fadd(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t *result,
-                       uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t add,
-                       unsigned flags, uint64_t wr_id)
+void btl_verbs_wr_fadd(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t *result, uint32_t lkey,
+                       uint64_t raddr, uint32_t rkey, uint64_t add, unsigned flags, uint64_t wr_id)
 {
     btl_verbs_wr_init(wr, sge, (uintptr_t)result, 8, lkey, IBV_WR_ATOMIC_FETCH_AND_ADD,
                       flags & ~(unsigned)IBV_SEND_INLINE, wr_id);
@@ -224,29 +222,27 @@ void btl_verbs_cq_credits_init(btl_verbs_cq_credits_t *cq, uint32_t cq_depth)
     cq->signaled_depth = cq_depth - cq->unsignaled_budget;
 }
 
-void btl_verbs_sq_credits_init(btl_verbs_sq_credits_t *sq, uint32_t sq_depth,
-                               uint32_t signal_every)
+void btl_verbs_sq_credits_init(btl_verbs_sq_credits_t *sq, uint32_t sq_depth, uint32_t signal_every)
 {
     memset(sq, 0, sizeof(*sq));
     sq->sq_depth = sq_depth;
     sq->signal_every = signal_every > 0 ? signal_every : 1;
 }
 
-int btl_verbs_credits_available(const btl_verbs_sq_credits_t *sq,
-                                const btl_verbs_cq_credits_t *cq, uint32_t n)
+int btl_verbs_credits_available(const btl_verbs_sq_credits_t *sq, const btl_verbs_cq_credits_t *cq,
+                                uint32_t n)
 {
     /* every one of the n may have to be signaled */
     return sq->posted - sq->completed + n <= sq->sq_depth &&
            (uint64_t)cq->signaled + n <= cq->signaled_depth;
 }
 
-int btl_verbs_credits_post(btl_verbs_sq_credits_t *sq, btl_verbs_cq_credits_t *cq,
-                           int want_signal, uint64_t *number_p)
+int btl_verbs_credits_post(btl_verbs_sq_credits_t *sq, btl_verbs_cq_credits_t *cq, int want_signal,
+                           uint64_t *number_p)
 {
     uint64_t number = sq->posted + 1;
     int signal = want_signal || number - sq->last_signaled >= sq->signal_every ||
-                 number - sq->completed >= sq->sq_depth ||
-                 cq->unsignaled >= cq->unsignaled_budget;
+                 number - sq->completed >= sq->sq_depth || cq->unsignaled >= cq->unsignaled_budget;
 
     sq->posted = number;
     if (signal) {
@@ -374,12 +370,18 @@ util_status_t btl_verbs_wc_error(enum ibv_wc_status wc_status, const char **text
 const char *btl_verbs_wc_opcode_name(enum ibv_wc_opcode opcode)
 {
     switch (opcode) {
-    case IBV_WC_RDMA_WRITE: return "RDMA write";
-    case IBV_WC_RDMA_READ:  return "RDMA read";
-    case IBV_WC_COMP_SWAP:  return "atomic compare-and-swap";
-    case IBV_WC_FETCH_ADD:  return "atomic fetch-and-add";
-    case IBV_WC_SEND:       return "send";
-    default:                return "operation";
+    case IBV_WC_RDMA_WRITE:
+        return "RDMA write";
+    case IBV_WC_RDMA_READ:
+        return "RDMA read";
+    case IBV_WC_COMP_SWAP:
+        return "atomic compare-and-swap";
+    case IBV_WC_FETCH_ADD:
+        return "atomic fetch-and-add";
+    case IBV_WC_SEND:
+        return "send";
+    default:
+        return "operation";
     }
 }
 
@@ -394,13 +396,27 @@ uint64_t btl_verbs_amo_apply(btl_amo_op_t op, unsigned size, uint64_t old, uint6
     operand &= mask;
     switch (op) {
     case BTL_AMO_SET:
-    case BTL_AMO_SWAP:  value = operand; break;
-    case BTL_AMO_CSWAP: value = old == (compare & mask) ? operand : old; break;
-    case BTL_AMO_ADD:   value = old + operand; break;
-    case BTL_AMO_AND:   value = old & operand; break;
-    case BTL_AMO_OR:    value = old | operand; break;
-    case BTL_AMO_XOR:   value = old ^ operand; break;
-    default:            value = old; break; /* FETCH */
+    case BTL_AMO_SWAP:
+        value = operand;
+        break;
+    case BTL_AMO_CSWAP:
+        value = old == (compare & mask) ? operand : old;
+        break;
+    case BTL_AMO_ADD:
+        value = old + operand;
+        break;
+    case BTL_AMO_AND:
+        value = old & operand;
+        break;
+    case BTL_AMO_OR:
+        value = old | operand;
+        break;
+    case BTL_AMO_XOR:
+        value = old ^ operand;
+        break;
+    default:
+        value = old;
+        break; /* FETCH */
     }
     return value & mask;
 }

@@ -32,13 +32,13 @@
 
 /* One side of an RC connection, as published for one peer. */
 typedef struct {
-    uint16_t lid;       /* 0 on RoCE */
-    uint8_t  port;
-    uint8_t  mtu;       /* enum ibv_mtu (1..5) */
-    uint8_t  has_gid;   /* 1: route with a GRH (RoCE, or IB across subnets) */
-    uint8_t  gid[16];
-    uint32_t qpn;       /* 24 bits */
-    uint32_t psn;       /* 24 bits: first packet sequence number */
+    uint16_t lid; /* 0 on RoCE */
+    uint8_t port;
+    uint8_t mtu;     /* enum ibv_mtu (1..5) */
+    uint8_t has_gid; /* 1: route with a GRH (RoCE, or IB across subnets) */
+    uint8_t gid[16];
+    uint32_t qpn; /* 24 bits */
+    uint32_t psn; /* 24 bits: first packet sequence number */
 } btl_verbs_conn_t;
 
 /* Layout: magic, version, port, mtu, has_gid, 1 pad byte, lid (le16),
@@ -68,16 +68,15 @@ int btl_verbs_range_ok(uint64_t base, uint64_t length, uint64_t raddr, uint64_t 
 /* ---- work requests ---- */
 /* Builders fill one WR and its SGE (wr->next = NULL, wr->sg_list = sge).
  * flags are IBV_SEND_* bits (SIGNALED, INLINE, FENCE). */
-void btl_verbs_wr_write(struct ibv_send_wr *wr, struct ibv_sge *sge, const void *src,
-                        uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
-                        unsigned flags, uint64_t wr_id);
+void btl_verbs_wr_write(struct ibv_send_wr *wr, struct ibv_sge *sge, const void *src, uint32_t len,
+                        uint32_t lkey, uint64_t raddr, uint32_t rkey, unsigned flags,
+                        uint64_t wr_id);
 void btl_verbs_wr_read(struct ibv_send_wr *wr, struct ibv_sge *sge, void *dst, uint32_t len,
                        uint32_t lkey, uint64_t raddr, uint32_t rkey, unsigned flags,
                        uint64_t wr_id);
 /* Atomics on the 8-byte word at raddr; the old value lands in *result. */
-void btl_verbs_wr_fadd(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t *result,
-                       uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t add,
-                       unsigned flags, uint64_t wr_id);
+void btl_verbs_wr_fadd(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t *result, uint32_t lkey,
+                       uint64_t raddr, uint32_t rkey, uint64_t add, unsigned flags, uint64_t wr_id);
 void btl_verbs_wr_cswap(struct ibv_send_wr *wr, struct ibv_sge *sge, uint64_t *result,
                         uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare,
                         uint64_t swap, unsigned flags, uint64_t wr_id);
@@ -127,14 +126,14 @@ void btl_verbs_sq_credits_init(btl_verbs_sq_credits_t *sq, uint32_t sq_depth,
                                uint32_t signal_every);
 /* 1 when n more WRs fit in both queues (the caller drives progress until
  * they do). */
-int btl_verbs_credits_available(const btl_verbs_sq_credits_t *sq,
-                                const btl_verbs_cq_credits_t *cq, uint32_t n);
+int btl_verbs_credits_available(const btl_verbs_sq_credits_t *sq, const btl_verbs_cq_credits_t *cq,
+                                uint32_t n);
 /* Takes one WR; returns 1 when it must be signaled: the caller asked
  * (want_signal), signal_every WRs went unsignaled, it takes the SQ's last
  * slot, or the unsignaled budget is used up. *number_p receives the WR's
  * number (its wr_id payload). Call only when credits are available. */
-int btl_verbs_credits_post(btl_verbs_sq_credits_t *sq, btl_verbs_cq_credits_t *cq,
-                           int want_signal, uint64_t *number_p);
+int btl_verbs_credits_post(btl_verbs_sq_credits_t *sq, btl_verbs_cq_credits_t *cq, int want_signal,
+                           uint64_t *number_p);
 /* A signaled WR numbered `number` completed: retires it and those before. */
 void btl_verbs_credits_complete(btl_verbs_sq_credits_t *sq, btl_verbs_cq_credits_t *cq,
                                 uint64_t number);

@@ -24,11 +24,11 @@ int dht_parse(int argc, char **argv, const char *prog, dht_params_t *p)
     int c;
 
     /* the thesis's local volumes: 10,000 (small) and 1 million (large) */
-    p->volume  = 10000;
+    p->volume = 10000;
     p->inserts = 10000;
-    p->batch   = 16;
-    p->seed    = 7;
-    opterr     = 0;
+    p->batch = 16;
+    p->seed = 7;
+    opterr = 0;
     while ((c = getopt(argc, argv, "p:v:i:b:S:")) != -1) {
         switch (c) {
         case 'p':
@@ -79,7 +79,7 @@ dht_req_t dht_make(const dht_params_t *p, int pe, long i)
     dht_req_t r;
 
     /* positive (the top bit clear) and non-zero: 0 marks an empty slot */
-    r.key   = (int64_t)((mix(p->seed ^ mix((uint64_t)pe << 40 ^ (uint64_t)i)) >> 1) | 1);
+    r.key = (int64_t)((mix(p->seed ^ mix((uint64_t)pe << 40 ^ (uint64_t)i)) >> 1) | 1);
     r.value = (int64_t)((uint64_t)pe << 40 | (uint64_t)i);
     return r;
 }
@@ -117,10 +117,10 @@ long dht_table_bytes(long volume, long heap_cap)
 void dht_table_init(dht_table_t *t, long volume, long heap_cap, void *slots_and_heap,
                     int64_t *heap_top)
 {
-    t->volume   = volume;
+    t->volume = volume;
     t->heap_cap = heap_cap;
-    t->slot     = slots_and_heap;
-    t->heap     = t->slot + volume;
+    t->slot = slots_and_heap;
+    t->heap = t->slot + volume;
     t->heap_top = heap_top;
     for (long i = 0; i < volume + heap_cap; i++) t->slot[i] = (dht_elem_t){0, 0, -1};
     *heap_top = 0;
@@ -132,14 +132,14 @@ int dht_local_insert(dht_table_t *t, int64_t key, int64_t value)
     int64_t idx;
 
     if (s->key == 0) {
-        s->key   = key;
+        s->key = key;
         s->value = value;
         return 0;
     }
     idx = (*t->heap_top)++;
     if (idx >= t->heap_cap) return -1;
     t->heap[idx] = (dht_elem_t){key, value, s->next};
-    s->next      = idx;
+    s->next = idx;
     return 0;
 }
 
@@ -156,7 +156,7 @@ long dht_verify(const dht_params_t *p, const dht_table_t *t, int me, int np)
 
     for (long pos = 0; pos < t->volume; pos++) {
         const dht_elem_t *e = &t->slot[pos];
-        long hops           = 0;
+        long hops = 0;
 
         if (e->key == 0) {
             if (e->next != -1 && errs++ < 3) {
@@ -189,7 +189,9 @@ long dht_verify(const dht_params_t *p, const dht_table_t *t, int me, int np)
     }
     if (count != want || sum != want_sum) {
         if (errs++ < 3) {
-            fprintf(stderr, "dht PE %d: holds %ld elements (fingerprint %016llx), serial reference %ld (%016llx)\n",
+            fprintf(stderr,
+                    "dht PE %d: holds %ld elements (fingerprint %016llx), serial reference %ld "
+                    "(%016llx)\n",
                     me, count, (unsigned long long)sum, want, (unsigned long long)want_sum);
         }
     }
@@ -200,7 +202,7 @@ int dht_report(const dht_params_t *p, const char *variant, int np, const long *e
                const double *times)
 {
     double tmax = 0.0;
-    long bad    = 0;
+    long bad = 0;
 
     for (int r = 0; r < np; r++) {
         bad += errs[r];

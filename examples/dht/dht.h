@@ -26,9 +26,9 @@
 #include <stdint.h>
 
 typedef struct dht_params {
-    long     volume;  /* slots per PE */
-    long     inserts; /* inserts per PE */
-    int      batch;   /* active-message variants: inserts per message */
+    long volume;  /* slots per PE */
+    long inserts; /* inserts per PE */
+    int batch;    /* active-message variants: inserts per message */
     uint64_t seed;
 } dht_params_t;
 
@@ -44,10 +44,10 @@ typedef struct dht_elem {
 /* One PE's part: volume slots, then heap_cap heap elements; heap_top is the
  * next free heap element. */
 typedef struct dht_table {
-    long        volume, heap_cap;
+    long volume, heap_cap;
     dht_elem_t *slot;
     dht_elem_t *heap;
-    int64_t    *heap_top;
+    int64_t *heap_top;
 } dht_table_t;
 
 /* An insert request as the active-message variants ship it. */
@@ -88,6 +88,5 @@ long dht_verify(const dht_params_t *p, const dht_table_t *t, int me, int np);
  * rate; errs[np] are dht_verify's results. Returns 0 PASS, 1 FAIL. */
 int dht_report(const dht_params_t *p, const char *variant, int np, const long *errs,
                const double *times);
-
 
 #endif

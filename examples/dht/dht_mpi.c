@@ -23,7 +23,7 @@
 #define TAG         1
 
 typedef struct msg {
-    int64_t   count; /* requests; 0: warm-up; -1: the sender is done */
+    int64_t count; /* requests; 0: warm-up; -1: the sender is done */
     dht_req_t r[];
 } msg_t;
 
@@ -31,15 +31,21 @@ static int me, np;
 static dht_params_t p;
 static dht_table_t table;
 static size_t msg_bytes;
-static char *rbuf;             /* np receive buffers */
-static MPI_Request *rreq;      /* np: the posted receive per source */
-static char *sbuf;             /* np x SEND_BUFS send buffers */
-static MPI_Request *sreq;      /* np x SEND_BUFS */
-static int *sslot;             /* per destination: the buffer being filled */
+static char *rbuf;        /* np receive buffers */
+static MPI_Request *rreq; /* np: the posted receive per source */
+static char *sbuf;        /* np x SEND_BUFS send buffers */
+static MPI_Request *sreq; /* np x SEND_BUFS */
+static int *sslot;        /* per destination: the buffer being filled */
 static long done, warm, errors, idle, idle_spin;
 
-static msg_t *rmsg(int q) { return (msg_t *)(rbuf + (size_t)q * msg_bytes); }
-static msg_t *smsg(int q, int k) { return (msg_t *)(sbuf + ((size_t)q * SEND_BUFS + (size_t)k) * msg_bytes); }
+static msg_t *rmsg(int q)
+{
+    return (msg_t *)(rbuf + (size_t)q * msg_bytes);
+}
+static msg_t *smsg(int q, int k)
+{
+    return (msg_t *)(sbuf + ((size_t)q * SEND_BUFS + (size_t)k) * msg_bytes);
+}
 
 static void post_recv(int q)
 {
@@ -127,16 +133,17 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
-    heap_cap  = dht_heap_cap(&p, np);
+    heap_cap = dht_heap_cap(&p, np);
     idle_spin = app_idle_spin(np);
     msg_bytes = sizeof(msg_t) + (size_t)p.batch * sizeof(dht_req_t);
-    mem       = heap_cap < 0 ? NULL : malloc((size_t)dht_table_bytes(p.volume, heap_cap));
-    rbuf      = malloc((size_t)np * msg_bytes);
-    rreq      = malloc((size_t)np * sizeof(MPI_Request));
-    sbuf      = calloc((size_t)np * SEND_BUFS, msg_bytes);
-    sreq      = malloc((size_t)np * SEND_BUFS * sizeof(MPI_Request));
-    sslot     = calloc((size_t)np, sizeof(int));
-    if (mem == NULL || rbuf == NULL || rreq == NULL || sbuf == NULL || sreq == NULL || sslot == NULL) {
+    mem = heap_cap < 0 ? NULL : malloc((size_t)dht_table_bytes(p.volume, heap_cap));
+    rbuf = malloc((size_t)np * msg_bytes);
+    rreq = malloc((size_t)np * sizeof(MPI_Request));
+    sbuf = calloc((size_t)np * SEND_BUFS, msg_bytes);
+    sreq = malloc((size_t)np * SEND_BUFS * sizeof(MPI_Request));
+    sslot = calloc((size_t)np, sizeof(int));
+    if (mem == NULL || rbuf == NULL || rreq == NULL || sbuf == NULL || sreq == NULL ||
+        sslot == NULL) {
         fprintf(stderr, "dht_mpi rank %d: out of memory\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -160,7 +167,7 @@ int main(int argc, char **argv)
     t0 = MPI_Wtime();
     for (long i = 0; i < p.inserts; i++) {
         dht_req_t r = dht_make(&p, me, i);
-        int o       = dht_owner(r.key, np);
+        int o = dht_owner(r.key, np);
 
         if (o == me) {
             if (dht_local_insert(&table, r.key, r.value) && errors++ == 0) {
@@ -185,7 +192,7 @@ int main(int argc, char **argv)
 
     long errs_mine = errors + dht_verify(&p, &table, me, np);
     double time_mine = t1 - t0;
-    long *errs    = malloc((size_t)np * sizeof(long));
+    long *errs = malloc((size_t)np * sizeof(long));
     double *times = malloc((size_t)np * sizeof(double));
     if (errs == NULL || times == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Gather(&errs_mine, 1, MPI_LONG, errs, 1, MPI_LONG, 0, MPI_COMM_WORLD);

@@ -62,8 +62,8 @@ int main(int argc, char **argv)
 
     t0 = MPI_Wtime();
     for (long i = 0; i < p.inserts; i++) {
-        dht_req_t r   = dht_make(&p, me, i);
-        int o         = dht_owner(r.key, np);
+        dht_req_t r = dht_make(&p, me, i);
+        int o = dht_owner(r.key, np);
         MPI_Aint slot = slot0 + W(dht_slot(r.key, p.volume)) * words;
         int64_t old, idx, prev;
 
@@ -77,7 +77,8 @@ int main(int argc, char **argv)
         MPI_Fetch_and_op(&one, &idx, MPI_INT64_T, o, 0, MPI_SUM, win);
         MPI_Win_flush(o, win);
         if (idx >= heap_cap) {
-            if (errors++ == 0) fprintf(stderr, "dht_mpi_rma rank %d: rank %d's heap is full\n", me, o);
+            if (errors++ == 0)
+                fprintf(stderr, "dht_mpi_rma rank %d: rank %d's heap is full\n", me, o);
             continue;
         }
         MPI_Aint elem = heap0 + W(idx) * words;
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
 
     long errs_mine = errors + dht_verify(&p, &table, me, np);
     double time_mine = t1 - t0;
-    long *errs    = malloc((size_t)np * sizeof(long));
+    long *errs = malloc((size_t)np * sizeof(long));
     double *times = malloc((size_t)np * sizeof(double));
     if (errs == NULL || times == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Gather(&errs_mine, 1, MPI_LONG, errs, 1, MPI_LONG, 0, MPI_COMM_WORLD);

@@ -26,7 +26,7 @@
 #define SERVE_EVERY   16    /* own inserts between polls of the inbound channels */
 
 typedef struct msg {
-    int64_t   count; /* requests; 0: warm-up; -1: the sender is done */
+    int64_t count; /* requests; 0: warm-up; -1: the sender is done */
     dht_req_t r[];
 } msg_t;
 
@@ -93,7 +93,7 @@ static msg_t *next_msg(int q)
     if (open_msg[q] != NULL) return open_msg[q];
     while ((rc = rmalloc_nb(out[q], msg_bytes, &open_desc[q])) == R_PENDING) serve();
     check(rc, "rmalloc_nb");
-    open_msg[q]        = rmem(out[q], open_desc[q]);
+    open_msg[q] = rmem(out[q], open_desc[q]);
     open_msg[q]->count = 0;
     return open_msg[q];
 }
@@ -125,12 +125,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "dht_rpipe: rinit failed\n");
         return 1;
     }
-    heap_cap  = dht_heap_cap(&p, np);
+    heap_cap = dht_heap_cap(&p, np);
     idle_spin = app_idle_spin(np);
-    mem       = heap_cap < 0 ? NULL : malloc((size_t)dht_table_bytes(p.volume, heap_cap));
-    out       = calloc((size_t)np, sizeof(rch_t));
-    in        = calloc((size_t)np, sizeof(rch_t));
-    open_msg  = calloc((size_t)np, sizeof(msg_t *));
+    mem = heap_cap < 0 ? NULL : malloc((size_t)dht_table_bytes(p.volume, heap_cap));
+    out = calloc((size_t)np, sizeof(rch_t));
+    in = calloc((size_t)np, sizeof(rch_t));
+    open_msg = calloc((size_t)np, sizeof(msg_t *));
     open_desc = calloc((size_t)np, sizeof(raddr_t));
     if (mem == NULL || out == NULL || in == NULL || open_msg == NULL || open_desc == NULL) {
         fprintf(stderr, "dht_rpipe PE %d: out of memory\n", me);
@@ -140,13 +140,13 @@ int main(int argc, char **argv)
     msg_bytes = sizeof(msg_t) + (size_t)p.batch * sizeof(dht_req_t);
 
     rmalloc_config_init(&cfg);
-    cfg.op         = RDMA_PUT;
-    cfg.algorithm  = NEXT_FIT;
-    cfg.sync       = NET_SYNC_BLKS;
+    cfg.op = RDMA_PUT;
+    cfg.algorithm = NEXT_FIT;
+    cfg.sync = NET_SYNC_BLKS;
     cfg.alloc_size = (CHANNEL_BYTES / msg_bytes < 4 ? 4 : CHANNEL_BYTES / msg_bytes) * msg_bytes;
     for (int q = 0; q < np; q++) {
         if (q == me) continue;
-        cfg.peer        = q;
+        cfg.peer = q;
         cfg.rdma_active = 1; /* PUT: the sender writes into the owner's buffer */
         check(rpipe(&out[q], &cfg), "rpipe");
         cfg.rdma_active = 0;
@@ -163,7 +163,7 @@ int main(int argc, char **argv)
     t0 = app_now();
     for (long i = 0; i < p.inserts; i++) {
         dht_req_t r = dht_make(&p, me, i);
-        int o       = dht_owner(r.key, np);
+        int o = dht_owner(r.key, np);
 
         if (o == me) {
             if (dht_local_insert(&table, r.key, r.value) && errors++ == 0) {
@@ -182,12 +182,15 @@ int main(int argc, char **argv)
     while (done < np - 1) serve();
     t1 = app_now();
 
-    struct { long errs; double time; } mine = {errors + dht_verify(&p, &table, me, np), t1 - t0}, *all;
+    struct {
+        long errs;
+        double time;
+    } mine = {errors + dht_verify(&p, &table, me, np), t1 - t0}, *all;
     all = malloc((size_t)np * sizeof(*all));
     if (all == NULL) network_abort(1);
     check(network_allgather(&mine, all, sizeof(mine)), "network_allgather");
     if (me == 0) {
-        long *errs    = malloc((size_t)np * sizeof(long));
+        long *errs = malloc((size_t)np * sizeof(long));
         double *times = malloc((size_t)np * sizeof(double));
         if (errs == NULL || times == NULL) network_abort(1);
         for (int r = 0; r < np; r++) errs[r] = all[r].errs, times[r] = all[r].time;

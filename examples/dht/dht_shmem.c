@@ -30,14 +30,14 @@ int main(int argc, char **argv)
 
     if (dht_parse(argc, argv, "dht_shmem", &p)) return 2;
     shmem_init();
-    me       = shmem_my_pe();
-    np       = shmem_n_pes();
+    me = shmem_my_pe();
+    np = shmem_n_pes();
     heap_cap = dht_heap_cap(&p, np); /* the same on every PE: symmetric sizes */
     if (heap_cap < 0) shmem_global_exit(1);
-    mem      = shmem_malloc((size_t)dht_table_bytes(p.volume, heap_cap));
+    mem = shmem_malloc((size_t)dht_table_bytes(p.volume, heap_cap));
     heap_top = shmem_malloc(sizeof(int64_t));
-    errs     = shmem_calloc((size_t)np, sizeof(long));
-    times    = shmem_calloc((size_t)np, sizeof(double));
+    errs = shmem_calloc((size_t)np, sizeof(long));
+    times = shmem_calloc((size_t)np, sizeof(double));
     if (mem == NULL || heap_top == NULL || errs == NULL || times == NULL) {
         fprintf(stderr, "dht_shmem PE %d: out of symmetric memory\n", me);
         shmem_global_exit(1);
@@ -50,9 +50,9 @@ int main(int argc, char **argv)
 
     t0 = app_now();
     for (long i = 0; i < p.inserts; i++) {
-        dht_req_t r     = dht_make(&p, me, i);
-        int o           = dht_owner(r.key, np);
-        dht_elem_t *s   = &table.slot[dht_slot(r.key, p.volume)];
+        dht_req_t r = dht_make(&p, me, i);
+        int o = dht_owner(r.key, np);
+        dht_elem_t *s = &table.slot[dht_slot(r.key, p.volume)];
         int64_t old, idx, prev, kv[2];
 
         old = shmem_int64_atomic_compare_swap(&s->key, 0, r.key, o);

@@ -24,12 +24,12 @@ int em3d_parse(int argc, char **argv, const char *prog, em3d_params_t *p)
     long v;
     int c;
 
-    p->n      = 1000;
+    p->n = 1000;
     p->degree = 6;
     p->remote = 20;
-    p->steps  = 100;
-    p->seed   = 42;
-    opterr    = 0;
+    p->steps = 100;
+    p->seed = 42;
+    opterr = 0;
     while ((c = getopt(argc, argv, "p:n:d:r:s:S:")) != -1) {
         switch (c) {
         case 'p':
@@ -66,7 +66,7 @@ int em3d_parse(int argc, char **argv, const char *prog, em3d_params_t *p)
         }
     }
     if (optind == argc) {
-        p->warm  = 1;
+        p->warm = 1;
         p->total = p->warm + p->steps;
         return 0;
     }
@@ -90,13 +90,13 @@ static void node_edges(const em3d_params_t *p, int np, int q, int kind, int i, e
     double sum = 0.0;
 
     for (int k = 0; k < p->degree; k++) {
-        uint64_t x = mix(p->seed ^ mix((uint64_t)q << 40 ^ (uint64_t)kind << 39 ^
-                                       (uint64_t)i << 8 ^ (uint64_t)k));
+        uint64_t x = mix(p->seed ^ mix((uint64_t)q << 40 ^ (uint64_t)kind << 39 ^ (uint64_t)i << 8 ^
+                                       (uint64_t)k));
         int remote = np > 1 && (int)(x % 100) < p->remote;
 
-        out[k].pe  = remote ? (int32_t)((q + 1 + (int)((x >> 8) % (uint64_t)(np - 1))) % np) : q;
+        out[k].pe = remote ? (int32_t)((q + 1 + (int)((x >> 8) % (uint64_t)(np - 1))) % np) : q;
         out[k].idx = (int32_t)((x >> 32) % (uint64_t)p->n);
-        out[k].w   = (double)(mix(x) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+        out[k].w = (double)(mix(x) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
         sum += fabs(out[k].w);
     }
     for (int k = 0; k < p->degree; k++) out[k].w = sum > 0.0 ? 0.5 * out[k].w / sum : 0.0;
@@ -106,23 +106,23 @@ int em3d_graph_build(const em3d_params_t *p, int me, int np, em3d_graph_t *g)
 {
     size_t n = (size_t)p->n, d = (size_t)p->degree;
     unsigned char *mark = calloc((size_t)np * n, 1);
-    int32_t *pos        = malloc((size_t)np * n * sizeof(int32_t));
-    long *len           = calloc(2 * (size_t)np * (size_t)np, sizeof(long)); /* [V][p][q] */
-    em3d_edge_t *tmp    = malloc(d * sizeof(em3d_edge_t));
-    int rc              = -1;
+    int32_t *pos = malloc((size_t)np * n * sizeof(int32_t));
+    long *len = calloc(2 * (size_t)np * (size_t)np, sizeof(long)); /* [V][p][q] */
+    em3d_edge_t *tmp = malloc(d * sizeof(em3d_edge_t));
+    int rc = -1;
 
     memset(g, 0, sizeof(*g));
     g->me = me, g->np = np;
     if (mark == NULL || pos == NULL || len == NULL || tmp == NULL) goto out;
     for (int V = 0; V < 2; V++) {
-        g->in[V]       = malloc(n * d * sizeof(em3d_edge_t));
+        g->in[V] = malloc(n * d * sizeof(em3d_edge_t));
         g->send_len[V] = calloc((size_t)np, sizeof(int));
         g->send_idx[V] = calloc((size_t)np, sizeof(int *));
         g->recv_len[V] = calloc((size_t)np, sizeof(int));
         g->recv_off[V] = calloc((size_t)np, sizeof(long));
         g->send_off[V] = calloc((size_t)np, sizeof(long));
-        if (!g->in[V] || !g->send_len[V] || !g->send_idx[V] || !g->recv_len[V] ||
-            !g->recv_off[V] || !g->send_off[V]) {
+        if (!g->in[V] || !g->send_len[V] || !g->send_idx[V] || !g->recv_len[V] || !g->recv_off[V] ||
+            !g->send_off[V]) {
             goto out;
         }
     }
@@ -216,7 +216,7 @@ void em3d_compute(double *restrict val, int n, int degree, const em3d_edge_t *re
 void em3d_pack(const em3d_graph_t *g, int kind, int q, const double *vals, double *restrict buf)
 {
     const int *idx = g->send_idx[kind][q];
-    int len        = g->send_len[kind][q];
+    int len = g->send_len[kind][q];
 
     for (int t = 0; t < len; t++) buf[t] = vals[idx[t]];
 }
@@ -224,7 +224,8 @@ void em3d_pack(const em3d_graph_t *g, int kind, int q, const double *vals, doubl
 double em3d_init_value(int pe, int kind, int i)
 {
     return (double)(mix((uint64_t)pe << 33 ^ (uint64_t)kind << 32 ^ (uint64_t)i) >> 11) *
-               0x1.0p-53 - 0.5;
+               0x1.0p-53 -
+           0.5;
 }
 
 double em3d_checksum(const double *e, const double *h, int n)
@@ -240,10 +241,10 @@ double em3d_checksum(const double *e, const double *h, int n)
 static double *serial_reference(const em3d_params_t *p, int np)
 {
     size_t n = (size_t)p->n, d = (size_t)p->degree, N = (size_t)np * n;
-    double *val[2]     = {malloc(N * sizeof(double)), malloc(N * sizeof(double))};
+    double *val[2] = {malloc(N * sizeof(double)), malloc(N * sizeof(double))};
     em3d_edge_t *in[2] = {malloc(N * d * sizeof(em3d_edge_t)), malloc(N * d * sizeof(em3d_edge_t))};
     const double **seg = malloc((size_t)np * sizeof(double *));
-    double *sums       = malloc((size_t)np * sizeof(double));
+    double *sums = malloc((size_t)np * sizeof(double));
 
     if (!val[0] || !val[1] || !in[0] || !in[1] || !seg || !sums) {
         free(sums);

@@ -25,12 +25,12 @@
 enum { EM3D_E = 0, EM3D_H = 1 };
 
 typedef struct em3d_params {
-    int      n;       /* nodes of each kind per PE */
-    int      degree;  /* in-edges per node */
-    int      remote;  /* per cent of edges from another PE */
-    long     steps;   /* timed steps (2 half-steps each) */
-    long     warm;    /* untimed steps before them (channels connect, pages fault in) */
-    long     total;   /* warm + steps: what the run and the serial reference compute */
+    int n;      /* nodes of each kind per PE */
+    int degree; /* in-edges per node */
+    int remote; /* per cent of edges from another PE */
+    long steps; /* timed steps (2 half-steps each) */
+    long warm;  /* untimed steps before them (channels connect, pages fault in) */
+    long total; /* warm + steps: what the run and the serial reference compute */
     uint64_t seed;
 } em3d_params_t;
 
@@ -38,7 +38,7 @@ typedef struct em3d_params {
  * kernel's seg[pe] is this PE's own array of the other kind for pe == me,
  * else the values received from pe). */
 typedef struct em3d_edge {
-    double  w;
+    double w;
     int32_t pe;
     int32_t idx;
 } em3d_edge_t;
@@ -46,16 +46,16 @@ typedef struct em3d_edge {
 /* What one PE needs. kind K means "values of K nodes", so the E half-step
  * receives K = H lists and the H half-step K = E lists. */
 typedef struct em3d_graph {
-    int          me, np;
-    em3d_edge_t *in[2];        /* in[E]: in-edges of my E nodes (n * degree), in[H] likewise */
-    int         *send_len[2];  /* [K][q]: values of my K nodes that q reads */
-    int        **send_idx[2];  /* [K][q][t]: which of my K nodes, in message order */
-    int         *recv_len[2];  /* [K][p]: values of p's K nodes that I read */
+    int me, np;
+    em3d_edge_t *in[2]; /* in[E]: in-edges of my E nodes (n * degree), in[H] likewise */
+    int *send_len[2];   /* [K][q]: values of my K nodes that q reads */
+    int **send_idx[2];  /* [K][q][t]: which of my K nodes, in message order */
+    int *recv_len[2];   /* [K][p]: values of p's K nodes that I read */
     /* layout of a receive region for the one-sided variants: region of PE q
      * for kind K holds, for p = 0..np-1, recv_len of p -> q at recv_off */
-    long        *recv_off[2];  /* [K][p]: offset (values) of p's message in my region */
-    long        *send_off[2];  /* [K][q]: offset of my message in q's region */
-    long         region_len[2];/* [K]: values of the largest region over all PEs */
+    long *recv_off[2];  /* [K][p]: offset (values) of p's message in my region */
+    long *send_off[2];  /* [K][q]: offset of my message in q's region */
+    long region_len[2]; /* [K]: values of the largest region over all PEs */
 } em3d_graph_t;
 
 /* Parses [-p small|large] [-n nodes] [-d degree] [-r remote%] [-s steps]
@@ -83,6 +83,5 @@ double em3d_checksum(const double *e, const double *h, int n);
  * the result line with the slowest time; 0 PASS, 1 FAIL. results holds
  * {checksum, seconds} per PE, as halo_report's. */
 int em3d_report(const em3d_params_t *p, const char *variant, int np, const double *results);
-
 
 #endif

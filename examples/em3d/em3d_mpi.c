@@ -38,7 +38,7 @@ int main(int argc, char **argv)
     for (int V = 0; V < 2; V++) {
         long total = 1;
         for (int q = 0; q < np; q++) total += g.recv_len[V][q];
-        val[V]  = malloc((size_t)p.n * sizeof(double));
+        val[V] = malloc((size_t)p.n * sizeof(double));
         rbuf[V] = malloc((size_t)total * sizeof(double));
         sbuf[V] = calloc((size_t)np, sizeof(double *));
         if (val[V] == NULL || rbuf[V] == NULL || sbuf[V] == NULL) MPI_Abort(MPI_COMM_WORLD, 1);

@@ -74,7 +74,7 @@ int main(int argc, char **argv)
     size = 0;
     for (int V = 0; V < 2; V++) {
         flag_off[V] = size, size += np * (MPI_Aint)sizeof(int64_t);
-        ack_off[V]  = size, size += np * (MPI_Aint)sizeof(int64_t);
+        ack_off[V] = size, size += np * (MPI_Aint)sizeof(int64_t);
     }
     for (int V = 0; V < 2; V++) {
         region_off[V] = size;
@@ -82,12 +82,12 @@ int main(int argc, char **argv)
     }
     MPI_Win_allocate(size, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
     memset(base, 0, (size_t)region_off[0]);
-    seg   = calloc((size_t)np, sizeof(double *));
+    seg = calloc((size_t)np, sizeof(double *));
     if (seg == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
     for (int V = 0; V < 2; V++) {
         region[V] = (double *)(base + region_off[V]);
-        val[V]    = malloc((size_t)p.n * sizeof(double));
-        sbuf[V]   = calloc((size_t)np, sizeof(double *));
+        val[V] = malloc((size_t)p.n * sizeof(double));
+        sbuf[V] = calloc((size_t)np, sizeof(double *));
         if (val[V] == NULL || sbuf[V] == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
         for (int i = 0; i < p.n; i++) val[V][i] = em3d_init_value(me, V, i);
         for (int q = 0; q < np; q++) {

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEPTH 2 /* messages a channel holds: a writer may run two steps ahead of its reader;
+#define DEPTH                                                                                      \
+    2 /* messages a channel holds: a writer may run two steps ahead of its reader;
                    * deeper only spreads the messages over more memory (cache) */
 
 static int me, np;
@@ -38,13 +39,13 @@ static rch_t open_channel(int peer, int producer, int kind, size_t bytes)
     rch_t ch;
 
     rmalloc_config_init(&cfg);
-    cfg.peer        = peer;
-    cfg.op          = RDMA_PUT;
+    cfg.peer = peer;
+    cfg.op = RDMA_PUT;
     cfg.rdma_active = producer;
-    cfg.algorithm   = NEXT_FIT;
-    cfg.sync        = NET_SYNC_BLKS;
-    cfg.context     = (unsigned)kind;
-    cfg.alloc_size  = DEPTH * bytes;
+    cfg.algorithm = NEXT_FIT;
+    cfg.sync = NET_SYNC_BLKS;
+    cfg.context = (unsigned)kind;
+    cfg.alloc_size = DEPTH * bytes;
     check(rpipe(&ch, &cfg), "rpipe");
     return ch;
 }
@@ -68,12 +69,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "em3d_rpipe PE %d: out of memory building the graph\n", me);
         network_abort(1);
     }
-    hd  = calloc((size_t)np, sizeof(raddr_t));
+    hd = calloc((size_t)np, sizeof(raddr_t));
     seg = calloc((size_t)np, sizeof(double *));
     for (int V = 0; V < 2; V++) {
         val[V] = malloc((size_t)p.n * sizeof(double));
         out[V] = calloc((size_t)np, sizeof(rch_t));
-        in[V]  = calloc((size_t)np, sizeof(rch_t));
+        in[V] = calloc((size_t)np, sizeof(rch_t));
         if (val[V] == NULL || out[V] == NULL || in[V] == NULL) network_abort(1);
         for (int i = 0; i < p.n; i++) val[V][i] = em3d_init_value(me, V, i);
         for (int q = 0; q < np; q++) {

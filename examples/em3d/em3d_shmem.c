@@ -26,7 +26,8 @@ int main(int argc, char **argv)
     em3d_graph_t g;
     const double **seg;
     double *val[2], *rbuf[2], *sbuf, *results, t0 = 0.0, t1;
-    long *flag[2], *ack[2]; /* symmetric, [np] each: flag[V][p] from sender p, ack[V][q] from reader q */
+    long *flag[2],
+        *ack[2]; /* symmetric, [np] each: flag[V][p] from sender p, ack[V][q] from reader q */
     long maxsend = 1;
     int me, np, rc = 0;
 
@@ -38,13 +39,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "em3d_shmem PE %d: out of memory building the graph\n", me);
         shmem_global_exit(1);
     }
-    seg     = calloc((size_t)np, sizeof(double *));
+    seg = calloc((size_t)np, sizeof(double *));
     results = shmem_calloc(2 * (size_t)np, sizeof(double));
     for (int V = 0; V < 2; V++) {
-        val[V]  = malloc((size_t)p.n * sizeof(double));
+        val[V] = malloc((size_t)p.n * sizeof(double));
         rbuf[V] = shmem_malloc(2 * (size_t)(g.region_len[V] + 1) * sizeof(double));
         flag[V] = shmem_calloc((size_t)np, sizeof(long));
-        ack[V]  = shmem_calloc((size_t)np, sizeof(long));
+        ack[V] = shmem_calloc((size_t)np, sizeof(long));
         if (val[V] == NULL || rbuf[V] == NULL || flag[V] == NULL || ack[V] == NULL) {
             shmem_global_exit(1);
         }

@@ -28,10 +28,10 @@ int halo_parse(int argc, char **argv, const char *prog, halo_params_t *p)
      * rows per PE keep it communication-heavy, as the thesis chose it
      * (communication up to 80% of the time); with 8 rows the large case was
      * bound by the stencil's memory traffic in every variant alike. */
-    p->rows  = 2;
-    p->cols  = 200;
+    p->rows = 2;
+    p->cols = 200;
     p->steps = 100;
-    opterr   = 0;
+    opterr = 0;
     while ((c = getopt(argc, argv, "p:r:c:s:")) != -1) {
         switch (c) {
         case 'p':
@@ -60,7 +60,7 @@ int halo_parse(int argc, char **argv, const char *prog, halo_params_t *p)
         }
     }
     if (optind == argc) {
-        p->warm  = 1;
+        p->warm = 1;
         p->total = p->warm + p->steps;
         return 0;
     }
@@ -69,11 +69,10 @@ bad:
     return -1;
 }
 
-void halo_row(const double *restrict up, const double *restrict mid,
-              const double *restrict down, double *restrict out, double *restrict out2,
-              int cols)
+void halo_row(const double *restrict up, const double *restrict mid, const double *restrict down,
+              double *restrict out, double *restrict out2, int cols)
 {
-    out[0]        = mid[0];
+    out[0] = mid[0];
     out[cols - 1] = mid[cols - 1];
     for (int j = 1; j < cols - 1; j++) {
         out[j] = mid[j] + HALO_ALPHA * (up[j] + down[j] + mid[j - 1] + mid[j + 1] - 4.0 * mid[j]);
@@ -89,7 +88,7 @@ double halo_init_value(long gi, int j)
 void halo_ghost_rows(double *left, double *right, int cols)
 {
     for (int j = 0; j < cols; j++) {
-        left[j]  = 1.0;
+        left[j] = 1.0;
         right[j] = 0.0;
     }
 }
@@ -158,9 +157,8 @@ int halo_report(const halo_params_t *p, const char *variant, int np, const doubl
     free(want);
     free(ref);
     /* values each interior PE receives over the run: two halo rows a step */
-    printf("halo %s np=%d rows=%d cols=%d steps=%ld exchanged=%ld time_s=%.6f check=%s\n",
-           variant, np, p->rows, p->cols, p->steps, 2L * p->cols * p->steps, tmax,
-           bad ? "FAIL" : "PASS");
+    printf("halo %s np=%d rows=%d cols=%d steps=%ld exchanged=%ld time_s=%.6f check=%s\n", variant,
+           np, p->rows, p->cols, p->steps, 2L * p->cols * p->steps, tmax, bad ? "FAIL" : "PASS");
     fflush(stdout);
     return bad ? 1 : 0;
 }

@@ -21,8 +21,8 @@
 #include <stddef.h>
 
 typedef struct halo_params {
-    int  rows;  /* rows per PE */
-    int  cols;  /* values per row (= values in one halo message) */
+    int rows;   /* rows per PE */
+    int cols;   /* values per row (= values in one halo message) */
     long steps; /* timed steps */
     long warm;  /* untimed steps before them (channels connect, pages fault in) */
     long total; /* warm + steps: what the run and the serial reference compute */
@@ -35,9 +35,8 @@ int halo_parse(int argc, char **argv, const char *prog, halo_params_t *p);
 /* The kernel: one row of the new state from three rows of the old one.
  * out2, when not NULL, gets the same values (a boundary row written
  * straight into a message for the neighbour). */
-void halo_row(const double *restrict up, const double *restrict mid,
-              const double *restrict down, double *restrict out, double *restrict out2,
-              int cols);
+void halo_row(const double *restrict up, const double *restrict mid, const double *restrict down,
+              double *restrict out, double *restrict out2, int cols);
 
 /* The initial value of global row gi, column j; the ghost rows. */
 double halo_init_value(long gi, int j);
@@ -52,6 +51,5 @@ double halo_checksum(const double *u, int rows, int cols, long gi0);
  * returns 0 (PASS) or 1 (FAIL). results[2 * r] is PE r's checksum,
  * results[2 * r + 1] its time in seconds (what every variant gathers). */
 int halo_report(const halo_params_t *p, const char *variant, int np, const double *results);
-
 
 #endif

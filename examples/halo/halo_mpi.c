@@ -26,9 +26,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     R = p.rows, C = p.cols;
-    cur      = malloc((size_t)R * C * sizeof(double));
-    nxt      = malloc((size_t)R * C * sizeof(double));
-    hbuf     = malloc(4 * (size_t)C * sizeof(double)); /* [parity][side][C] */
+    cur = malloc((size_t)R * C * sizeof(double));
+    nxt = malloc((size_t)R * C * sizeof(double));
+    hbuf = malloc(4 * (size_t)C * sizeof(double)); /* [parity][side][C] */
     ghost[0] = malloc((size_t)C * sizeof(double));
     ghost[1] = malloc((size_t)C * sizeof(double));
     if (cur == NULL || nxt == NULL || hbuf == NULL || ghost[0] == NULL || ghost[1] == NULL) {

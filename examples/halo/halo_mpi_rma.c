@@ -25,7 +25,7 @@ int main(int argc, char **argv)
 {
     halo_params_t p;
     double *cur, *nxt, *ghost[2], t0 = 0.0, t1;
-    char *base;          /* window: int64_t flag[2], then double halo[parity][side][C] */
+    char *base; /* window: int64_t flag[2], then double halo[parity][side][C] */
     double *halo_buf;
     MPI_Win win;
     MPI_Aint halo_off = 2 * sizeof(int64_t);
@@ -41,8 +41,8 @@ int main(int argc, char **argv)
                      MPI_COMM_WORLD, &base, &win);
     halo_buf = (double *)(base + halo_off);
     memset(base, 0, 2 * sizeof(int64_t));
-    cur      = malloc((size_t)R * C * sizeof(double));
-    nxt      = malloc((size_t)R * C * sizeof(double));
+    cur = malloc((size_t)R * C * sizeof(double));
+    nxt = malloc((size_t)R * C * sizeof(double));
     ghost[0] = malloc((size_t)C * sizeof(double));
     ghost[1] = malloc((size_t)C * sizeof(double));
     if (cur == NULL || nxt == NULL || ghost[0] == NULL || ghost[1] == NULL) {
@@ -112,8 +112,8 @@ int main(int argc, char **argv)
         }
         if (s >= 0) {
             for (int i = 1; i < R - 1; i++) {
-                halo_row(cur + (size_t)(i - 1) * C, cur + (size_t)i * C,
-                         cur + (size_t)(i + 1) * C, nxt + (size_t)i * C, NULL, C);
+                halo_row(cur + (size_t)(i - 1) * C, cur + (size_t)i * C, cur + (size_t)(i + 1) * C,
+                         nxt + (size_t)i * C, NULL, C);
             }
             double *t = cur;
             cur = nxt;

@@ -37,12 +37,12 @@ static rch_t open_channel(int peer, int producer, size_t row_bytes)
     rch_t ch;
 
     rmalloc_config_init(&cfg);
-    cfg.peer        = peer;
-    cfg.op          = RDMA_PUT;
+    cfg.peer = peer;
+    cfg.op = RDMA_PUT;
     cfg.rdma_active = producer; /* PUT: the producer writes into the consumer */
-    cfg.algorithm   = NEXT_FIT;
-    cfg.sync        = NET_SYNC_BLKS;
-    cfg.alloc_size  = DEPTH * row_bytes;
+    cfg.algorithm = NEXT_FIT;
+    cfg.sync = NET_SYNC_BLKS;
+    cfg.alloc_size = DEPTH * row_bytes;
     check(rpipe(&ch, &cfg), "rpipe");
     return ch;
 }
@@ -74,8 +74,8 @@ int main(int argc, char **argv)
     }
     R = p.rows, C = p.cols;
     row_bytes = (size_t)C * sizeof(double);
-    cur      = malloc((size_t)R * row_bytes);
-    nxt      = malloc((size_t)R * row_bytes);
+    cur = malloc((size_t)R * row_bytes);
+    nxt = malloc((size_t)R * row_bytes);
     ghost[0] = malloc(row_bytes);
     ghost[1] = malloc(row_bytes);
     if (cur == NULL || nxt == NULL || ghost[0] == NULL || ghost[1] == NULL) {
@@ -91,7 +91,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < 2; k++) {
         if (nb[k] < 0) continue;
         out[k] = open_channel(nb[k], 1, row_bytes);
-        in[k]  = open_channel(nb[k], 0, row_bytes);
+        in[k] = open_channel(nb[k], 0, row_bytes);
     }
 
     network_barrier();

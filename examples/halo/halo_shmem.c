@@ -22,8 +22,8 @@ int main(int argc, char **argv)
 {
     halo_params_t p;
     double *cur, *nxt, *ghost[2], *halo_buf, t0 = 0.0, t1;
-    long *flag;        /* symmetric: [0] from the left neighbour, [1] from the right */
-    double *results;   /* symmetric, on PE 0: (checksum, time) per PE */
+    long *flag;      /* symmetric: [0] from the left neighbour, [1] from the right */
+    double *results; /* symmetric, on PE 0: (checksum, time) per PE */
     size_t row_bytes;
     int me, np, nb[2], R, C, rc = 0;
 
@@ -35,10 +35,10 @@ int main(int argc, char **argv)
     row_bytes = (size_t)C * sizeof(double);
     /* halo_buf[parity][side][C]: side 0 holds the left neighbour's last row */
     halo_buf = shmem_malloc(4 * row_bytes);
-    flag     = shmem_calloc(2, sizeof(long));
-    results  = shmem_calloc(2 * (size_t)np, sizeof(double));
-    cur      = malloc((size_t)R * row_bytes);
-    nxt      = malloc((size_t)R * row_bytes);
+    flag = shmem_calloc(2, sizeof(long));
+    results = shmem_calloc(2 * (size_t)np, sizeof(double));
+    cur = malloc((size_t)R * row_bytes);
+    nxt = malloc((size_t)R * row_bytes);
     ghost[0] = malloc(row_bytes);
     ghost[1] = malloc(row_bytes);
     if (halo_buf == NULL || flag == NULL || results == NULL || cur == NULL || nxt == NULL ||

@@ -20,8 +20,8 @@ int main(void)
         fprintf(stderr, "hello: cannot start (run it under oshrun)\n");
         return 1;
     }
-    me    = bootstrap_rank();
-    n     = bootstrap_size();
+    me = bootstrap_rank();
+    n = bootstrap_size();
     right = (me + 1) % n;
     gethostname(host, sizeof(host) - 1);
     snprintf(mine, sizeof(mine), "greetings from PE %d (pid %ld on %s)", me, (long)getpid(), host);
@@ -31,8 +31,8 @@ int main(void)
         fprintf(stderr, "hello: PE %d: key exchange failed\n", me);
         bootstrap_abort(1, "key exchange failed");
     }
-    printf("PE %d of %d (node %d, local %d of %d): PE %d says \"%s\"\n", me, n,
-           bootstrap_node_id(), bootstrap_local_rank(), bootstrap_local_size(), right, theirs);
+    printf("PE %d of %d (node %d, local %d of %d): PE %d says \"%s\"\n", me, n, bootstrap_node_id(),
+           bootstrap_local_rank(), bootstrap_local_size(), right, theirs);
     bootstrap_finalize();
     return 0;
 }

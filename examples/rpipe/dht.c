@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KEY_SPACE 4096u /* keys repeat, so updates to one bucket come from many ranks */
+#define KEY_SPACE        4096u /* keys repeat, so updates to one bucket come from many ranks */
 #define CHANNEL_REQUESTS 16 /* requests in flight per channel: small, to exercise full channels */
-#define KEY_DONE UINT64_MAX
+#define KEY_DONE         UINT64_MAX
 
 typedef struct request {
     uint64_t key;
@@ -47,16 +47,16 @@ static request_t make_insert(int r, long i)
     uint64_t z = ((uint64_t)r << 32 | (uint64_t)i) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
     request_t q;
 
-    z       = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
-    z       = z ^ (z >> 29);
-    q.key   = z % KEY_SPACE;
+    z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
+    z = z ^ (z >> 29);
+    q.key = z % KEY_SPACE;
     q.value = (uint64_t)r * 1000003u + (uint64_t)i;
     return q;
 }
 
 static void apply(slice_t *t, const request_t *q)
 {
-    t->sum[q->key]   += q->value;
+    t->sum[q->key] += q->value;
     t->count[q->key] += 1;
 }
 
@@ -109,8 +109,8 @@ static void send_request(rch_t out, rch_t *in, slice_t *t, int *done, request_t 
 
 int main(int argc, char **argv)
 {
-    const char *dir  = argc > 1 ? argv[1] : "-put";
-    long inserts     = argc > 2 ? strtol(argv[2], NULL, 10) : 20000;
+    const char *dir = argc > 1 ? argv[1] : "-put";
+    long inserts = argc > 2 ? strtol(argv[2], NULL, 10) : 20000;
     const char *sync = argc > 3 ? argv[3] : "block";
     slice_t *table, *ref;
     rmalloc_config_t cfg;
@@ -128,9 +128,9 @@ int main(int argc, char **argv)
         return 1;
     }
     table = calloc(1, sizeof(*table));
-    ref   = calloc(1, sizeof(*ref));
-    out   = calloc((size_t)nranks, sizeof(rch_t));
-    in    = calloc((size_t)nranks, sizeof(rch_t));
+    ref = calloc(1, sizeof(*ref));
+    out = calloc((size_t)nranks, sizeof(rch_t));
+    in = calloc((size_t)nranks, sizeof(rch_t));
     if (table == NULL || ref == NULL || out == NULL || in == NULL) {
         network_abort(1);
     }
@@ -138,14 +138,15 @@ int main(int argc, char **argv)
     /* A channel per ordered pair: out[p] carries our requests to p, in[p]
      * p's requests to us. Ends are created in any order, without waiting. */
     rmalloc_config_init(&cfg);
-    cfg.op         = strcmp(dir, "-get") ? RDMA_PUT : RDMA_GET;
-    cfg.sync       = !strcmp(sync, "tag") ? NET_SYNC_TAGS : !strcmp(sync, "channel") ? CH_SYNC
-                                                                                     : NET_SYNC_BLKS;
-    cfg.unit_size  = sizeof(request_t);
+    cfg.op = strcmp(dir, "-get") ? RDMA_PUT : RDMA_GET;
+    cfg.sync = !strcmp(sync, "tag")       ? NET_SYNC_TAGS
+               : !strcmp(sync, "channel") ? CH_SYNC
+                                          : NET_SYNC_BLKS;
+    cfg.unit_size = sizeof(request_t);
     cfg.alloc_size = CHANNEL_REQUESTS * sizeof(request_t);
     for (int p = 0; p < nranks; p++) {
         if (p == rank) continue;
-        cfg.peer        = p;
+        cfg.peer = p;
         cfg.rdma_active = cfg.op == RDMA_PUT; /* PUT: the sender initiates */
         if (rpipe(&out[p], &cfg) != R_SUCCESS) network_abort(1);
         cfg.rdma_active = cfg.op == RDMA_GET;
@@ -154,7 +155,7 @@ int main(int argc, char **argv)
 
     for (long i = 0; i < inserts; i++) {
         request_t q = make_insert(rank, i);
-        int owner   = (int)(q.key % (uint64_t)nranks);
+        int owner = (int)(q.key % (uint64_t)nranks);
 
         if (owner == rank) {
             apply(table, &q);
@@ -181,9 +182,10 @@ int main(int argc, char **argv)
     if (memcmp(table, ref, sizeof(*ref)) != 0) {
         for (unsigned k = 0; k < KEY_SPACE && errors < 5; k++) {
             if (table->sum[k] != ref->sum[k] || table->count[k] != ref->count[k]) {
-                fprintf(stderr, "dht rank %d: key %u holds %u values (sum %llu), expected %u (%llu)\n",
-                        rank, k, table->count[k], (unsigned long long)table->sum[k],
-                        ref->count[k], (unsigned long long)ref->sum[k]);
+                fprintf(stderr,
+                        "dht rank %d: key %u holds %u values (sum %llu), expected %u (%llu)\n",
+                        rank, k, table->count[k], (unsigned long long)table->sum[k], ref->count[k],
+                        (unsigned long long)ref->sum[k]);
                 errors++;
             }
         }

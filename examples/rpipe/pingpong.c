@@ -43,7 +43,7 @@ static int ping(rch_t out, rch_t in, size_t size, long i)
     }
     /* Touch only the first and last bytes in the timed loop: the example
      * measures the channel, not memset. The echo must return both. */
-    m[0]        = pattern(i, 0);
+    m[0] = pattern(i, 0);
     m[size - 1] = pattern(i, size - 1);
     if (rwrite(out, d) != R_SUCCESS || rread(in, &d, (void **)&e, size) != R_SUCCESS) {
         return 0;
@@ -72,17 +72,16 @@ static int pong(rch_t out, rch_t in, size_t size)
 
 int main(int argc, char **argv)
 {
-    const char *dir  = argc > 1 ? argv[1] : "-put";
-    long iters       = argc > 2 ? strtol(argv[2], NULL, 10) : 10000;
-    long max         = argc > 3 ? strtol(argv[3], NULL, 10) : 4096;
+    const char *dir = argc > 1 ? argv[1] : "-put";
+    long iters = argc > 2 ? strtol(argv[2], NULL, 10) : 10000;
+    long max = argc > 3 ? strtol(argv[3], NULL, 10) : 4096;
     const char *sync = argc > 4 ? argv[4] : "block";
     rmalloc_config_t cfg;
     rch_t to, from;
     int rank, nranks, errors = 0;
 
-    if ((strcmp(dir, "-put") && strcmp(dir, "-get")) || iters < 1 || max < 8 ||
-        max > (1L << 24) || argc > 5 ||
-        (strcmp(sync, "block") && strcmp(sync, "tag") && strcmp(sync, "channel"))) {
+    if ((strcmp(dir, "-put") && strcmp(dir, "-get")) || iters < 1 || max < 8 || max > (1L << 24) ||
+        argc > 5 || (strcmp(sync, "block") && strcmp(sync, "tag") && strcmp(sync, "channel"))) {
         usage();
         return 2;
     }
@@ -96,10 +95,11 @@ int main(int argc, char **argv)
         return 2;
     }
     rmalloc_config_init(&cfg);
-    cfg.peer       = 1 - rank;
-    cfg.op         = strcmp(dir, "-get") ? RDMA_PUT : RDMA_GET;
-    cfg.sync       = !strcmp(sync, "tag") ? NET_SYNC_TAGS : !strcmp(sync, "channel") ? CH_SYNC
-                                                                                     : NET_SYNC_BLKS;
+    cfg.peer = 1 - rank;
+    cfg.op = strcmp(dir, "-get") ? RDMA_PUT : RDMA_GET;
+    cfg.sync = !strcmp(sync, "tag")       ? NET_SYNC_TAGS
+               : !strcmp(sync, "channel") ? CH_SYNC
+                                          : NET_SYNC_BLKS;
     cfg.alloc_size = 4 * (size_t)max; /* a few messages in flight at the largest size */
     /* PUT: the sender initiates; GET: the receiver. "to" is the channel
      * this rank sends on. */
@@ -122,8 +122,8 @@ int main(int argc, char **argv)
         for (long i = -warm; i < iters; i++) {
             if (i == 0) t0 = now_ns();
             if (rank == 0 ? !ping(to, from, size, i) : !pong(to, from, size)) {
-                fprintf(stderr, "pingpong rank %d: %zu bytes, iteration %ld failed\n", rank,
-                        size, i);
+                fprintf(stderr, "pingpong rank %d: %zu bytes, iteration %ld failed\n", rank, size,
+                        i);
                 network_abort(1); /* the peer would wait for us forever */
             }
         }

@@ -30,10 +30,14 @@ static void usage(void)
 
 static int parse_sync(const char *s, rsync_mode_t *sync_p)
 {
-    if (!strcmp(s, "block")) *sync_p = NET_SYNC_BLKS;
-    else if (!strcmp(s, "tag")) *sync_p = NET_SYNC_TAGS;
-    else if (!strcmp(s, "channel")) *sync_p = CH_SYNC;
-    else return -1;
+    if (!strcmp(s, "block"))
+        *sync_p = NET_SYNC_BLKS;
+    else if (!strcmp(s, "tag"))
+        *sync_p = NET_SYNC_TAGS;
+    else if (!strcmp(s, "channel"))
+        *sync_p = CH_SYNC;
+    else
+        return -1;
     return 0;
 }
 
@@ -90,22 +94,22 @@ int main(int argc, char **argv)
         return 2;
     }
     right = (rank + 1) % nranks;
-    left  = (rank + nranks - 1) % nranks;
+    left = (rank + nranks - 1) % nranks;
 
     /* ch[0] receives from the left, ch[1] sends to the right. With PUT the
      * sender is rdma_active, with GET the receiver. */
     for (int i = 0; i < 2; i++) {
         rmalloc_config_init(&cfg[i]);
-        cfg[i].op          = strcmp(dir, "-get") ? RDMA_PUT : RDMA_GET;
-        cfg[i].sync        = sync;
-        cfg[i].unit_size   = WORDS * sizeof(int);
-        cfg[i].alloc_size  = WIDTH * WORDS * sizeof(int);
-        cfg[i].peer        = i == 0 ? left : right;
+        cfg[i].op = strcmp(dir, "-get") ? RDMA_PUT : RDMA_GET;
+        cfg[i].sync = sync;
+        cfg[i].unit_size = WORDS * sizeof(int);
+        cfg[i].alloc_size = WIDTH * WORDS * sizeof(int);
+        cfg[i].peer = i == 0 ? left : right;
         cfg[i].rdma_active = (cfg[i].op == RDMA_PUT) == (i == 1);
     }
     send_first = !strcmp(order, "send-first") || (!strcmp(order, "alternate") && rank % 2);
     for (int k = 0; k < 2; k++) {
-        int i  = send_first ? 1 - k : k;
+        int i = send_first ? 1 - k : k;
         int rc = rpipe(&ch[i], &cfg[i]);
         if (rc != R_SUCCESS) {
             fprintf(stderr, "ring rank %d: rpipe with %d: %s\n", rank, cfg[i].peer, rstrerror(rc));
@@ -120,12 +124,12 @@ int main(int argc, char **argv)
             break;
         }
         if (!channel_test(ch[0], SEND_VAL + (int)i)) {
-            if (errors++ < 5) fprintf(stderr, "ring rank %d: message %ld from %d is wrong\n",
-                                      rank, i, left);
+            if (errors++ < 5)
+                fprintf(stderr, "ring rank %d: message %ld from %d is wrong\n", rank, i, left);
         }
     }
-    printf("ring %s %s rank %d of %d: %ld messages from %d, %s\n", dir + 1, order, rank, nranks,
-           n, left, errors ? "FAILED" : "ok");
+    printf("ring %s %s rank %d of %d: %ld messages from %d, %s\n", dir + 1, order, rank, nranks, n,
+           left, errors ? "FAILED" : "ok");
     rexit(); /* closes both channels */
     return errors ? 1 : 0;
 }

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static long counter;                 /* static data is symmetric too */
+static long counter; /* static data is symmetric too */
 static long pSync[SHMEM_REDUCE_SYNC_SIZE];
 static long pWrk[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
 
@@ -21,10 +21,10 @@ int main(void)
 
     shmem_init();
     me = shmem_my_pe();
-    n  = shmem_n_pes();
+    n = shmem_n_pes();
     inbox = shmem_calloc(64, 1);
-    rank  = shmem_malloc(sizeof(long));
-    sum   = shmem_malloc(sizeof(long));
+    rank = shmem_malloc(sizeof(long));
+    sum = shmem_malloc(sizeof(long));
     for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) pSync[i] = SHMEM_SYNC_VALUE;
 
     snprintf(mine, sizeof(mine), "hello from PE %d", me);

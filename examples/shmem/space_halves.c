@@ -58,8 +58,8 @@ int main(int argc, char **argv)
     int me, n, ok = 1;
 
     shmem_init();
-    me  = shmem_my_pe();
-    n   = shmem_n_pes();
+    me = shmem_my_pe();
+    n = shmem_n_pes();
     all = shmem_malloc(sizeof(report) * (size_t)n);
     shmem_team_split_strided(SHMEM_TEAM_WORLD, n / 2, 1, n - n / 2, NULL, 0, &upper);
     shmem_barrier_all();

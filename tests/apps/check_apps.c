@@ -25,7 +25,7 @@ static const char *const *app_args(int app)
 {
     static const char *const halo[] = {"-r", "4", "-c", "64", "-s", "60", NULL};
     static const char *const em3d[] = {"-n", "500", "-d", "5", "-r", "30", "-s", "30", NULL};
-    static const char *const dht[]  = {"-v", "2000", "-i", "3000", "-b", "8", NULL};
+    static const char *const dht[] = {"-v", "2000", "-i", "3000", "-b", "8", NULL};
     return app == 0 ? halo : app == 1 ? em3d : dht;
 }
 
@@ -61,7 +61,7 @@ static void run_rmb(int app, const char *variant, int np, const char *backend)
 {
     char what[512];
     const char *prog = prog_path(app, variant);
-    char *before     = mp_shm_snapshot();
+    char *before = mp_shm_snapshot();
 
     setenv("RMB_BTL", backend, 1);
     if (strcmp(backend, "ofi") == 0) {
@@ -98,7 +98,7 @@ END_TEST
 START_TEST(test_mpi)
 {
     static const int nps[] = {1, 2, 4};
-    const char *mpirun  = getenv("OMPI_MPIRUN");
+    const char *mpirun = getenv("OMPI_MPIRUN");
     const char *variant = (_i / 3) % 2 ? "mpi_rma" : "mpi";
     int app = _i / 6, np = nps[_i % 3];
     char prog[4096], np_text[16], what[512];
@@ -130,7 +130,7 @@ START_TEST(test_mpi)
      * has unloaded (no module name to suppress). The shared kernels are
      * leak-checked through the rpipe and OpenSHMEM variants. */
     const char *asan = getenv("ASAN_OPTIONS");
-    char *saved      = asan != NULL ? strdup(asan) : NULL;
+    char *saved = asan != NULL ? strdup(asan) : NULL;
     char opts[1024];
     snprintf(opts, sizeof(opts), "%s%sdetect_leaks=0", asan ? asan : "", asan && *asan ? ":" : "");
     setenv("ASAN_OPTIONS", opts, 1);
@@ -149,7 +149,7 @@ END_TEST
 START_TEST(test_usage)
 {
     static const char *const variants[] = {"rpipe", "shmem", "mpi", "mpi_rma"};
-    static const char *const bad[][3]   = {
+    static const char *const bad[][3] = {
         {"-p", "huge", NULL}, {"-s", "0", NULL}, {"extra", NULL, NULL}, {"-x", NULL, NULL}};
 
     for (int app = 0; app < 3; app++) {
@@ -173,8 +173,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s   = suite_create("apps");
-    TCase *tc  = tcase_create("shm");
+    Suite *s = suite_create("apps");
+    TCase *tc = tcase_create("shm");
     TCase *net = tcase_create("ofi");
     TCase *mpi = tcase_create("mpi");
 

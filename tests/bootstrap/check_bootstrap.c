@@ -117,10 +117,17 @@ static void run_ok(int np, int nodes)
     free(before);
 }
 
-START_TEST(test_oshrun_np) { run_ok(_i, 1); }
+START_TEST(test_oshrun_np)
+{
+    run_ok(_i, 1);
+}
 END_TEST
 
-START_TEST(test_oshrun_emulated_nodes) { run_ok(4, 2); run_ok(5, 3); }
+START_TEST(test_oshrun_emulated_nodes)
+{
+    run_ok(4, 2);
+    run_ok(5, 3);
+}
 END_TEST
 
 /* A failing PE must end the job quickly, with its status, and no survivors. */
@@ -139,13 +146,22 @@ static void run_failure(int np, const char *mode, int expected_status)
     free(before);
 }
 
-START_TEST(test_abort_status) { run_failure(4, "abort", 7); }
+START_TEST(test_abort_status)
+{
+    run_failure(4, "abort", 7);
+}
 END_TEST
 
-START_TEST(test_pe_killed_by_signal) { run_failure(4, "kill", 128 + SIGKILL); }
+START_TEST(test_pe_killed_by_signal)
+{
+    run_failure(4, "kill", 128 + SIGKILL);
+}
 END_TEST
 
-START_TEST(test_pe_exit_status) { run_failure(3, "exit3", 3); }
+START_TEST(test_pe_exit_status)
+{
+    run_failure(3, "exit3", 3);
+}
 END_TEST
 
 /* Reads "PE <r> pid <pid> waiting" lines until PE rank's pid is known. */
@@ -192,7 +208,8 @@ START_TEST(test_external_kill9)
     ck_assert_int_eq(mp_count_alive(PROG), 8); /* the survivor check sees live PEs */
     ck_assert_int_eq(kill(victim, SIGKILL), 0);
     ck_assert_int_eq(mp_wait(job, 30, &elapsed), 128 + SIGKILL);
-    ck_assert_msg(elapsed < mp_scaled_time(3.0), "oshrun took %.2f s to end after kill -9 of a PE", elapsed);
+    ck_assert_msg(elapsed < mp_scaled_time(3.0), "oshrun took %.2f s to end after kill -9 of a PE",
+                  elapsed);
     close(out_fd);
     ck_assert_int_eq(mp_count_alive(PROG), 0);
 }
@@ -235,8 +252,8 @@ END_TEST
 
 START_TEST(test_oshrun_timeout)
 {
-    char *argv[] = {getenv("OSHRUN"), "--timeout", "1", "-n", "2",
-                    (char *)mp_test_path(PROG), "2", "wait", NULL};
+    char *argv[] = {getenv("OSHRUN"),           "--timeout", "1",    "-n", "2",
+                    (char *)mp_test_path(PROG), "2",         "wait", NULL};
     double elapsed;
 
     ck_assert_int_eq(mp_run(argv, 30, &elapsed), 124);
@@ -248,19 +265,19 @@ END_TEST
 START_TEST(test_oshrun_bad_usage)
 {
     char *oshrun = getenv("OSHRUN");
-    char *no_program[]   = {oshrun, "-n", "2", NULL};
-    char *zero[]         = {oshrun, "-n", "0", "true", NULL};
-    char *garbage[]      = {oshrun, "-n", "two", "true", NULL};
-    char *no_n[]         = {oshrun, "true", NULL};
-    char *missing[]      = {oshrun, "-n", "2", "/no/such/program", NULL};
-    char plain_file[]    = "/tmp/rmb-not-executable.XXXXXX";
-    int plain_fd         = mkstemp(plain_file); /* mode 0600: not executable */
-    char *not_exec[]     = {oshrun, "-n", "2", plain_file, NULL};
-    char *not_in_path[]  = {oshrun, "-n", "2", "no-such-program-rmb", NULL};
-    char *bad_option[]   = {oshrun, "--frobnicate", "-n", "2", "true", NULL};
+    char *no_program[] = {oshrun, "-n", "2", NULL};
+    char *zero[] = {oshrun, "-n", "0", "true", NULL};
+    char *garbage[] = {oshrun, "-n", "two", "true", NULL};
+    char *no_n[] = {oshrun, "true", NULL};
+    char *missing[] = {oshrun, "-n", "2", "/no/such/program", NULL};
+    char plain_file[] = "/tmp/rmb-not-executable.XXXXXX";
+    int plain_fd = mkstemp(plain_file); /* mode 0600: not executable */
+    char *not_exec[] = {oshrun, "-n", "2", plain_file, NULL};
+    char *not_in_path[] = {oshrun, "-n", "2", "no-such-program-rmb", NULL};
+    char *bad_option[] = {oshrun, "--frobnicate", "-n", "2", "true", NULL};
     char *too_many_nodes[] = {oshrun, "-n", "2", "--nodes", "3", "true", NULL};
-    char *help[]         = {oshrun, "--help", NULL};
-    char *with_dashes[]  = {oshrun, "-n", "3", "--", "true", NULL};
+    char *help[] = {oshrun, "--help", NULL};
+    char *with_dashes[] = {oshrun, "-n", "3", "--", "true", NULL};
     char *failing_tool[] = {oshrun, "-n", "2", "false", NULL};
 
     ck_assert_int_eq(mp_run(no_program, 10, NULL), 2);
@@ -296,8 +313,17 @@ START_TEST(test_under_ompi_mpirun)
     }
     snprintf(prog, sizeof(prog), "%s", mp_test_path(PROG));
     {
-        char *argv[] = {(char *)mpirun, "--allow-run-as-root", "--oversubscribe",
-                        "--mca", "btl", "self", "-np", "2", prog, "2", NULL};
+        char *argv[] = {(char *)mpirun,
+                        "--allow-run-as-root",
+                        "--oversubscribe",
+                        "--mca",
+                        "btl",
+                        "self",
+                        "-np",
+                        "2",
+                        prog,
+                        "2",
+                        NULL};
         ck_assert_int_eq(mp_run(argv, 60, NULL), 0);
     }
     ck_assert_int_eq(mp_count_alive(PROG), 0);
@@ -306,11 +332,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s         = suite_create("bootstrap");
+    Suite *s = suite_create("bootstrap");
     TCase *singleton = tcase_create("singleton");
-    TCase *oshrun    = tcase_create("oshrun");
-    TCase *failures  = tcase_create("failures");
-    TCase *mpirun    = tcase_create("mpirun");
+    TCase *oshrun = tcase_create("oshrun");
+    TCase *failures = tcase_create("failures");
+    TCase *mpirun = tcase_create("mpirun");
 
     tcase_add_test(singleton, test_singleton_identity);
     tcase_add_test(singleton, test_singleton_kv);

@@ -20,14 +20,14 @@
 
 static int failures;
 
-#define EXPECT(_cond, ...)                                                    \
-    do {                                                                      \
-        if (!(_cond)) {                                                       \
-            fprintf(stderr, "PE %d: FAILED %s:%d: ", bootstrap_rank(), __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-            failures++;                                                       \
-        }                                                                     \
+#define EXPECT(_cond, ...)                                                                         \
+    do {                                                                                           \
+        if (!(_cond)) {                                                                            \
+            fprintf(stderr, "PE %d: FAILED %s:%d: ", bootstrap_rank(), __FILE__, __LINE__);        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 static double now_us(void)
@@ -78,10 +78,12 @@ static void check_exchange(void)
     for (int r = 0; r < n; r++) {
         long v = -1;
         EXPECT(bootstrap_get(r, "small", &v, sizeof(v), &size) == UTIL_OK && size == sizeof(v) &&
-                   v == 1000L * r + 7, "small of rank %d: %ld (size %zu)", r, v, size);
+                   v == 1000L * r + 7,
+               "small of rank %d: %ld (size %zu)", r, v, size);
         memset(got_big, 0, sizeof(got_big));
         EXPECT(bootstrap_get(r, "big", got_big, sizeof(got_big), &size) == UTIL_OK &&
-                   size == sizeof(big), "big of rank %d", r);
+                   size == sizeof(big),
+               "big of rank %d", r);
         for (int i = 0; i < 1000; i++) {
             if (got_big[i] != (long)r * 1000000 + i) {
                 EXPECT(0, "big[%d] of rank %d is %ld", i, r, got_big[i]);
@@ -98,7 +100,8 @@ static void check_exchange(void)
            "get from rank n not refused");
     EXPECT(bootstrap_put("", &small, sizeof(small)) == UTIL_ERR_INVALID, "empty key not refused");
     EXPECT(bootstrap_put("x123456789012345678901234567890123456789012345678901234567890123456789",
-                         &small, 1) == UTIL_ERR_INVALID, "long key not refused");
+                         &small, 1) == UTIL_ERR_INVALID,
+           "long key not refused");
 }
 
 /* Pairwise exchange with no fence: each rank publishes late, its partner
@@ -168,7 +171,7 @@ static void check_allgather(void)
 
 int main(int argc, char **argv)
 {
-    int expected_np  = argc > 1 ? atoi(argv[1]) : 0;
+    int expected_np = argc > 1 ? atoi(argv[1]) : 0;
     const char *mode = argc > 2 ? argv[2] : "check";
 
     if (bootstrap_init() != UTIL_OK) {
@@ -187,9 +190,11 @@ int main(int argc, char **argv)
         printf("PE %d pid %ld waiting\n", bootstrap_rank(), (long)getpid());
         fflush(stdout);
         sleep(60);
-    } else if (strcmp(mode, "abort") == 0 || strcmp(mode, "kill") == 0 || strcmp(mode, "exit3") == 0) {
-        int culprit = strcmp(mode, "abort") == 0 ? bootstrap_size() - 1
-                      : strcmp(mode, "kill") == 0 ? 1 : 0;
+    } else if (strcmp(mode, "abort") == 0 || strcmp(mode, "kill") == 0 ||
+               strcmp(mode, "exit3") == 0) {
+        int culprit = strcmp(mode, "abort") == 0  ? bootstrap_size() - 1
+                      : strcmp(mode, "kill") == 0 ? 1
+                                                  : 0;
         bootstrap_barrier();
         if (bootstrap_rank() == culprit) {
             if (strcmp(mode, "abort") == 0) bootstrap_abort(7, "test abort");

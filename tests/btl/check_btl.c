@@ -48,9 +48,15 @@ static void run_suite(int np, int nodes, const char *force, const char *fi_provi
     free(before);
 }
 
-START_TEST(test_shm_2) { run_suite(2, 1, "shm", NULL, NULL); }
+START_TEST(test_shm_2)
+{
+    run_suite(2, 1, "shm", NULL, NULL);
+}
 END_TEST
-START_TEST(test_shm_4) { run_suite(4, 1, "shm", NULL, NULL); }
+START_TEST(test_shm_4)
+{
+    run_suite(4, 1, "shm", NULL, NULL);
+}
 END_TEST
 /* auto across emulated nodes: shm within a node, RMB_BTL_NET between. */
 static const char *const net_backends[] = {"ucx", "ofi"};
@@ -144,7 +150,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s   = suite_create("btl");
+    Suite *s = suite_create("btl");
     TCase *shm = tcase_create("shm");
     TCase *ofi = tcase_create("ofi");
     TCase *ucx = tcase_create("ucx");

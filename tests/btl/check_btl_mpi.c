@@ -14,7 +14,7 @@
  * not there gives a SKIP line.
  */
 #ifndef _GNU_SOURCE
-#  define _GNU_SOURCE /* unshare, CLONE_NEWNET */
+#define _GNU_SOURCE /* unshare, CLONE_NEWNET */
 #endif
 #include "tests/common/mp_run.h"
 
@@ -98,15 +98,17 @@ static char **t_argv(int mpi, int np, const char *prog, const char *const args[]
 static void t_lsan_mpi(void)
 {
     if (getenv("LSAN_OPTIONS") != NULL) {
-        setenv("LSAN_OPTIONS", "suppressions=" RMB_TEST_LSAN_MPI_SUPP
-                               ":fast_unwind_on_malloc=0:print_suppressions=0", 1);
+        setenv("LSAN_OPTIONS",
+               "suppressions=" RMB_TEST_LSAN_MPI_SUPP
+               ":fast_unwind_on_malloc=0:print_suppressions=0",
+               1);
     }
 }
 
 /* Runs prog as np ranks with RMB_BOOTSTRAP=bootstrap and RMB_BTL=backend,
  * checks that nothing survives or stays in /dev/shm; returns the exit status. */
-static int t_run_with(int mpi, int np, const char *bootstrap, const char *backend,
-                      const char *prog, const char *const args[], double limit)
+static int t_run_with(int mpi, int np, const char *bootstrap, const char *backend, const char *prog,
+                      const char *const args[], double limit)
 {
     char *before = mp_shm_snapshot();
     double elapsed = 0;
@@ -127,8 +129,8 @@ static int t_run_with(int mpi, int np, const char *bootstrap, const char *backen
 }
 
 /* A program that is not an MPI program: rmb calls MPI_Init itself. */
-static int t_run(int mpi, int np, const char *backend, const char *prog,
-                 const char *const args[], double limit)
+static int t_run(int mpi, int np, const char *backend, const char *prog, const char *const args[],
+                 double limit)
 {
     return t_run_with(mpi, np, "mpi", backend, prog, args, limit);
 }
@@ -454,7 +456,8 @@ START_TEST(test_two_nodes)
         setenv("UCX_NET_DEVICES", "rmb0", 1);
         setenv("UCX_TLS", "tcp,self", 1);
         ck_assert_int_eq(t_run_nodes(holder[0], "mp_bootstrap", check,
-                                     "2 PEs on 2 node(s): all checks passed", 60), 0);
+                                     "2 PEs on 2 node(s): all checks passed", 60),
+                         0);
         long long rx = t_rmb0_rx(holder[1]);
         setenv("BTL_CONF_ITERS", "200", 1);
         ck_assert_int_eq(t_run_nodes(holder[0], "btl/mp_btl_conformance", NULL, NULL, 120), 0);

@@ -42,7 +42,7 @@ static btl_verbs_conn_t sample_conn(void)
 
 START_TEST(test_conn_roundtrip)
 {
-    static const uint8_t head[16] = {0xb5, 1, 1, 5, 1, 0, 0x34, 0x12,
+    static const uint8_t head[16] = {0xb5, 1,    1,    5,    1,    0,    0x34, 0x12,
                                      0xef, 0xcd, 0xab, 0x00, 0x56, 0x34, 0x12, 0x00};
     btl_verbs_conn_t conn = sample_conn(), back;
     uint8_t buf[64];
@@ -142,16 +142,16 @@ END_TEST
 /* ---- rkeys and ranges ---- */
 START_TEST(test_rkey)
 {
-    static const uint8_t want[20] = {0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
-                                     0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-                                     0x04, 0x03, 0x02, 0x01};
+    static const uint8_t want[20] = {0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x00, 0x10,
+                                     0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x01};
     uint8_t buf[32];
     uint64_t addr = 0, length = 0;
     uint32_t rkey = 0;
     size_t len = 0;
 
-    ck_assert_int_eq(btl_verbs_rkey_pack_raw(0x1122334455667788ull, 0x1000, 0x01020304, buf,
-                                             sizeof(buf), &len), UTIL_OK);
+    ck_assert_int_eq(
+        btl_verbs_rkey_pack_raw(0x1122334455667788ull, 0x1000, 0x01020304, buf, sizeof(buf), &len),
+        UTIL_OK);
     ck_assert_uint_eq(len, BTL_VERBS_RKEY_SIZE);
     ck_assert_mem_eq(buf, want, sizeof(want));
     ck_assert_int_eq(btl_verbs_rkey_unpack_raw(buf, len, &addr, &length, &rkey), UTIL_OK);
@@ -321,7 +321,7 @@ START_TEST(test_credits_signal_every)
     ck_assert_uint_eq(cq.unsignaled, 3);
     ck_assert(btl_verbs_credits_available(&sq, &cq, 4));
     ck_assert(!btl_verbs_credits_available(&sq, &cq, 5));
-    btl_verbs_credits_complete(&sq, &cq, 4); /* stale: no change */
+    btl_verbs_credits_complete(&sq, &cq, 4);  /* stale: no change */
     btl_verbs_credits_complete(&sq, &cq, 99); /* never posted: no change */
     ck_assert_uint_eq(cq.signaled, 1);
     ck_assert_uint_eq(sq.completed, 4);
@@ -501,8 +501,8 @@ START_TEST(test_wc_error)
 {
     static const struct {
         enum ibv_wc_status wc;
-        util_status_t      status;
-        const char        *words;
+        util_status_t status;
+        const char *words;
     } cases[] = {
         {IBV_WC_SUCCESS, UTIL_OK, "success"},
         {IBV_WC_REM_ACCESS_ERR, UTIL_ERR_INVALID, "remote access error"},
@@ -537,12 +537,12 @@ END_TEST
 
 /* ---- atomics against a simulated remote memory ---- */
 typedef struct {
-    uint64_t      word[4];    /* remote memory; raddr = byte offset */
-    int           cas_calls;
-    int           fadd_calls;
-    int           interfere;  /* before this many next CAS, a peer xors the word */
-    uint64_t      interfere_xor;
-    util_status_t fail;       /* returned by every primitive when set */
+    uint64_t word[4]; /* remote memory; raddr = byte offset */
+    int cas_calls;
+    int fadd_calls;
+    int interfere; /* before this many next CAS, a peer xors the word */
+    uint64_t interfere_xor;
+    util_status_t fail; /* returned by every primitive when set */
 } sim_t;
 
 static util_status_t sim_cas(void *arg, uint64_t word_raddr, uint64_t compare, uint64_t swap,
@@ -588,15 +588,23 @@ static uint64_t ref_apply(btl_amo_op_t op, uint64_t old, uint64_t operand, uint6
                           uint64_t mask)
 {
     switch (op) {
-    case BTL_AMO_FETCH: return old;
+    case BTL_AMO_FETCH:
+        return old;
     case BTL_AMO_SET:
-    case BTL_AMO_SWAP:  return operand & mask;
-    case BTL_AMO_CSWAP: return old == (compare & mask) ? (operand & mask) : old;
-    case BTL_AMO_ADD:   return (old + operand) & mask;
-    case BTL_AMO_AND:   return old & operand & mask;
-    case BTL_AMO_OR:    return (old | operand) & mask;
-    case BTL_AMO_XOR:   return (old ^ operand) & mask;
-    default:            return old;
+    case BTL_AMO_SWAP:
+        return operand & mask;
+    case BTL_AMO_CSWAP:
+        return old == (compare & mask) ? (operand & mask) : old;
+    case BTL_AMO_ADD:
+        return (old + operand) & mask;
+    case BTL_AMO_AND:
+        return old & operand & mask;
+    case BTL_AMO_OR:
+        return (old | operand) & mask;
+    case BTL_AMO_XOR:
+        return (old ^ operand) & mask;
+    default:
+        return old;
     }
 }
 
@@ -618,7 +626,9 @@ START_TEST(test_amo_all_ops)
     static const uint64_t inits[] = {0, 0x89abcdef01234567ull, 0xffffffffffffffffull,
                                      0x00000000ffffffffull};
     static const uint64_t operands[] = {1, 0x0f0f0f0ff0f0f0f0ull, 0xffffffffffffffffull};
-    static const struct { unsigned size, off; } slots[] = {{8, 8}, {4, 8}, {4, 12}};
+    static const struct {
+        unsigned size, off;
+    } slots[] = {{8, 8}, {4, 8}, {4, 12}};
 
     for (int op = 0; op < BTL_AMO_LAST; op++) {
         for (size_t s = 0; s < 3; s++) {
@@ -640,16 +650,18 @@ START_TEST(test_amo_all_ops)
                         neighbour = load_at(&sim, other, 4);
                         compare = match ? before : before ^ 1;
                         want = ref_apply((btl_amo_op_t)op, before, operands[o], compare, mask);
-                        ck_assert_int_eq(btl_verbs_amo_run((btl_amo_op_t)op, size, off,
-                                                           operands[o], compare, sim_cas,
-                                                           sim_fadd, &sim, &result), UTIL_OK);
+                        ck_assert_int_eq(btl_verbs_amo_run((btl_amo_op_t)op, size, off, operands[o],
+                                                           compare, sim_cas, sim_fadd, &sim,
+                                                           &result),
+                                         UTIL_OK);
                         ck_assert_msg(result == before,
-                                      "op %d size %u off %u init %zu: old 0x%llx, want 0x%llx",
-                                      op, size, off, i, (unsigned long long)result,
+                                      "op %d size %u off %u init %zu: old 0x%llx, want 0x%llx", op,
+                                      size, off, i, (unsigned long long)result,
                                       (unsigned long long)before);
                         ck_assert_msg(load_at(&sim, off, size) == want,
                                       "op %d size %u off %u init %zu operand %zu: memory 0x%llx, "
-                                      "want 0x%llx", op, size, off, i, o,
+                                      "want 0x%llx",
+                                      op, size, off, i, o,
                                       (unsigned long long)load_at(&sim, off, size),
                                       (unsigned long long)want);
                         if (size == 4) {
@@ -749,8 +761,8 @@ START_TEST(test_amo_interference)
     memset(&sim, 0, sizeof(sim));
     sim.interfere = 1;
     sim.interfere_xor = 0xabcd000000000000ull; /* the neighbour half, for a 32-bit op */
-    ck_assert_int_eq(btl_verbs_amo_run(BTL_AMO_XOR, 4, 8, 0xffff, 0, sim_cas, sim_fadd, &sim,
-                                       &r), UTIL_OK);
+    ck_assert_int_eq(btl_verbs_amo_run(BTL_AMO_XOR, 4, 8, 0xffff, 0, sim_cas, sim_fadd, &sim, &r),
+                     UTIL_OK);
     ck_assert_int_eq(sim.cas_calls, 2);
     ck_assert_uint_eq(r, 0);
     ck_assert_uint_eq(sim.word[1], 0xabcd00000000ffffull);
@@ -876,16 +888,15 @@ static void check_device(void)
     ck_assert_mem_eq(local + 4096, src, BIG);
     memcpy(btl_mem_addr(src_mem), src, BIG);
     memset(local + 4096, 0, BIG);
-    ck_assert_int_eq(btl_put(ep, btl_mem_addr(src_mem), BIG, src_mem, base + 4096, rkey),
-                     UTIL_OK);
+    ck_assert_int_eq(btl_put(ep, btl_mem_addr(src_mem), BIG, src_mem, base + 4096, rkey), UTIL_OK);
     ck_assert_mem_eq(local + 4096, src, BIG);
     ck_assert_int_eq(btl_get(ep, back, BIG, NULL, base + 4096, rkey), UTIL_OK);
     ck_assert_mem_eq(back, src, BIG);
 
     /* put-with-flag: after the flag, the payload */
     memset(local + 256, 0, 40);
-    ck_assert_int_eq(btl_put_flag(ep, src, 32, NULL, base + 256, rkey, base + 512, rkey, 42,
-                                  NULL), UTIL_OK);
+    ck_assert_int_eq(btl_put_flag(ep, src, 32, NULL, base + 256, rkey, base + 512, rkey, 42, NULL),
+                     UTIL_OK);
     ck_assert_int_eq(btl_flag_wait(ctx, (uint64_t *)(local + 512), 42, 100000000), UTIL_OK);
     ck_assert_mem_eq(local + 256, src, 32);
 

@@ -24,32 +24,32 @@
 #include <unistd.h>
 
 #define T_MAX_BACKENDS 8
-#define T_BULK         (16u << 20)              /* largest transfer */
-#define T_OFF_FLAG     (T_BULK + 8192)          /* notified-flag area */
-#define T_OFF_AMO      (T_OFF_FLAG + 16384)     /* atomics area */
-#define T_OFF_GO       (T_OFF_AMO + 16384)      /* start handshake word */
+#define T_BULK         (16u << 20)          /* largest transfer */
+#define T_OFF_FLAG     (T_BULK + 8192)      /* notified-flag area */
+#define T_OFF_AMO      (T_OFF_FLAG + 16384) /* atomics area */
+#define T_OFF_GO       (T_OFF_AMO + 16384)  /* start handshake word */
 #define T_ARENA        (T_OFF_GO + 4096)
 #define T_TIMEOUT_S    240
 
 typedef struct {
     uint64_t base;
     uint32_t packed_len;
-    uint8_t  packed[BTL_RKEY_PACKED_MAX];
+    uint8_t packed[BTL_RKEY_PACKED_MAX];
 } t_keyinfo_t;
 
 /* A registered region of every PE, unpacked here. */
 typedef struct {
-    uint64_t    *base;  /* per peer: owner's address */
-    btl_rkey_t **rkey;  /* per peer */
+    uint64_t *base;    /* per peer: owner's address */
+    btl_rkey_t **rkey; /* per peer */
 } t_remote_t;
 
 typedef struct {
     const char *name;
-    btl_ctx_t  *ctx;
-    btl_mem_t  *arena;
-    uint8_t    *local;  /* my arena */
-    btl_ep_t  **ep;
-    t_remote_t  remote;
+    btl_ctx_t *ctx;
+    btl_mem_t *arena;
+    uint8_t *local; /* my arena */
+    btl_ep_t **ep;
+    t_remote_t remote;
 } t_backend_t;
 
 static t_backend_t t_be[T_MAX_BACKENDS];
@@ -63,21 +63,20 @@ static uint8_t t_static_buf[4096] __attribute__((aligned(64)));
 static uint64_t t_static_counter[2] __attribute__((aligned(64)));
 
 /* Logs the PE and cause, then fails the Check test. */
-#define T_ASSERT(_cond, ...)                                                  \
-    do {                                                                      \
-        if (!(_cond)) {                                                       \
-            fprintf(stderr, "pe %d: %s:%d: %s: ", t_rank, __FILE__, __LINE__, \
-                    t_case_name);                                             \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-            ck_abort_msg("pe %d: %s failed", t_rank, #_cond);                 \
-        }                                                                     \
+#define T_ASSERT(_cond, ...)                                                                       \
+    do {                                                                                           \
+        if (!(_cond)) {                                                                            \
+            fprintf(stderr, "pe %d: %s:%d: %s: ", t_rank, __FILE__, __LINE__, t_case_name);        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            ck_abort_msg("pe %d: %s failed", t_rank, #_cond);                                      \
+        }                                                                                          \
     } while (0)
 
-#define T_OK(_expr)                                                           \
-    do {                                                                      \
-        util_status_t _s = (_expr);                                           \
-        T_ASSERT(_s == UTIL_OK, "%s returned %s", #_expr, util_status_name(_s)); \
+#define T_OK(_expr)                                                                                \
+    do {                                                                                           \
+        util_status_t _s = (_expr);                                                                \
+        T_ASSERT(_s == UTIL_OK, "%s returned %s", #_expr, util_status_name(_s));                   \
     } while (0)
 
 static void t_case_begin(const char *name, int i)
@@ -237,8 +236,8 @@ START_TEST(test_sizes)
         } else {
             btl_comp_t comp;
             btl_comp_init(&comp);
-            util_status_t s = btl_put_nb(be->ep[to], src, size, NULL, raddr,
-                                         be->remote.rkey[to], &comp);
+            util_status_t s =
+                btl_put_nb(be->ep[to], src, size, NULL, raddr, be->remote.rkey[to], &comp);
             T_ASSERT(s == UTIL_OK || s == UTIL_IN_PROGRESS, "put_nb: %s", util_status_name(s));
             T_OK(btl_ctx_comp_wait(be->ctx, &comp));
         }
@@ -257,8 +256,8 @@ START_TEST(test_sizes)
         } else {
             btl_comp_t comp;
             btl_comp_init(&comp);
-            util_status_t s = btl_get_nb(be->ep[to], back, size, NULL, raddr,
-                                         be->remote.rkey[to], &comp);
+            util_status_t s =
+                btl_get_nb(be->ep[to], back, size, NULL, raddr, be->remote.rkey[to], &comp);
             T_ASSERT(s == UTIL_OK || s == UTIL_IN_PROGRESS, "get_nb: %s", util_status_name(s));
             T_OK(btl_ctx_comp_wait(be->ctx, &comp));
         }
@@ -338,8 +337,8 @@ START_TEST(test_unaligned)
                 T_OK(btl_put(be->ep[to], src + soff, size, NULL, raddr, be->remote.rkey[to]));
                 T_OK(btl_ctx_quiet(be->ctx));
                 memset(back, 0, sizeof(back));
-                T_OK(btl_get(be->ep[to], back + (7 - soff), size, NULL, raddr,
-                             be->remote.rkey[to]));
+                T_OK(
+                    btl_get(be->ep[to], back + (7 - soff), size, NULL, raddr, be->remote.rkey[to]));
                 T_ASSERT(memcmp(back + (7 - soff), src + soff, size) == 0,
                          "src+%zu -> dst+%zu size %zu differs", soff, doff, size);
             }
@@ -358,10 +357,10 @@ START_TEST(test_registration)
     uint8_t *heap_buf = malloc(5000);
     struct {
         const char *what;
-        uint8_t    *addr;
-        size_t      size;
-        btl_mem_t  *mem;
-        t_remote_t  remote;
+        uint8_t *addr;
+        size_t size;
+        btl_mem_t *mem;
+        t_remote_t remote;
     } kinds[3] = {
         {"heap", heap_buf, 5000, NULL, {NULL, NULL}},
         {"stack", stack_buf, sizeof(stack_buf), NULL, {NULL, NULL}},
@@ -398,8 +397,8 @@ START_TEST(test_registration)
         T_OK(btl_get(be->ep[to], back, size, NULL, kinds[k].remote.base[to] + 1,
                      kinds[k].remote.rkey[to]));
         for (size_t i = 0; i < size; i++) {
-            T_ASSERT(back[i] == t_pattern(t_rank, size + (size_t)k, i),
-                     "%s: get byte %zu wrong", kinds[k].what, i);
+            T_ASSERT(back[i] == t_pattern(t_rank, size + (size_t)k, i), "%s: get byte %zu wrong",
+                     kinds[k].what, i);
         }
     }
     T_OK(bootstrap_barrier());
@@ -431,8 +430,8 @@ START_TEST(test_static_atomics)
     for (int it = 0; it < iters; it++) {
         for (int p = 0; p < t_size; p++) {
             T_OK(btl_amo_post(be->ep[p], BTL_AMO_ADD, 8, remote.base[p], remote.rkey[p], 3));
-            T_OK(btl_amo_fetch(be->ep[p], BTL_AMO_ADD, 4, remote.base[p] + 8, remote.rkey[p], 1,
-                               0, &old));
+            T_OK(btl_amo_fetch(be->ep[p], BTL_AMO_ADD, 4, remote.base[p] + 8, remote.rkey[p], 1, 0,
+                               &old));
         }
     }
     T_OK(btl_ctx_quiet(be->ctx));
@@ -520,8 +519,8 @@ START_TEST(test_get_flag)
         __atomic_store_n(ready, (uint64_t)it, __ATOMIC_RELEASE);
         /* getter side: wait for the right neighbour's version it */
         do {
-            T_OK(btl_amo_fetch(be->ep[to], BTL_AMO_FETCH, 8, rbase + 16 * 8, be->remote.rkey[to],
-                               0, 0, &r));
+            T_OK(btl_amo_fetch(be->ep[to], BTL_AMO_FETCH, 8, rbase + 16 * 8, be->remote.rkey[to], 0,
+                               0, &r));
             if (r < (uint64_t)it) {
                 sched_yield();
             }
@@ -548,7 +547,7 @@ static void t_amo_run(t_backend_t *be, unsigned size, int iters)
 {
     uint64_t base_off = T_OFF_AMO + (size == 8 ? 0 : 4096);
     /* slot k of the area at byte offset k * size */
-#define T_SLOT(_p, _k) (be->remote.base[_p] + base_off + (uint64_t)(_k) * size)
+#define T_SLOT(_p, _k) (be->remote.base[_p] + base_off + (uint64_t)(_k)*size)
     uint64_t all_ones = size == 8 ? ~(uint64_t)0 : 0xffffffffu;
     uint64_t mybit = (uint64_t)1 << (t_rank % (int)(size * 8));
     uint64_t old;
@@ -572,15 +571,15 @@ static void t_amo_run(t_backend_t *be, unsigned size, int iters)
             T_OK(btl_amo_post(ep, BTL_AMO_OR, size, T_SLOT(p, 2), rk, mybit));
             T_OK(btl_amo_fetch(ep, BTL_AMO_OR, size, T_SLOT(p, 3), rk, mybit, 0, &old));
             T_OK(btl_amo_post(ep, BTL_AMO_AND, size, T_SLOT(p, 4), rk, all_ones & ~mybit));
-            T_OK(btl_amo_fetch(ep, BTL_AMO_AND, size, T_SLOT(p, 5), rk, all_ones & ~mybit, 0,
-                               &old));
+            T_OK(
+                btl_amo_fetch(ep, BTL_AMO_AND, size, T_SLOT(p, 5), rk, all_ones & ~mybit, 0, &old));
             T_OK(btl_amo_post(ep, BTL_AMO_XOR, size, T_SLOT(p, 6), rk, mybit));
             T_OK(btl_amo_fetch(ep, BTL_AMO_XOR, size, T_SLOT(p, 7), rk, mybit, 0, &old));
             /* increment by compare-and-swap retry */
             T_OK(btl_amo_fetch(ep, BTL_AMO_FETCH, size, T_SLOT(p, 8), rk, 0, 0, &v));
             for (;;) {
-                T_OK(btl_amo_fetch(ep, BTL_AMO_CSWAP, size, T_SLOT(p, 8), rk, (v + 1) & all_ones,
-                                   v, &old));
+                T_OK(btl_amo_fetch(ep, BTL_AMO_CSWAP, size, T_SLOT(p, 8), rk, (v + 1) & all_ones, v,
+                                   &old));
                 if (old == v) {
                     break;
                 }
@@ -605,8 +604,8 @@ static void t_amo_run(t_backend_t *be, unsigned size, int iters)
             bits |= (uint64_t)1 << (p % (int)(size * 8));
             sumrank += (uint64_t)p + 1;
         }
-        static const char *const names[] = {"add", "fetch-add", "or", "fetch-or", "and",
-                                            "fetch-and", "xor", "fetch-xor", "cswap"};
+        static const char *const names[] = {
+            "add", "fetch-add", "or", "fetch-or", "and", "fetch-and", "xor", "fetch-xor", "cswap"};
         uint64_t expected[9];
         expected[0] = n & all_ones;
         expected[1] = ((uint64_t)iters * sumrank) & all_ones;
@@ -633,8 +632,7 @@ static void t_amo_run(t_backend_t *be, unsigned size, int iters)
         }
         T_OK(btl_amo_fetch(be->ep[t_rank], BTL_AMO_FETCH, size, T_SLOT(t_rank, 10),
                            be->remote.rkey[t_rank], 0, 0, &v));
-        T_ASSERT(v >= 1 && v <= (uint64_t)t_size, "%u-byte set: %llu", size,
-                 (unsigned long long)v);
+        T_ASSERT(v >= 1 && v <= (uint64_t)t_size, "%u-byte set: %llu", size, (unsigned long long)v);
         /* swap balance: xor of everything swapped in (plus initial 0) equals
          * xor of everything swapped out plus the final values */
         xs[0] = swap_in_xor;

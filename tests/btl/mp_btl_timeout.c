@@ -26,29 +26,29 @@
 #include <time.h>
 #include <unistd.h>
 
-#define T_BIG      (1u << 20)
-#define T_AWAKE    T_BIG            /* offset of PE 1's "awake" word, in PE 0's arena */
-#define T_DONE     (T_BIG + 64)     /* offset of PE 0's "done" word, in PE 1's arena */
-#define T_HELLO    (T_BIG + 128)    /* connection warm-up word, both ways */
-#define T_ARENA    (T_BIG + 4096)
-#define T_STALL_S  5
+#define T_BIG     (1u << 20)
+#define T_AWAKE   T_BIG         /* offset of PE 1's "awake" word, in PE 0's arena */
+#define T_DONE    (T_BIG + 64)  /* offset of PE 0's "done" word, in PE 1's arena */
+#define T_HELLO   (T_BIG + 128) /* connection warm-up word, both ways */
+#define T_ARENA   (T_BIG + 4096)
+#define T_STALL_S 5
 
 typedef struct {
     uint64_t base;
     uint32_t len;
-    uint8_t  packed[BTL_RKEY_PACKED_MAX];
+    uint8_t packed[BTL_RKEY_PACKED_MAX];
 } t_key_t;
 
 static int t_failures;
 
-#define T_CHECK(_cond, ...)                                                   \
-    do {                                                                      \
-        if (!(_cond)) {                                                       \
-            fprintf(stderr, "pe %d: %s:%d: ", bootstrap_rank(), __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-            t_failures++;                                                     \
-        }                                                                     \
+#define T_CHECK(_cond, ...)                                                                        \
+    do {                                                                                           \
+        if (!(_cond)) {                                                                            \
+            fprintf(stderr, "pe %d: %s:%d: ", bootstrap_rank(), __FILE__, __LINE__);               \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            t_failures++;                                                                          \
+        }                                                                                          \
     } while (0)
 
 static double t_now(void)

@@ -26,10 +26,10 @@
 
 #include "tests/common/mp_check.h"
 
-#define BIG (1 << 20)
-#define ITERS 200
+#define BIG             (1 << 20)
+#define ITERS           200
 #define CONTENDED_ITERS 2000
-#define SELF_BATCH 1024
+#define SELF_BATCH      1024
 
 static int me, npes, errors;
 static long static_words[1024];
@@ -257,8 +257,7 @@ int main(int argc, char **argv)
     shmem_init();
     me = shmem_my_pe();
     npes = shmem_n_pes();
-    CHECK(me == rank && npes == size, "shmem PE %d of %d, MPI rank %d of %d", me, npes, rank,
-          size);
+    CHECK(me == rank && npes == size, "shmem PE %d of %d, MPI rank %d of %d", me, npes, rank, size);
     check_rma();
     MPI_Barrier(MPI_COMM_WORLD); /* MPI and shmem calls interleave */
     check_notify();

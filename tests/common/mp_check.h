@@ -10,13 +10,13 @@
 
 #include <stdio.h>
 
-#define CHECK(_cond, ...)                                                     \
-    do {                                                                      \
-        if (!(_cond) && errors++ < 10) {                                      \
-            fprintf(stderr, "PE %d: %s:%d: ", me, __FILE__, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-        }                                                                     \
+#define CHECK(_cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(_cond) && errors++ < 10) {                                                           \
+            fprintf(stderr, "PE %d: %s:%d: ", me, __FILE__, __LINE__);                             \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+        }                                                                                          \
     } while (0)
 
 #endif

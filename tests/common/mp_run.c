@@ -309,7 +309,7 @@ int mp_count_lines(const char *text, const char *what)
 
     for (const char *line = text; line != NULL && *line != '\0';) {
         const char *end = strchr(line, '\n');
-        size_t len      = end != NULL ? (size_t)(end - line) : strlen(line);
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
         const char *hit = strstr(line, what);
 
         count += hit != NULL && (size_t)(hit - line) < len;

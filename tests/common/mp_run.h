@@ -17,8 +17,8 @@
  * this one runs. mp_run/mp_wait multiply their limits by it; tests multiply
  * their own time bounds by it and divide heavy stress counts by it. */
 double mp_time_scale(void);
-double mp_scaled_time(double seconds);  /* seconds * scale */
-long mp_scaled_count(long count);       /* count / scale, at least 1 */
+double mp_scaled_time(double seconds); /* seconds * scale */
+long mp_scaled_count(long count);      /* count / scale, at least 1 */
 
 /* Runs argv (NULL-terminated) in its own process group; returns its exit
  * status, 128+signal, or MP_RUN_TIMEOUT. limit_s is scaled by mp_time_scale().

@@ -17,13 +17,13 @@
 #include "btl/btl.h"
 #include "btl/btl_inl.h"
 
-#define EXPECT(_cond, ...)                                                    \
-    do {                                                                      \
-        if (!(_cond)) {                                                       \
-            fprintf(stderr, "fuzz_keys: " __VA_ARGS__);                      \
-            fputc('\n', stderr);                                              \
-            abort();                                                          \
-        }                                                                     \
+#define EXPECT(_cond, ...)                                                                         \
+    do {                                                                                           \
+        if (!(_cond)) {                                                                            \
+            fprintf(stderr, "fuzz_keys: " __VA_ARGS__);                                            \
+            fputc('\n', stderr);                                                                   \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 #define FUZZ_RANKS 4
@@ -98,7 +98,11 @@ static void fuzz_ingest_raw(const uint8_t *data, size_t size)
  * stage, then decode; every staged key must read back its last value. */
 static void fuzz_ingest_roundtrip(const uint8_t *data, size_t size)
 {
-    struct { char key[BOOTSTRAP_KEY_MAX]; const uint8_t *value; size_t len; } ent[32];
+    struct {
+        char key[BOOTSTRAP_KEY_MAX];
+        const uint8_t *value;
+        size_t len;
+    } ent[32];
     int n = 0;
     size_t pos = 0;
 
@@ -143,10 +147,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     switch (data[0] % 4) {
-    case 0: fuzz_rkey(data + 1, size - 1, 0); break;
-    case 1: fuzz_rkey(data + 1, size - 1, 1); break;
-    case 2: fuzz_ingest_raw(data + 1, size - 1); break;
-    default: fuzz_ingest_roundtrip(data + 1, size - 1); break;
+    case 0:
+        fuzz_rkey(data + 1, size - 1, 0);
+        break;
+    case 1:
+        fuzz_rkey(data + 1, size - 1, 1);
+        break;
+    case 2:
+        fuzz_ingest_raw(data + 1, size - 1);
+        break;
+    default:
+        fuzz_ingest_roundtrip(data + 1, size - 1);
+        break;
     }
     return 0;
 }

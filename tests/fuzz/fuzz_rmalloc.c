@@ -39,13 +39,13 @@ static uint64_t take(input_t *in, unsigned bytes)
     return v;
 }
 
-#define EXPECT(_cond, ...)                                                    \
-    do {                                                                      \
-        if (!(_cond)) {                                                       \
-            fprintf(stderr, "fuzz_rmalloc: " __VA_ARGS__);                   \
-            fputc('\n', stderr);                                              \
-            abort();                                                          \
-        }                                                                     \
+#define EXPECT(_cond, ...)                                                                         \
+    do {                                                                                           \
+        if (!(_cond)) {                                                                            \
+            fprintf(stderr, "fuzz_rmalloc: " __VA_ARGS__);                                         \
+            fputc('\n', stderr);                                                                   \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 typedef struct {
@@ -57,7 +57,7 @@ typedef struct {
     unsigned nlive;
     raddr_t dead[MAX_LIVE]; /* freed descriptors, for double frees */
     unsigned ndead;
-    int owner[MAX_UNITS];   /* 1 + index into live, 0 = free (dummies: -1) */
+    int owner[MAX_UNITS]; /* 1 + index into live, 0 = free (dummies: -1) */
 } model_t;
 
 static uint64_t model_used(const model_t *m)
@@ -87,8 +87,7 @@ static void model_verify(const model_t *m)
 static void model_add(model_t *m, const raddr_t *d, uint64_t payload, uint64_t align)
 {
     EXPECT(d->start < d->end && d->end <= m->units, "descriptor [%llu,%llu) outside %llu units",
-           (unsigned long long)d->start, (unsigned long long)d->end,
-           (unsigned long long)m->units);
+           (unsigned long long)d->start, (unsigned long long)d->end, (unsigned long long)m->units);
     EXPECT(((d->end - d->start) * m->unit) >= payload + m->header, "allocation too small");
     EXPECT(align <= m->unit || (d->start * m->unit) % align == 0, "misaligned allocation");
     for (uint64_t u = d->start; u < d->end; u++) {
@@ -130,20 +129,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     memset(&m, 0, sizeof(m));
     memset(&cfg, 0, sizeof(cfg));
-    uint64_t mode    = take(&in, 1); /* heuristic, and claims mode in a quarter of the rest */
-    cfg.heuristic    = (rmalloc_heuristic_t)(mode % RMALLOC_HEURISTIC_COUNT);
-    m.ring           = cfg.heuristic == RMALLOC_NEXT_FIT && (take(&in, 1) & 1);
-    m.claims         = !m.ring && (mode / RMALLOC_HEURISTIC_COUNT) % 4 == 3;
+    uint64_t mode = take(&in, 1); /* heuristic, and claims mode in a quarter of the rest */
+    cfg.heuristic = (rmalloc_heuristic_t)(mode % RMALLOC_HEURISTIC_COUNT);
+    m.ring = cfg.heuristic == RMALLOC_NEXT_FIT && (take(&in, 1) & 1);
+    m.claims = !m.ring && (mode / RMALLOC_HEURISTIC_COUNT) % 4 == 3;
     /* next-fit, neither: ring-first in half of the cases (ignored by the others) */
-    cfg.flags        = m.ring ? RMALLOC_VMEM_RING : m.claims ? RMALLOC_VMEM_CLAIMS
-                     : (mode / RMALLOC_HEURISTIC_COUNT) % 2 ? RMALLOC_VMEM_RING_FIRST : 0;
-    cfg.unit         = UINT64_C(8) << (take(&in, 1) % 4);
-    m.units          = 1 + take(&in, 1) % MAX_UNITS;
-    cfg.size         = m.units * cfg.unit;
+    cfg.flags = m.ring                                 ? RMALLOC_VMEM_RING
+                : m.claims                             ? RMALLOC_VMEM_CLAIMS
+                : (mode / RMALLOC_HEURISTIC_COUNT) % 2 ? RMALLOC_VMEM_RING_FIRST
+                                                       : 0;
+    cfg.unit = UINT64_C(8) << (take(&in, 1) % 4);
+    m.units = 1 + take(&in, 1) % MAX_UNITS;
+    cfg.size = m.units * cfg.unit;
     cfg.header_bytes = (uint32_t)(take(&in, 1) % 2) * 8;
-    cfg.seed         = take(&in, 2);
-    m.unit           = cfg.unit;
-    m.header         = cfg.header_bytes;
+    cfg.seed = take(&in, 2);
+    m.unit = cfg.unit;
+    m.header = cfg.header_bytes;
     if (rmalloc_vmem_create(&cfg, &m.vmem) != UTIL_OK) {
         return 0;
     }
@@ -153,9 +154,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         util_status_t status;
 
         switch (op) {
-        case 0: case 1: case 2: { /* alloc */
+        case 0:
+        case 1:
+        case 2: { /* alloc */
             uint64_t payload = take(&in, 2) % (m.units * m.unit + 64);
-            uint64_t align   = (take(&in, 1) % 3 == 0) ? (UINT64_C(1) << (take(&in, 1) % 10)) : 0;
+            uint64_t align = (take(&in, 1) % 3 == 0) ? (UINT64_C(1) << (take(&in, 1) % 10)) : 0;
             status = UTIL_ERR_NO_RESOURCE;
             if (op == 2 && !align) {
                 /* rpipe's small-message path: the ring inline, then the
@@ -180,7 +183,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                            (m.claims && status == UTIL_ERR_UNSUPPORTED),
                        "alloc: unexpected status %d", status);
                 EXPECT(!m.claims || status != UTIL_ERR_NO_RESOURCE, "claims mode allocated");
-                EXPECT(status != UTIL_ERR_INVALID || payload == 0 || payload + m.header > m.units * m.unit,
+                EXPECT(status != UTIL_ERR_INVALID || payload == 0 ||
+                           payload + m.header > m.units * m.unit,
                        "alloc of %llu bytes called invalid", (unsigned long long)payload);
             }
             break;
@@ -198,7 +202,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 for (unsigned a = 0; sorted && a < k; a++) { /* by id: allocation order */
                     for (unsigned b = a + 1; b < k; b++) {
                         if (m.live[idx[b]].id < m.live[idx[a]].id) {
-                            unsigned t = idx[a]; idx[a] = idx[b]; idx[b] = t;
+                            unsigned t = idx[a];
+                            idx[a] = idx[b];
+                            idx[b] = t;
                         }
                     }
                 }
@@ -216,7 +222,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     for (unsigned b = a + 1; b < k; b++) {
                         if (idx[b] > idx[top]) top = b;
                     }
-                    unsigned t = idx[a]; idx[a] = idx[top]; idx[top] = t;
+                    unsigned t = idx[a];
+                    idx[a] = idx[top];
+                    idx[top] = t;
                     model_remove(&m, idx[a], 1);
                 }
             }
@@ -224,7 +232,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 3: /* free a live allocation (ring: any order) */
             if (m.nlive > 0) {
                 unsigned i = (unsigned)take(&in, 1) % m.nlive;
-                EXPECT(rmalloc_vmem_free(m.vmem, &m.live[i]) == UTIL_OK, "free of a live allocation failed");
+                EXPECT(rmalloc_vmem_free(m.vmem, &m.live[i]) == UTIL_OK,
+                       "free of a live allocation failed");
                 model_remove(&m, i, 1);
             }
             break;
@@ -237,10 +246,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             } else if (m.nlive > 0) {
                 d = m.live[take(&in, 1) % m.nlive];
                 switch (take(&in, 1) % 4) {
-                case 0: d.id ^= 1 + take(&in, 1); break;
-                case 1: d.block += 1 + (uint32_t)take(&in, 1); break;
-                case 2: d.start += 1 + take(&in, 1); break;
-                default: d.end += 1 + take(&in, 1); break;
+                case 0:
+                    d.id ^= 1 + take(&in, 1);
+                    break;
+                case 1:
+                    d.block += 1 + (uint32_t)take(&in, 1);
+                    break;
+                case 2:
+                    d.start += 1 + take(&in, 1);
+                    break;
+                default:
+                    d.end += 1 + take(&in, 1);
+                    break;
                 }
                 expect_rejected_free(&m, &d);
             }
@@ -257,7 +274,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     model_add(&m, &d, payload, 0);
                 } else {
                     EXPECT(status == UTIL_ERR_NO_RESOURCE || status == UTIL_ERR_UNSUPPORTED ||
-                           status == UTIL_ERR_INVALID, "realloc: unexpected status %d", status);
+                               status == UTIL_ERR_INVALID,
+                           "realloc: unexpected status %d", status);
                     EXPECT(status != UTIL_ERR_UNSUPPORTED || m.ring || m.claims,
                            "realloc unsupported");
                 }
@@ -280,7 +298,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     model_add(&m, &d, units * m.unit - m.header, 0);
                 } else {
                     EXPECT(status == UTIL_ERR_INVALID, "claim over used units: status %d", status);
-                    EXPECT(rmalloc_vmem_used_units(m.vmem) == used, "rejected claim changed the instance");
+                    EXPECT(rmalloc_vmem_used_units(m.vmem) == used,
+                           "rejected claim changed the instance");
                 }
             } else if (m.ring) {
                 rmalloc_vmem_ring_take_released(m.vmem);

@@ -107,7 +107,7 @@ START_TEST(test_netns_links)
 END_TEST
 
 static const char *const rpipe_runs[][6] = {
-    {"stream", "put", "tag", "next", "300"},   {"stream", "get", "block", "next", "300"},
+    {"stream", "put", "tag", "next", "300"},        {"stream", "get", "block", "next", "300"},
     {"irregular", "put", "channel", "best", "300"}, {"channels", "get", "tag", "next", "300"},
     {"alltoall", "put", "channel", "next", "300"},  {"messages"},
 };
@@ -159,8 +159,13 @@ END_TEST
  * last run needs no root: the nodes share a namespace, ofi crosses lo. */
 START_TEST(test_shmem_team)
 {
-    static const struct { int np, nodes, netns; const char *hier, *mode; } runs[] = {
-        {4, 2, 1, "auto", "all"}, {4, 2, 1, "no", "coll"}, {5, 2, 1, "auto", "coll"},
+    static const struct {
+        int np, nodes, netns;
+        const char *hier, *mode;
+    } runs[] = {
+        {4, 2, 1, "auto", "all"},
+        {4, 2, 1, "no", "coll"},
+        {5, 2, 1, "auto", "coll"},
         {5, 3, 0, "yes", "coll"},
     };
     char nodes_arg[16];
@@ -179,8 +184,9 @@ START_TEST(test_shmem_team)
     } else {
         setenv("RMB_BTL", "auto", 1);
         setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
-        status = mp_run(mp_oshrun_argv(runs[_i].np, runs[_i].nodes, "multinode/mp_shmem_team", args),
-                        120, NULL);
+        status =
+            mp_run(mp_oshrun_argv(runs[_i].np, runs[_i].nodes, "multinode/mp_shmem_team", args),
+                   120, NULL);
         ck_assert_int_eq(mp_count_alive("multinode/mp_shmem_team"), 0);
     }
     unsetenv("SHMEM_COLL_HIER");
@@ -198,8 +204,13 @@ END_TEST
  * set) turns a stuck connection into a failed job after 10 s; each job is
  * killed at 60 s. Prints min/median/max wall time per configuration and
  * every job slower than 2 s. */
-static const struct { int np, nodes, netns; } first_contact_runs[] = {
-    {4, 2, 0}, {8, 4, 0}, {4, 2, 1}, {8, 4, 1},
+static const struct {
+    int np, nodes, netns;
+} first_contact_runs[] = {
+    {4, 2, 0},
+    {8, 4, 0},
+    {4, 2, 1},
+    {8, 4, 1},
 };
 
 static long first_contact_reps(void)
@@ -288,7 +299,8 @@ static char *netns_list(const char *before, int verbose, int *fresh_p)
         ssize_t n;
 
         snprintf(path, sizeof(path), "/proc/%s/ns/net", entry->d_name);
-        n = entry->d_name[0] >= '0' && entry->d_name[0] <= '9' ? readlink(path, ns, sizeof(ns) - 1) : -1;
+        n = entry->d_name[0] >= '0' && entry->d_name[0] <= '9' ? readlink(path, ns, sizeof(ns) - 1)
+                                                               : -1;
         if (n <= 0) {
             continue;
         }
@@ -396,14 +408,15 @@ START_TEST(test_netns_needs_root)
     ck_assert_int_eq(WEXITSTATUS(wstatus), 1);
     ck_assert(got > 0);
     line[got] = '\0';
-    ck_assert_msg(strstr(line, "--netns needs root") != NULL && strchr(line, '\n') == line + got - 1,
+    ck_assert_msg(strstr(line, "--netns needs root") != NULL &&
+                      strchr(line, '\n') == line + got - 1,
                   "one line naming the cause, got '%s'", line);
 }
 END_TEST
 
 int main(void)
 {
-    Suite *s  = suite_create("multinode");
+    Suite *s = suite_create("multinode");
     TCase *tc = tcase_create("netns"), *fc;
 
     tcase_set_timeout(tc, 150);

@@ -55,8 +55,8 @@ static const size_t put_sizes[] = {8, 512, BIG};
 static int me, npes, errors;
 
 /* symmetric (static data) */
-static long counter[2];            /* phase 1 and 2 targets */
-static long olds[2][MAXPES];       /* olds[k][p]: what PE p's add fetched here */
+static long counter[2];      /* phase 1 and 2 targets */
+static long olds[2][MAXPES]; /* olds[k][p]: what PE p's add fetched here */
 static double times[6], max_times[6];
 
 static double now(void)
@@ -97,8 +97,9 @@ static void all_to_all(int k, long scale, enum order order)
     long fetched[MAXPES];
 
     for (int i = 0; i < npes; i++) {
-        int q = order == ORDER_SAME ? i : order == ORDER_XOR ? me ^ ((i + 1) % npes)
-                                                             : (me + 1 + i) % npes;
+        int q = order == ORDER_SAME  ? i
+                : order == ORDER_XOR ? me ^ ((i + 1) % npes)
+                                     : (me + 1 + i) % npes;
         fetched[q] = shmem_long_atomic_fetch_add(&counter[k], (me + 1) * scale, q);
     }
     for (int q = 0; q < npes; q++) {
@@ -154,8 +155,8 @@ int main(int argc, char **argv)
     shmem_init();
     times[3] = now() - t0;
     times[5] = cpu_time(); /* start-up and shmem_init: CPU this PE needed */
-    t0   = now();
-    me   = shmem_my_pe();
+    t0 = now();
+    me = shmem_my_pe();
     npes = shmem_n_pes();
     if (npes > MAXPES) {
         if (me == 0) fprintf(stderr, "mp_first_contact: at most %d PEs\n", MAXPES);
@@ -181,7 +182,7 @@ int main(int argc, char **argv)
 
     /* 3: puts of each size to every other PE */
     slots = shmem_malloc((size_t)npes * BIG);
-    src   = malloc(BIG);
+    src = malloc(BIG);
     CHECK(slots != NULL && src != NULL, "allocation");
     if (slots == NULL || src == NULL) shmem_global_exit(1);
     memset(slots, 0, (size_t)npes * BIG);
@@ -214,8 +215,9 @@ int main(int argc, char **argv)
         printf("mp_first_contact: %d PEs (%s): ", npes, order_names[order]);
         if (max_times[4] >= 0) printf("launch %.1f ms, ", max_times[4] * 1e3);
         printf("init %.1f ms (cpu %.1f ms), first contact %.1f ms, second %.1f ms, puts %.1f ms "
-               "(slowest PE)\n", max_times[3] * 1e3, max_times[5] * 1e3, max_times[0] * 1e3,
-               max_times[1] * 1e3, max_times[2] * 1e3);
+               "(slowest PE)\n",
+               max_times[3] * 1e3, max_times[5] * 1e3, max_times[0] * 1e3, max_times[1] * 1e3,
+               max_times[2] * 1e3);
         fflush(stdout);
     }
     shmem_free(slots);

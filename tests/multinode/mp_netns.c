@@ -15,14 +15,14 @@
 
 #define PAYLOAD (4L << 20)
 
-#define CHECK(cond, ...)                                                                         \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            fprintf(stderr, "PE %d: %s:%d: ", shmem_my_pe(), __FILE__, __LINE__);                \
-            fprintf(stderr, __VA_ARGS__);                                                        \
-            fprintf(stderr, "\n");                                                               \
-            shmem_global_exit(1);                                                                \
-        }                                                                                        \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "PE %d: %s:%d: ", shmem_my_pe(), __FILE__, __LINE__);                  \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            shmem_global_exit(1);                                                                  \
+        }                                                                                          \
     } while (0)
 
 /* Bytes sent on rmb0 in my namespace (/proc/self/net is per namespace,
@@ -64,7 +64,7 @@ int main(int argc, char **argv)
         sleep(60);
         return 1;
     }
-    me   = shmem_my_pe();
+    me = shmem_my_pe();
     npes = shmem_n_pes();
     CHECK(npes <= 256, "at most 256 PEs");
     CHECK(stat("/proc/self/ns/net", &mine) == 0, "stat of my namespace");
@@ -75,9 +75,8 @@ int main(int argc, char **argv)
     shmem_longlong_fcollect(SHMEM_TEAM_WORLD, all_ids, netns_id, 2);
     for (int p = 0; p < npes; p++) {
         int same_node = all_ids[2 * p + 1] == netns_id[1];
-        CHECK(same_node == (all_ids[2 * p] == netns_id[0]),
-              "PE %d: namespace %s but node %s", p, all_ids[2 * p] == netns_id[0] ? "same" : "other",
-              same_node ? "same" : "other");
+        CHECK(same_node == (all_ids[2 * p] == netns_id[0]), "PE %d: namespace %s but node %s", p,
+              all_ids[2 * p] == netns_id[0] ? "same" : "other", same_node ? "same" : "other");
     }
 
     /* the first PE of each node puts PAYLOAD to the PE after its node */
@@ -85,8 +84,8 @@ int main(int argc, char **argv)
     CHECK(buf != NULL, "shmem_malloc");
     memset(buf, me & 0x7f, PAYLOAD);
     shared_me = shmem_team_my_pe(SHMEM_TEAM_SHARED);
-    shared_n  = shmem_team_n_pes(SHMEM_TEAM_SHARED);
-    before    = tx_bytes();
+    shared_n = shmem_team_n_pes(SHMEM_TEAM_SHARED);
+    before = tx_bytes();
     CHECK(before >= 0, "no link rmb0 in my namespace");
     shmem_barrier_all();
     if (shared_me == 0 && shared_n < npes) {

@@ -30,19 +30,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define UNIT   64
-#define UNITS  512
+#define UNIT    64
+#define UNITS   512
 #define MAXLIVE 1024
 
 static uint64_t g_seed = 20261122;
-static uint64_t g_ops  = 20000;
+static uint64_t g_ops = 20000;
 
 typedef struct {
-    pair_t   p;
-    int      combo;
+    pair_t p;
+    int combo;
     uint64_t rng, step;
-    uint8_t  inuse[UNITS];
-    raddr_t  unposted[MAXLIVE], inflight[MAXLIVE], held[MAXLIVE];
+    uint8_t inuse[UNITS];
+    raddr_t unposted[MAXLIVE], inflight[MAXLIVE], held[MAXLIVE];
     uint64_t unposted_align[MAXLIVE], inflight_align[MAXLIVE];
     unsigned nun, nin, nheld;
     unsigned nun_taken; /* unposted[0..nun_taken) were taken early */
@@ -62,15 +62,14 @@ static uint64_t rnd(model_t *m)
 static void model_fail(const model_t *m, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-#define MCHECK(_m, _cond, ...)                                                \
-    do {                                                                      \
-        if (!(_cond))                                                         \
-            model_fail((_m), __LINE__, __VA_ARGS__);                          \
+#define MCHECK(_m, _cond, ...)                                                                     \
+    do {                                                                                           \
+        if (!(_cond)) model_fail((_m), __LINE__, __VA_ARGS__);                                     \
     } while (0)
 
 static void model_fail(const model_t *m, int line, const char *fmt, ...)
 {
-    char    msg[256];
+    char msg[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -108,14 +107,12 @@ static void compare(model_t *m, int exact)
     rmalloc_vmem_walk(rmalloc_sync_vmem(m->p.ep[PAIR_CONSUMER]), collect_cb, &bc);
     unsigned j = 0;
     for (unsigned i = 0; i < bc.n; i++) {
-        while (j < bp.n && bp.start[j] < bc.start[i])
-            j++;
+        while (j < bp.n && bp.start[j] < bc.start[i]) j++;
         MCHECK(m, j < bp.n && bp.start[j] == bc.start[i] && bp.end[j] == bc.end[i],
                "consumer block [%llu,%llu) is not live in the producer",
                (unsigned long long)bc.start[i], (unsigned long long)bc.end[i]);
     }
-    if (exact)
-        MCHECK(m, bp.n == bc.n, "producer has %u allocations, consumer %u", bp.n, bc.n);
+    if (exact) MCHECK(m, bp.n == bc.n, "producer has %u allocations, consumer %u", bp.n, bc.n);
 }
 
 static void check_all(model_t *m)
@@ -129,18 +126,17 @@ static void check_all(model_t *m)
 
 static void op_alloc(model_t *m)
 {
-    raddr_t  d;
+    raddr_t d;
     uint64_t r = rnd(m);
     /* mostly small messages, some large ones (up to 1/8 of the region) */
     uint64_t payload = (r % 4) ? 1 + (r >> 8) % (3 * UNIT) : 1 + (r >> 8) % (UNITS * UNIT / 8);
-    uint64_t align   = ((r >> 40) % 16 == 0) ? 256 : 0;
+    uint64_t align = ((r >> 40) % 16 == 0) ? 256 : 0;
     if ((r >> 44) % 2 && m->last_payload) { /* a stream of equal messages */
         payload = m->last_payload;
-        align   = 0;
+        align = 0;
     }
     m->last_payload = payload;
-    if (m->nun + m->nin + m->nheld >= MAXLIVE)
-        return;
+    if (m->nun + m->nin + m->nheld >= MAXLIVE) return;
     util_status_t st = UTIL_ERR_NO_RESOURCE;
     if (!align && (r >> 46) % 2) {
         /* rpipe's small-message path: straight into the ring while no sync
@@ -148,16 +144,12 @@ static void op_alloc(model_t *m)
         uint64_t units;
         struct rmalloc_ring *ring =
             rmalloc_sync_alloc_ring(m->p.ep[PAIR_PRODUCER], payload, &units);
-        if (ring != NULL)
-            st = rmalloc_ring_alloc_inl(ring, units, 1, payload, &d);
-        if (st == UTIL_OK)
-            m->ring_allocs++;
+        if (ring != NULL) st = rmalloc_ring_alloc_inl(ring, units, 1, payload, &d);
+        if (st == UTIL_OK) m->ring_allocs++;
     }
-    if (st != UTIL_OK)
-        st = rmalloc_sync_alloc(m->p.ep[PAIR_PRODUCER], payload, align, &d);
+    if (st != UTIL_OK) st = rmalloc_sync_alloc(m->p.ep[PAIR_PRODUCER], payload, align, &d);
     st_ok(m, st, "alloc");
-    if (st != UTIL_OK)
-        return;
+    if (st != UTIL_OK) return;
     MCHECK(m, d.end <= UNITS && d.end > d.start && d.payload == payload, "bad descriptor");
     MCHECK(m, !align || rmalloc_desc_offset(&d) % align == 0, "misaligned");
     for (uint64_t u = d.start; u < d.end; u++) {
@@ -166,22 +158,20 @@ static void op_alloc(model_t *m)
         m->inuse[u] = 1;
     }
     m->unposted_align[m->nun] = align;
-    m->unposted[m->nun++]     = d;
+    m->unposted[m->nun++] = d;
 }
 
 static void op_post(model_t *m)
 {
-    if (!m->nun)
-        return;
+    if (!m->nun) return;
     util_status_t st = rmalloc_sync_post(m->p.ep[PAIR_PRODUCER], &m->unposted[0]);
     st_ok(m, st, "post");
-    if (st != UTIL_OK)
-        return;
+    if (st != UTIL_OK) return;
     if (m->nun_taken > 0) {
         m->nun_taken--; /* the consumer has it already */
     } else {
         m->inflight_align[m->nin] = m->unposted_align[0];
-        m->inflight[m->nin++]     = m->unposted[0];
+        m->inflight[m->nin++] = m->unposted[0];
     }
     m->nun--;
     memmove(&m->unposted[0], &m->unposted[1], m->nun * sizeof(raddr_t));
@@ -190,28 +180,29 @@ static void op_post(model_t *m)
 
 static void op_take(model_t *m)
 {
-    raddr_t       d;
+    raddr_t d;
     util_status_t st;
     if (m->p.cfg.protocol == RMALLOC_SYNC_BLOCK) {
-        if (!m->nin)
-            return;
+        if (!m->nin) return;
         st = rmalloc_sync_accept(m->p.ep[PAIR_CONSUMER], m->inflight[0].payload,
                                  m->inflight_align[0], &d);
         MCHECK(m, st == UTIL_OK, "accept returned %s", util_status_name(st));
     } else {
         st = rmalloc_sync_next(m->p.ep[PAIR_CONSUMER], &d);
         st_ok(m, st, "next");
-        if (st != UTIL_OK)
-            return;
+        if (st != UTIL_OK) return;
         MCHECK(m, m->nin > 0, "consumer got an allocation nobody posted");
     }
-    MCHECK(m, d.start == m->inflight[0].start && d.end == m->inflight[0].end &&
-              d.payload == m->inflight[0].payload,
-           "consumer took [%llu,%llu), producer posted [%llu,%llu)",
-           (unsigned long long)d.start, (unsigned long long)d.end,
-           (unsigned long long)m->inflight[0].start, (unsigned long long)m->inflight[0].end);
-    MCHECK(m, (rmalloc_vmem_ptr(rmalloc_sync_vmem(m->p.ep[PAIR_CONSUMER]), &d) != NULL) ==
-              (m->p.cfg.direction == RMALLOC_SYNC_PUT), "consumer mapping wrong for direction");
+    MCHECK(m,
+           d.start == m->inflight[0].start && d.end == m->inflight[0].end &&
+               d.payload == m->inflight[0].payload,
+           "consumer took [%llu,%llu), producer posted [%llu,%llu)", (unsigned long long)d.start,
+           (unsigned long long)d.end, (unsigned long long)m->inflight[0].start,
+           (unsigned long long)m->inflight[0].end);
+    MCHECK(m,
+           (rmalloc_vmem_ptr(rmalloc_sync_vmem(m->p.ep[PAIR_CONSUMER]), &d) != NULL) ==
+               (m->p.cfg.direction == RMALLOC_SYNC_PUT),
+           "consumer mapping wrong for direction");
     m->held[m->nheld++] = d;
     m->nin--;
     memmove(&m->inflight[0], &m->inflight[1], m->nin * sizeof(raddr_t));
@@ -223,16 +214,15 @@ static void op_take(model_t *m)
 static void op_take_early(model_t *m)
 {
     uint64_t start, units, payload;
-    raddr_t  d, *next;
+    raddr_t d, *next;
 
-    if (rmalloc_sync_guess(m->p.ep[PAIR_CONSUMER], &start, &units, &payload) != UTIL_OK)
-        return;
+    if (rmalloc_sync_guess(m->p.ep[PAIR_CONSUMER], &start, &units, &payload) != UTIL_OK) return;
     next = m->nin ? &m->inflight[0] : (m->nun > m->nun_taken ? &m->unposted[m->nun_taken] : NULL);
     if (next == NULL || next->start != start || next->end != start + units ||
         next->payload != payload)
         return; /* no flag there */
-    MCHECK(m, rmalloc_sync_take_early(m->p.ep[PAIR_CONSUMER], start, units, payload, &d) ==
-                  UTIL_OK, "take_early refused the next message");
+    MCHECK(m, rmalloc_sync_take_early(m->p.ep[PAIR_CONSUMER], start, units, payload, &d) == UTIL_OK,
+           "take_early refused the next message");
     MCHECK(m, d.start == start && d.end == start + units, "take_early gave another place");
     m->held[m->nheld++] = d;
     m->early++;
@@ -247,11 +237,10 @@ static void op_take_early(model_t *m)
 
 static void op_free(model_t *m, unsigned k)
 {
-    raddr_t       d  = m->held[k];
+    raddr_t d = m->held[k];
     util_status_t st = rmalloc_sync_free(m->p.ep[PAIR_CONSUMER], &d);
     st_ok(m, st, "free");
-    if (st != UTIL_OK)
-        return;
+    if (st != UTIL_OK) return;
     for (uint64_t u = d.start; u < d.end; u++) {
         MCHECK(m, m->inuse[u], "unit %llu freed twice", (unsigned long long)u);
         m->inuse[u] = 0;
@@ -295,29 +284,28 @@ static void quiesce(model_t *m, int free_all)
         op_pull(m);
     }
     check_all(m);
-    if (m->p.cfg.protocol != RMALLOC_SYNC_BLOCK || free_all)
-        compare(m, 1);
+    if (m->p.cfg.protocol != RMALLOC_SYNC_BLOCK || free_all) compare(m, 1);
     if (free_all) {
-        MCHECK(m, rmalloc_vmem_used_units(rmalloc_sync_vmem(m->p.ep[PAIR_PRODUCER])) == 0,
-               "producer still uses %llu units after everything was freed",
-               (unsigned long long)rmalloc_vmem_used_units(
-                   rmalloc_sync_vmem(m->p.ep[PAIR_PRODUCER])));
+        MCHECK(
+            m, rmalloc_vmem_used_units(rmalloc_sync_vmem(m->p.ep[PAIR_PRODUCER])) == 0,
+            "producer still uses %llu units after everything was freed",
+            (unsigned long long)rmalloc_vmem_used_units(rmalloc_sync_vmem(m->p.ep[PAIR_PRODUCER])));
     }
 }
 
 START_TEST(test_model)
 {
-    static model_t        m;
+    static model_t m;
     rmalloc_sync_config_t cfg;
-    pair_combo_t          c = pair_combo(_i % PAIR_COMBOS);
-    int                   view = _i >= PAIR_COMBOS; /* reads as loads of the peer's buffer */
+    pair_combo_t c = pair_combo(_i % PAIR_COMBOS);
+    int view = _i >= PAIR_COMBOS; /* reads as loads of the peer's buffer */
 
     memset(&m, 0, sizeof(m));
     m.combo = _i;
-    m.rng   = g_seed * 1000003 + (uint64_t)_i + 1;
+    m.rng = g_seed * 1000003 + (uint64_t)_i + 1;
     pair_config(&cfg, c, UNITS, UNIT, 8);
     cfg.watermark = (_i % 3 == 0) ? RMALLOC_WATERMARK_HALF : RMALLOC_WATERMARK_FULL;
-    cfg.retries   = 1 + (unsigned)_i % 3;
+    cfg.retries = 1 + (unsigned)_i % 3;
     ck_assert_int_eq(pair_init(&m.p, &cfg, 20, 10, m.rng), UTIL_OK);
     if (view) {
         rmalloc_sync_set_peer_view(m.p.ep[PAIR_PRODUCER], m.p.sbuf[PAIR_CONSUMER]);
@@ -335,15 +323,13 @@ START_TEST(test_model)
         else if (r < 70)
             op_take(&m);
         else if (r < 92) {
-            if (m.nheld)
-                op_free(&m, (unsigned)(rnd(&m) % m.nheld));
+            if (m.nheld) op_free(&m, (unsigned)(rnd(&m) % m.nheld));
         } else if (r < 97)
             op_pull(&m);
         else
             op_progress(&m);
         check_all(&m);
-        if (m.step % 5000 == 4999)
-            quiesce(&m, (m.step / 5000) % 2);
+        if (m.step % 5000 == 4999) quiesce(&m, (m.step / 5000) % 2);
     }
     quiesce(&m, 1);
     printf("model: %s/%s/%s%s: %llu ops ok (%llu taken early, %llu before their post; "
@@ -359,15 +345,13 @@ END_TEST
 int main(void)
 {
     const char *text;
-    if ((text = getenv("RMALLOC_TEST_SEED")) != NULL)
-        g_seed = strtoull(text, NULL, 0);
-    if ((text = getenv("RMALLOC_TEST_OPS")) != NULL)
-        g_ops = strtoull(text, NULL, 0);
+    if ((text = getenv("RMALLOC_TEST_SEED")) != NULL) g_seed = strtoull(text, NULL, 0);
+    if ((text = getenv("RMALLOC_TEST_OPS")) != NULL) g_ops = strtoull(text, NULL, 0);
     printf("rmalloc model test: RMALLOC_TEST_SEED=%llu RMALLOC_TEST_OPS=%llu\n",
            (unsigned long long)g_seed, (unsigned long long)g_ops);
     fflush(stdout);
 
-    Suite *s  = suite_create("rmalloc_model");
+    Suite *s = suite_create("rmalloc_model");
     TCase *tc = tcase_create("model");
     tcase_set_timeout(tc, 60.0 + (double)g_ops / 2000.0);
     tcase_add_loop_test(tc, test_model, 0, 2 * PAIR_COMBOS);

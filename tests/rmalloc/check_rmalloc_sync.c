@@ -13,13 +13,13 @@
 
 static rmalloc_sync_ep_t *P, *C;
 
-static void setup_pair(pair_t *p, pair_combo_t c, uint64_t units, uint32_t qlen,
-                       double watermark, unsigned retries, unsigned defer)
+static void setup_pair(pair_t *p, pair_combo_t c, uint64_t units, uint32_t qlen, double watermark,
+                       unsigned retries, unsigned defer)
 {
     rmalloc_sync_config_t cfg;
     pair_config(&cfg, c, units, UNIT, qlen);
     cfg.watermark = watermark;
-    cfg.retries   = retries;
+    cfg.retries = retries;
     ck_assert_int_eq(pair_init(p, &cfg, defer, 0, 1), UTIL_OK);
     P = p->ep[PAIR_PRODUCER];
     C = p->ep[PAIR_CONSUMER];
@@ -28,7 +28,7 @@ static void setup_pair(pair_t *p, pair_combo_t c, uint64_t units, uint32_t qlen,
 /* Consumer side of one message: the descriptor must match the producer's. */
 static raddr_t take(pair_t *p, const raddr_t *pd)
 {
-    raddr_t       cd;
+    raddr_t cd;
     util_status_t st;
     if (p->cfg.protocol == RMALLOC_SYNC_BLOCK)
         st = rmalloc_sync_accept(C, pd->payload, 0, &cd);
@@ -61,8 +61,8 @@ static util_status_t alloc_wait(raddr_t *d, uint64_t payload)
 START_TEST(test_flow)
 {
     pair_combo_t c = pair_combo(_i);
-    pair_t       p;
-    raddr_t      pd, cd[32];
+    pair_t p;
+    raddr_t pd, cd[32];
 
     setup_pair(&p, c, 256, 8, RMALLOC_WATERMARK_FULL, 4, 0);
     int local_is_consumer = (c.direction == RMALLOC_SYNC_PUT);
@@ -79,8 +79,7 @@ START_TEST(test_flow)
             if (i % 4 == 3) /* keep the free queues from filling up */
                 for (int k = i - 3; k <= i; k++)
                     ck_assert_int_eq(rmalloc_sync_free(C, &cd[k]), UTIL_OK);
-            if (i % 8 == 7)
-                pull_all();
+            if (i % 8 == 7) pull_all();
         }
         pull_all();
         ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(C)), 0);
@@ -99,10 +98,10 @@ END_TEST
 START_TEST(test_one_view)
 {
     pair_combo_t c = {RMALLOC_SYNC_TAG, RMALLOC_NEXT_FIT, RMALLOC_SYNC_PUT};
-    pair_t       p;
-    raddr_t      pd, cd[8];
-    int          loader = _i ? PAIR_PRODUCER : PAIR_CONSUMER; /* who maps the other */
-    uint32_t     check;
+    pair_t p;
+    raddr_t pd, cd[8];
+    int loader = _i ? PAIR_PRODUCER : PAIR_CONSUMER; /* who maps the other */
+    uint32_t check;
 
     setup_pair(&p, c, 256, 8, RMALLOC_WATERMARK_FULL, 4, 0);
     rmalloc_sync_set_peer_view(p.ep[loader], p.sbuf[1 - loader]);
@@ -112,8 +111,7 @@ START_TEST(test_one_view)
             ck_assert_int_eq(rmalloc_sync_post(P, &pd), UTIL_OK);
             cd[i] = take(&p, &pd);
         }
-        for (int i = 7; i >= 0; i--)
-            ck_assert_int_eq(rmalloc_sync_free(C, &cd[i]), UTIL_OK);
+        for (int i = 7; i >= 0; i--) ck_assert_int_eq(rmalloc_sync_free(C, &cd[i]), UTIL_OK);
         pull_all();
         ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), 0);
     }
@@ -130,31 +128,26 @@ END_TEST
 START_TEST(test_queue_full)
 {
     pair_combo_t c = pair_combo(_i);
-    pair_t       p;
-    raddr_t      pd[6], cd[6];
+    pair_t p;
+    raddr_t pd[6], cd[6];
     rmalloc_sync_stats_t stats;
 
-    if (c.protocol == RMALLOC_SYNC_BLOCK)
-        return;
+    if (c.protocol == RMALLOC_SYNC_BLOCK) return;
     setup_pair(&p, c, 256, 4, RMALLOC_WATERMARK_FULL, 4, 0);
-    for (int i = 0; i < 5; i++)
-        ck_assert_int_eq(alloc_wait(&pd[i], 100), UTIL_OK);
-    for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(rmalloc_sync_post(P, &pd[i]), UTIL_OK);
+    for (int i = 0; i < 5; i++) ck_assert_int_eq(alloc_wait(&pd[i], 100), UTIL_OK);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(rmalloc_sync_post(P, &pd[i]), UTIL_OK);
     ck_assert_int_eq(rmalloc_sync_post(P, &pd[4]), UTIL_ERR_NO_RESOURCE);
     rmalloc_sync_get_stats(P, &stats);
     ck_assert_uint_eq(stats.backpressure, 1);
     cd[0] = take(&p, &pd[0]);
     if (c.protocol == RMALLOC_SYNC_TAG) {
         /* a tag queue is reused only after the reader drained all of it */
-        for (int i = 1; i < 4; i++)
-            cd[i] = take(&p, &pd[i]);
+        for (int i = 1; i < 4; i++) cd[i] = take(&p, &pd[i]);
         ck_assert_int_eq(rmalloc_sync_next(C, &cd[5]), UTIL_ERR_NO_RESOURCE);
         ck_assert_int_eq(rmalloc_sync_post(P, &pd[4]), UTIL_OK);
     } else {
         ck_assert_int_eq(rmalloc_sync_post(P, &pd[4]), UTIL_OK); /* one slot back */
-        for (int i = 1; i < 4; i++)
-            cd[i] = take(&p, &pd[i]);
+        for (int i = 1; i < 4; i++) cd[i] = take(&p, &pd[i]);
     }
     cd[4] = take(&p, &pd[4]);
     /* the free direction: the 5th free is pushed back, nothing changes.
@@ -166,16 +159,14 @@ START_TEST(test_queue_full)
         ck_assert_int_eq(rmalloc_sync_post(P, &pd[5]), UTIL_OK);
         cd[5] = take(&p, &pd[5]);
     }
-    for (int i = tag; i < last; i++)
-        ck_assert_int_eq(rmalloc_sync_free(C, &cd[i]), UTIL_OK);
+    for (int i = tag; i < last; i++) ck_assert_int_eq(rmalloc_sync_free(C, &cd[i]), UTIL_OK);
     uint64_t used = rmalloc_vmem_used_units(rmalloc_sync_vmem(C));
     ck_assert_int_eq(rmalloc_sync_free(C, &cd[last]), UTIL_ERR_NO_RESOURCE);
     ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(C)), used);
     pull_all();
     ck_assert_int_eq(rmalloc_sync_free(C, &cd[last]), UTIL_OK);
     ck_assert_int_eq(rmalloc_sync_free(C, &cd[last]), UTIL_ERR_INVALID); /* double free */
-    if (tag)
-        ck_assert_int_eq(rmalloc_sync_free(C, &cd[0]), UTIL_OK); /* counted: never full */
+    if (tag) ck_assert_int_eq(rmalloc_sync_free(C, &cd[0]), UTIL_OK);    /* counted: never full */
     pull_all();
     ck_assert_uint_eq(rmalloc_vmem_used_units(rmalloc_sync_vmem(P)), 0);
     pair_fini(&p);
@@ -187,12 +178,11 @@ END_TEST
 START_TEST(test_watermark)
 {
     pair_combo_t c = pair_combo(_i);
-    pair_t       p;
-    raddr_t      pd[16], cd[16];
+    pair_t p;
+    raddr_t pd[16], cd[16];
     rmalloc_sync_stats_t stats;
 
-    if (c.protocol == RMALLOC_SYNC_CHANNEL)
-        return;
+    if (c.protocol == RMALLOC_SYNC_CHANNEL) return;
     for (int half = 0; half < 2; half++) {
         /* 10-unit messages (payload 632 + 8 header = 640 bytes) in 100 units */
         setup_pair(&p, c, 100, 64, half ? RMALLOC_WATERMARK_HALF : RMALLOC_WATERMARK_FULL, 4, 0);
@@ -219,16 +209,14 @@ END_TEST
 START_TEST(test_retries)
 {
     pair_combo_t c = pair_combo(_i);
-    pair_t       p;
-    raddr_t      pd[16], extra;
+    pair_t p;
+    raddr_t pd[16], extra;
     rmalloc_sync_stats_t stats;
 
-    if (c.protocol == RMALLOC_SYNC_CHANNEL)
-        return;
+    if (c.protocol == RMALLOC_SYNC_CHANNEL) return;
     for (unsigned retries = 0; retries < 3; retries += 2) {
         setup_pair(&p, c, 100, 64, RMALLOC_WATERMARK_FULL, retries, 0);
-        for (int i = 0; i < 10; i++)
-            ck_assert_int_eq(alloc_wait(&pd[i], 632), UTIL_OK);
+        for (int i = 0; i < 10; i++) ck_assert_int_eq(alloc_wait(&pd[i], 632), UTIL_OK);
         ck_assert_int_eq(alloc_wait(&extra, 632), UTIL_ERR_NO_RESOURCE);
         rmalloc_sync_get_stats(P, &stats);
         /* a pull that brings nothing ends the attempt */
@@ -241,7 +229,7 @@ END_TEST
 /* BLOCK: out-of-order frees are released in allocation order only. */
 START_TEST(test_block_out_of_order)
 {
-    pair_t  p;
+    pair_t p;
     raddr_t pd[3], cd[3], x;
     setup_pair(&p, pair_combo(_i), 90, 64, RMALLOC_WATERMARK_FULL, 4, 0);
     for (int i = 0; i < 3; i++) {
@@ -262,7 +250,7 @@ END_TEST
 /* BLOCK: wrap-around with a dummy; the consumer mirrors it. */
 START_TEST(test_block_wrap)
 {
-    pair_t  p;
+    pair_t p;
     raddr_t pd[3], cd[3];
     setup_pair(&p, pair_combo(_i), 100, 64, RMALLOC_WATERMARK_FULL, 4, 0);
     ck_assert_int_eq(alloc_wait(&pd[0], 40 * UNIT - 8), UTIL_OK);
@@ -289,11 +277,10 @@ END_TEST
 START_TEST(test_in_progress)
 {
     pair_combo_t c = pair_combo(_i);
-    pair_t       p;
-    raddr_t      pd[10], cd[10], x;
+    pair_t p;
+    raddr_t pd[10], cd[10], x;
 
-    if (c.protocol == RMALLOC_SYNC_CHANNEL)
-        return;
+    if (c.protocol == RMALLOC_SYNC_CHANNEL) return;
     setup_pair(&p, c, 100, 64, RMALLOC_WATERMARK_FULL, 4, 100);
     for (int i = 0; i < 10; i++) {
         ck_assert_int_eq(rmalloc_sync_alloc(P, 632, 0, &pd[i]), UTIL_OK);
@@ -304,8 +291,7 @@ START_TEST(test_in_progress)
             cd[i] = take(&p, &pd[i]);
         } else {
             ck_assert_int_eq(rmalloc_sync_next(C, &cd[i]), i == 0 ? UTIL_IN_PROGRESS : UTIL_OK);
-            if (i == 0)
-                cd[0] = take(&p, &pd[0]);
+            if (i == 0) cd[0] = take(&p, &pd[0]);
         }
         ck_assert_int_eq(rmalloc_sync_free(C, &cd[i]), UTIL_OK);
     }
@@ -323,12 +309,11 @@ END_TEST
 static raddr_t early_setup(pair_t *p, pair_combo_t c, int both_views)
 {
     uint64_t start, units, payload;
-    raddr_t  pd;
+    raddr_t pd;
 
     setup_pair(p, c, 256, 8, RMALLOC_WATERMARK_FULL, 4, 0);
     rmalloc_sync_set_peer_view(C, p->sbuf[PAIR_PRODUCER]);
-    if (both_views)
-        rmalloc_sync_set_peer_view(P, p->sbuf[PAIR_CONSUMER]);
+    if (both_views) rmalloc_sync_set_peer_view(P, p->sbuf[PAIR_CONSUMER]);
     /* no guess before a first message */
     ck_assert_int_eq(rmalloc_sync_guess(C, &start, &units, &payload), UTIL_ERR_NO_RESOURCE);
     ck_assert_int_eq(alloc_wait(&pd, 100), UTIL_OK);
@@ -360,11 +345,10 @@ static uint64_t early_step(raddr_t *pd, raddr_t *ed, raddr_t *cd)
  * sequence. The producer applies both once the message is posted. */
 START_TEST(test_take_early_tag)
 {
-    pair_combo_t c = {RMALLOC_SYNC_TAG, RMALLOC_NEXT_FIT,
-                      _i ? RMALLOC_SYNC_GET : RMALLOC_SYNC_PUT};
-    pair_t       p;
-    raddr_t      pd, held_pd, cd, ed, held;
-    uint64_t     start, units, payload;
+    pair_combo_t c = {RMALLOC_SYNC_TAG, RMALLOC_NEXT_FIT, _i ? RMALLOC_SYNC_GET : RMALLOC_SYNC_PUT};
+    pair_t p;
+    raddr_t pd, held_pd, cd, ed, held;
+    uint64_t start, units, payload;
 
     cd = early_setup(&p, c, 1);
     for (int i = 0; i < 40; i++) { /* wraps the 256-unit region */
@@ -431,9 +415,9 @@ START_TEST(test_take_early)
 {
     pair_combo_t c = {RMALLOC_SYNC_CHANNEL, RMALLOC_NEXT_FIT,
                       _i ? RMALLOC_SYNC_GET : RMALLOC_SYNC_PUT};
-    pair_t       p;
-    raddr_t      pd, cd, ed;
-    uint64_t     start, units, payload;
+    pair_t p;
+    raddr_t pd, cd, ed;
+    uint64_t start, units, payload;
 
     cd = early_setup(&p, c, 0);
     for (int i = 0; i < 40; i++) { /* wraps the 256-unit region */
@@ -466,10 +450,10 @@ END_TEST
 START_TEST(test_order)
 {
     enum { N = 3000 };
-    static uint8_t  live[N];
+    static uint8_t live[N];
     rmalloc_order_t o;
-    uint64_t        rng = 7, front = 0, nlive = 0;
-    const raddr_t  *run;
+    uint64_t rng = 7, front = 0, nlive = 0;
+    const raddr_t *run;
 
     memset(&o, 0, sizeof(o));
     memset(live, 0, sizeof(live));
@@ -482,7 +466,7 @@ START_TEST(test_order)
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
         if ((rng >> 60) < 9 && nlive > 1) { /* remove one at random, out of order */
             uint64_t k = front + (rng >> 20) % (seq + 1 - front);
-            size_t   i = rmalloc_order_find(&o, k * 3);
+            size_t i = rmalloc_order_find(&o, k * 3);
             ck_assert_uint_eq(i == SIZE_MAX, !live[k]);
             if (i != SIZE_MAX) {
                 ck_assert_uint_eq(o.desc[i].start, k);
@@ -496,19 +480,16 @@ START_TEST(test_order)
             size_t n = rmalloc_order_run(&o, 1 + (rng >> 30) % 8, &run);
             ck_assert_uint_ge(n, 1);
             for (size_t j = 0; j < n; j++) {
-                while (!live[front])
-                    front++;
+                while (!live[front]) front++;
                 ck_assert_uint_eq(run[j].start, front);
                 live[front++] = 0;
                 nlive--;
             }
             rmalloc_order_pop_n(&o, n);
         }
-        while (front < N && !live[front] && front <= seq)
-            front++;
+        while (front < N && !live[front] && front <= seq) front++;
         ck_assert_uint_eq(rmalloc_order_live(&o), nlive);
-        if (nlive)
-            ck_assert_uint_eq(rmalloc_order_front_seq(&o), front * 3);
+        if (nlive) ck_assert_uint_eq(rmalloc_order_front_seq(&o), front * 3);
     }
     /* the list stays O(live): holes do not pile up behind a held front */
     ck_assert_uint_le(o.tail - o.head, 2 * nlive + 64);
@@ -519,12 +500,12 @@ END_TEST
 START_TEST(test_invalid)
 {
     rmalloc_sync_config_t cfg;
-    pair_t                p;
-    raddr_t               d;
-    double                w;
+    pair_t p;
+    raddr_t d;
+    double w;
 
-    pair_config(&cfg, (pair_combo_t){RMALLOC_SYNC_BLOCK, RMALLOC_BEST_FIT, RMALLOC_SYNC_PUT},
-                100, UNIT, 8);
+    pair_config(&cfg, (pair_combo_t){RMALLOC_SYNC_BLOCK, RMALLOC_BEST_FIT, RMALLOC_SYNC_PUT}, 100,
+                UNIT, 8);
     ck_assert_int_eq(pair_init(&p, &cfg, 0, 0, 1), UTIL_ERR_INVALID);
     pair_fini(&p);
     setup_pair(&p, pair_combo(0), 100, 8, RMALLOC_WATERMARK_FULL, 4, 0);
@@ -569,7 +550,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s  = suite_create("rmalloc_sync");
+    Suite *s = suite_create("rmalloc_sync");
     TCase *tc = tcase_create("protocols");
     tcase_add_loop_test(tc, test_flow, 0, PAIR_COMBOS);
     tcase_add_loop_test(tc, test_queue_full, 0, PAIR_COMBOS);

@@ -15,8 +15,12 @@
 
 static rmalloc_vmem_t *make(rmalloc_heuristic_t h, void *base, uint64_t units, unsigned flags)
 {
-    rmalloc_vmem_config_t cfg = {.base = base, .size = units * UNIT, .unit = UNIT,
-                                 .heuristic = h, .flags = flags, .seed = 7};
+    rmalloc_vmem_config_t cfg = {.base = base,
+                                 .size = units * UNIT,
+                                 .unit = UNIT,
+                                 .heuristic = h,
+                                 .flags = flags,
+                                 .seed = 7};
     rmalloc_vmem_t *vm = NULL;
     ck_assert_int_eq(rmalloc_vmem_create(&cfg, &vm), UTIL_OK);
     return vm;
@@ -38,16 +42,16 @@ static uint64_t count_blocks(const rmalloc_vmem_t *vm, int state)
 START_TEST(test_create_invalid)
 {
     rmalloc_vmem_config_t cfg = {.size = 4096, .unit = 48, .heuristic = RMALLOC_FIRST_FIT};
-    rmalloc_vmem_t       *vm  = NULL;
+    rmalloc_vmem_t *vm = NULL;
     ck_assert_int_eq(rmalloc_vmem_create(&cfg, &vm), UTIL_ERR_INVALID);
     cfg.unit = 64;
     cfg.size = 32;
     ck_assert_int_eq(rmalloc_vmem_create(&cfg, &vm), UTIL_ERR_INVALID);
-    cfg.size  = 4096;
+    cfg.size = 4096;
     cfg.flags = RMALLOC_VMEM_RING;
     ck_assert_int_eq(rmalloc_vmem_create(&cfg, &vm), UTIL_ERR_INVALID);
     cfg.heuristic = RMALLOC_HEURISTIC_COUNT;
-    cfg.flags     = 0;
+    cfg.flags = 0;
     ck_assert_int_eq(rmalloc_vmem_create(&cfg, &vm), UTIL_ERR_INVALID);
     ck_assert_ptr_null(vm);
 }
@@ -55,9 +59,9 @@ END_TEST
 
 START_TEST(test_basic)
 {
-    static uint8_t  mem[UNITS * UNIT];
+    static uint8_t mem[UNITS * UNIT];
     rmalloc_vmem_t *vm = make((rmalloc_heuristic_t)_i, mem, UNITS, 0);
-    raddr_t         d[8];
+    raddr_t d[8];
 
     for (int i = 0; i < 8; i++) {
         ck_assert_int_eq(rmalloc_vmem_alloc(vm, 100 * (uint64_t)(i + 1), 0, &d[i]), UTIL_OK);
@@ -66,15 +70,12 @@ START_TEST(test_basic)
         ck_assert_uint_eq(d[i].end - d[i].start, (100u * (i + 1) + UNIT - 1) / UNIT);
         ck_assert_uint_eq(rmalloc_desc_offset(&d[i]), d[i].start * UNIT);
         ck_assert_ptr_eq(rmalloc_vmem_ptr(vm, &d[i]), mem + d[i].start * UNIT);
-        for (int j = 0; j < i; j++)
-            ck_assert(d[i].end <= d[j].start || d[j].end <= d[i].start);
+        for (int j = 0; j < i; j++) ck_assert(d[i].end <= d[j].start || d[j].end <= d[i].start);
         ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
     }
     ck_assert_uint_eq(rmalloc_vmem_live_count(vm), 8);
-    for (int i = 0; i < 8; i += 2)
-        ck_assert_int_eq(rmalloc_vmem_free(vm, &d[i]), UTIL_OK);
-    for (int i = 1; i < 8; i += 2)
-        ck_assert_int_eq(rmalloc_vmem_free(vm, &d[i]), UTIL_OK);
+    for (int i = 0; i < 8; i += 2) ck_assert_int_eq(rmalloc_vmem_free(vm, &d[i]), UTIL_OK);
+    for (int i = 1; i < 8; i += 2) ck_assert_int_eq(rmalloc_vmem_free(vm, &d[i]), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
     ck_assert_uint_eq(rmalloc_vmem_used_units(vm), 0);
     ck_assert_uint_eq(count_blocks(vm, RMALLOC_BLOCK_FREE), 1);
@@ -87,19 +88,17 @@ END_TEST
 START_TEST(test_fill_and_coalesce)
 {
     rmalloc_vmem_t *vm = make((rmalloc_heuristic_t)_i, NULL, UNITS, 0);
-    static raddr_t  d[UNITS];
-    raddr_t         extra;
-    uint64_t        n = 0;
+    static raddr_t d[UNITS];
+    raddr_t extra;
+    uint64_t n = 0;
 
-    while (rmalloc_vmem_alloc(vm, UNIT, 0, &d[n]) == UTIL_OK)
-        n++;
+    while (rmalloc_vmem_alloc(vm, UNIT, 0, &d[n]) == UTIL_OK) n++;
     ck_assert_uint_eq(n, UNITS);
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 1, 0, &extra), UTIL_ERR_NO_RESOURCE);
     ck_assert_uint_eq(count_blocks(vm, RMALLOC_BLOCK_FREE), 0);
     /* every other block free: 2 units never fit, 1 unit does */
     for (uint64_t i = 0; i < n; i++)
-        if (d[i].start % 2 == 0)
-            ck_assert_int_eq(rmalloc_vmem_free(vm, &d[i]), UTIL_OK);
+        if (d[i].start % 2 == 0) ck_assert_int_eq(rmalloc_vmem_free(vm, &d[i]), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
     ck_assert_uint_eq(count_blocks(vm, RMALLOC_BLOCK_FREE), UNITS / 2);
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 2 * UNIT, 0, &extra), UTIL_ERR_NO_RESOURCE);
@@ -120,16 +119,17 @@ END_TEST
 
 START_TEST(test_bad_descriptors)
 {
-    rmalloc_vmem_t *vm    = make((rmalloc_heuristic_t)_i, NULL, UNITS, 0);
+    rmalloc_vmem_t *vm = make((rmalloc_heuristic_t)_i, NULL, UNITS, 0);
     rmalloc_vmem_t *other = make((rmalloc_heuristic_t)_i, NULL, UNITS, 0);
-    raddr_t         a, b, foreign, bad;
+    raddr_t a, b, foreign, bad;
 
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 500, 0, &a), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 500, 0, &b), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_alloc(other, 500, 0, &foreign), UTIL_OK);
     uint64_t used = rmalloc_vmem_used_units(vm);
 
-    ck_assert_int_eq(rmalloc_vmem_free(vm, &foreign), UTIL_ERR_INVALID); /* same shape, other instance */
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &foreign),
+                     UTIL_ERR_INVALID); /* same shape, other instance */
     bad = a;
     bad.end++;
     ck_assert_int_eq(rmalloc_vmem_free(vm, &bad), UTIL_ERR_INVALID);
@@ -161,7 +161,7 @@ END_TEST
 START_TEST(test_align)
 {
     rmalloc_vmem_t *vm = make((rmalloc_heuristic_t)_i, NULL, UNITS, 0);
-    raddr_t         d[6];
+    raddr_t d[6];
 
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 1, 0, &d[0]), UTIL_OK);
     for (int i = 1; i < 6; i++) {
@@ -170,8 +170,7 @@ START_TEST(test_align)
         ck_assert_uint_eq(rmalloc_desc_offset(&d[i]) % align, 0);
         ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
     }
-    for (int i = 0; i < 6; i++)
-        ck_assert_int_eq(rmalloc_vmem_free(vm, &d[i]), UTIL_OK);
+    for (int i = 0; i < 6; i++) ck_assert_int_eq(rmalloc_vmem_free(vm, &d[i]), UTIL_OK);
     ck_assert_uint_eq(count_blocks(vm, RMALLOC_BLOCK_FREE), 1);
     rmalloc_vmem_destroy(vm);
 }
@@ -180,7 +179,7 @@ END_TEST
 START_TEST(test_realloc)
 {
     rmalloc_vmem_t *vm = make(RMALLOC_FIRST_FIT, NULL, UNITS, 0);
-    raddr_t         a, b, c, r;
+    raddr_t a, b, c, r;
 
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 4 * UNIT, 0, &a), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 4 * UNIT, 0, &b), UTIL_OK);
@@ -190,7 +189,7 @@ START_TEST(test_realloc)
     ck_assert_int_eq(rmalloc_vmem_realloc(vm, &a, 6 * UNIT, &r), UTIL_OK); /* into b */
     ck_assert_uint_eq(r.start, a.start);
     ck_assert_uint_eq(r.end, a.start + 6);
-    ck_assert_int_eq(rmalloc_vmem_free(vm, &a), UTIL_ERR_INVALID); /* stale size */
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &a), UTIL_ERR_INVALID);         /* stale size */
     ck_assert_int_eq(rmalloc_vmem_realloc(vm, &r, 8 * UNIT, &r), UTIL_OK); /* exactly b */
     ck_assert_uint_eq(r.end, c.start);
     ck_assert_int_eq(rmalloc_vmem_realloc(vm, &r, 1 * UNIT, &r), UTIL_OK); /* shrink */
@@ -209,27 +208,28 @@ END_TEST
 static rmalloc_vmem_t *make_holes(rmalloc_heuristic_t h, raddr_t *keep)
 {
     rmalloc_vmem_t *vm = make(h, NULL, UNITS, 0);
-    uint64_t        sizes[7] = {10, 1, 50, 1, 20, 1, 0};
-    raddr_t         d[6];
+    uint64_t sizes[7] = {10, 1, 50, 1, 20, 1, 0};
+    raddr_t d[6];
     for (int i = 0; i < 6; i++)
         ck_assert_int_eq(rmalloc_vmem_alloc(vm, sizes[i] * UNIT, 0, &d[i]), UTIL_OK);
-    for (int i = 0; i < 6; i += 2)
-        ck_assert_int_eq(rmalloc_vmem_free(vm, &d[i]), UTIL_OK);
-    for (int i = 0; i < 3; i++)
-        keep[i] = d[2 * i + 1];
+    for (int i = 0; i < 6; i += 2) ck_assert_int_eq(rmalloc_vmem_free(vm, &d[i]), UTIL_OK);
+    for (int i = 0; i < 3; i++) keep[i] = d[2 * i + 1];
     return vm;
 }
 
 START_TEST(test_placement)
 {
-    static const struct { rmalloc_heuristic_t h; uint64_t start; } expect[] = {
+    static const struct {
+        rmalloc_heuristic_t h;
+        uint64_t start;
+    } expect[] = {
         {RMALLOC_FIRST_FIT, 11}, /* first hole that fits: the 50 */
         {RMALLOC_BEST_FIT, 62},  /* smallest that fits: the 20 */
         {RMALLOC_WORST_FIT, 83}, /* largest: the tail */
         {RMALLOC_NEXT_FIT, 83},  /* after the last allocation */
     };
     for (unsigned k = 0; k < sizeof(expect) / sizeof(expect[0]); k++) {
-        raddr_t         keep[3], d;
+        raddr_t keep[3], d;
         rmalloc_vmem_t *vm = make_holes(expect[k].h, keep);
         ck_assert_int_eq(rmalloc_vmem_alloc(vm, 15 * UNIT, 0, &d), UTIL_OK);
         ck_assert_msg(d.start == expect[k].start, "%s placed at %llu, expected %llu",
@@ -243,7 +243,7 @@ END_TEST
 START_TEST(test_next_fit_wraps_cursor)
 {
     rmalloc_vmem_t *vm = make(RMALLOC_NEXT_FIT, NULL, 100, 0);
-    raddr_t         a, b, c, d;
+    raddr_t a, b, c, d;
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 40 * UNIT, 0, &a), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 40 * UNIT, 0, &b), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_free(vm, &a), UTIL_OK);
@@ -260,7 +260,7 @@ END_TEST
 START_TEST(test_ring_wrap_and_release_order)
 {
     rmalloc_vmem_t *vm = make(RMALLOC_NEXT_FIT, NULL, 100, RMALLOC_VMEM_RING);
-    raddr_t         a, b, c, x;
+    raddr_t a, b, c, x;
 
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 40 * UNIT, 0, &a), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 40 * UNIT, 0, &b), UTIL_OK);
@@ -292,13 +292,13 @@ END_TEST
 START_TEST(test_ring_first_gap)
 {
     rmalloc_vmem_t *vm = make(RMALLOC_NEXT_FIT, NULL, 100, RMALLOC_VMEM_RING_FIRST);
-    raddr_t         a, b, c, d, e;
+    raddr_t a, b, c, d, e;
 
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 40 * UNIT, 0, &a), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 40 * UNIT, 0, &b), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_free(vm, &a), UTIL_OK); /* the oldest: still a ring */
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 30 * UNIT, 0, &c), UTIL_OK);
-    ck_assert_uint_eq(c.start, 0); /* wrapped: [80, 100) is the ring's dummy */
+    ck_assert_uint_eq(c.start, 0);                      /* wrapped: [80, 100) is the ring's dummy */
     ck_assert_uint_eq(rmalloc_vmem_used_units(vm), 70); /* counted free, as it will be */
     ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
     /* [30, 40) is too small; a general instance has [80, 100) free */
@@ -314,7 +314,7 @@ START_TEST(test_ring_first_gap)
     ck_assert_int_eq(rmalloc_vmem_free(vm, &b), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_free(vm, &e), UTIL_ERR_INVALID);
     ck_assert_int_eq(rmalloc_vmem_realloc(vm, &c, 20 * UNIT, &e), UTIL_OK); /* shrinks */
-    ck_assert_int_eq(rmalloc_vmem_free(vm, &c), UTIL_ERR_INVALID); /* replaced by e */
+    ck_assert_int_eq(rmalloc_vmem_free(vm, &c), UTIL_ERR_INVALID);          /* replaced by e */
     ck_assert_int_eq(rmalloc_vmem_free(vm, &e), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_free(vm, &d), UTIL_OK);
     ck_assert_uint_eq(rmalloc_vmem_live_count(vm), 0);
@@ -341,8 +341,8 @@ END_TEST
 START_TEST(test_free_n)
 {
     rmalloc_vmem_t *vm = make(RMALLOC_NEXT_FIT, NULL, 100, RMALLOC_VMEM_RING_FIRST);
-    raddr_t         d[8], batch[8];
-    size_t          done;
+    raddr_t d[8], batch[8];
+    size_t done;
 
     for (int i = 0; i < 8; i++)
         ck_assert_int_eq(rmalloc_vmem_alloc(vm, 10 * UNIT, 0, &d[i]), UTIL_OK);
@@ -379,18 +379,17 @@ START_TEST(test_ring_first_same_placements)
     enum { N = 160, OPS = 6000 };
     rmalloc_vmem_t *vm[2] = {make(RMALLOC_NEXT_FIT, NULL, N, 0),
                              make(RMALLOC_NEXT_FIT, NULL, N, RMALLOC_VMEM_RING_FIRST)};
-    static raddr_t  live[2][N];
-    uint64_t        n = 0, rng = 0x9e3779b97f4a7c15ull + (uint64_t)_i;
+    static raddr_t live[2][N];
+    uint64_t n = 0, rng = 0x9e3779b97f4a7c15ull + (uint64_t)_i;
 
     for (int op = 0; op < OPS; op++) {
         int in_order = op < OPS / 2 || _i == 0; /* loop 0 never leaves the ring by a free */
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
         if (n == 0 || (rng % 100 < 55 && n < N)) {
             uint64_t units = 1 + (rng >> 8) % 24;
-            raddr_t  d[2];
+            raddr_t d[2];
             util_status_t st[2];
-            for (int k = 0; k < 2; k++)
-                st[k] = rmalloc_vmem_alloc(vm[k], units * UNIT, 0, &d[k]);
+            for (int k = 0; k < 2; k++) st[k] = rmalloc_vmem_alloc(vm[k], units * UNIT, 0, &d[k]);
             ck_assert_int_eq(st[0], st[1]);
             if (st[0] == UTIL_OK) {
                 ck_assert_uint_eq(d[0].start, d[1].start);
@@ -410,8 +409,7 @@ START_TEST(test_ring_first_same_placements)
             n--;
         }
         if (op % 500 == 0) {
-            for (int k = 0; k < 2; k++)
-                ck_assert_int_eq(rmalloc_vmem_check(vm[k]), UTIL_OK);
+            for (int k = 0; k < 2; k++) ck_assert_int_eq(rmalloc_vmem_check(vm[k]), UTIL_OK);
             ck_assert_uint_eq(rmalloc_vmem_live_count(vm[0]), rmalloc_vmem_live_count(vm[1]));
             ck_assert_uint_eq(rmalloc_vmem_used_units(vm[0]), rmalloc_vmem_used_units(vm[1]));
         }
@@ -429,11 +427,11 @@ END_TEST
 /* Claims mode: the consumer's instance of the tag and channel protocols. */
 START_TEST(test_claims_mode)
 {
-    static uint8_t  mem[UNITS * UNIT];
+    static uint8_t mem[UNITS * UNIT];
     rmalloc_vmem_t *vm = make(RMALLOC_NEXT_FIT, mem, UNITS, RMALLOC_VMEM_CLAIMS);
-    raddr_t         a, b, c, stale;
-    uint64_t        peer_id;
-    uint32_t        peer_block;
+    raddr_t a, b, c, stale;
+    uint64_t peer_id;
+    uint32_t peer_block;
 
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 8, 0, &a), UTIL_ERR_UNSUPPORTED);
     /* claims land anywhere, in any order, straddling bitmap words */
@@ -485,8 +483,7 @@ START_TEST(test_claims_mode)
         ck_assert_int_eq(rmalloc_vmem_claim(vm, u, 1, 8, u, (uint32_t)u, &all[u]), UTIL_OK);
     ck_assert_uint_eq(rmalloc_vmem_used_units(vm), UNITS);
     ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
-    for (uint64_t u = UNITS; u-- > 0;)
-        ck_assert_int_eq(rmalloc_vmem_free(vm, &all[u]), UTIL_OK);
+    for (uint64_t u = UNITS; u-- > 0;) ck_assert_int_eq(rmalloc_vmem_free(vm, &all[u]), UTIL_OK);
     ck_assert_uint_eq(rmalloc_vmem_live_count(vm), 0);
     ck_assert_uint_eq(count_blocks(vm, RMALLOC_BLOCK_FREE), 1);
     ck_assert_int_eq(rmalloc_vmem_check(vm), UTIL_OK);
@@ -497,7 +494,7 @@ END_TEST
 START_TEST(test_ring_retire)
 {
     rmalloc_vmem_t *vm = make(RMALLOC_NEXT_FIT, NULL, 100, RMALLOC_VMEM_RING);
-    raddr_t         a, b;
+    raddr_t a, b;
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 10 * UNIT, 0, &a), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 20 * UNIT, 0, &b), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_ring_retire(vm, 15), UTIL_ERR_INVALID);
@@ -515,17 +512,19 @@ END_TEST
 START_TEST(test_limits_and_header)
 {
     /* A shadow of 2^33 one-byte units: the 2^31-unit allocation limit. */
-    rmalloc_vmem_config_t cfg = {.size = UINT64_C(1) << 33, .unit = 1,
-                                 .heuristic = RMALLOC_BEST_FIT};
+    rmalloc_vmem_config_t cfg = {
+        .size = UINT64_C(1) << 33, .unit = 1, .heuristic = RMALLOC_BEST_FIT};
     rmalloc_vmem_t *vm;
-    raddr_t         d;
+    raddr_t d;
     ck_assert_int_eq(rmalloc_vmem_create(&cfg, &vm), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, RMALLOC_MAX_UNITS, 0, &d), UTIL_OK);
     ck_assert_ptr_null(rmalloc_vmem_ptr(vm, &d)); /* shadow: not mapped */
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, RMALLOC_MAX_UNITS + 1, 0, &d), UTIL_ERR_INVALID);
     rmalloc_vmem_destroy(vm);
 
-    cfg.size = 4096; cfg.unit = 8; cfg.header_bytes = 8;
+    cfg.size = 4096;
+    cfg.unit = 8;
+    cfg.header_bytes = 8;
     ck_assert_int_eq(rmalloc_vmem_create(&cfg, &vm), UTIL_OK);
     ck_assert_int_eq(rmalloc_vmem_alloc(vm, 13, 0, &d), UTIL_OK);
     ck_assert_uint_eq(d.end - d.start, 3); /* 16 payload + 8 header */
@@ -551,11 +550,11 @@ END_TEST
 
 START_TEST(test_symm_basic)
 {
-    size_t          size = 1 << 20;
-    void           *heap = aligned_alloc(4096, size);
+    size_t size = 1 << 20;
+    void *heap = aligned_alloc(4096, size);
     rmalloc_symm_t *s;
-    void           *p, *q, *r;
-    uint64_t        off;
+    void *p, *q, *r;
+    uint64_t off;
 
     ck_assert_int_eq(rmalloc_symm_create(heap, size, 16, RMALLOC_FIRST_FIT, &s), UTIL_OK);
     ck_assert_int_eq(rmalloc_symm_alloc(s, 0, 0, &p), UTIL_OK);
@@ -589,19 +588,19 @@ END_TEST
 /* Two "PEs" run the same random sequence: offsets must match step by step. */
 START_TEST(test_symm_identical_sequences)
 {
-    size_t          size = 1 << 22;
-    void           *heap[2] = {aligned_alloc(4096, size), aligned_alloc(4096, size)};
+    size_t size = 1 << 22;
+    void *heap[2] = {aligned_alloc(4096, size), aligned_alloc(4096, size)};
     rmalloc_symm_t *s[2];
-    void           *live[2][512] = {{0}};
-    uint64_t        rng = 12345;
+    void *live[2][512] = {{0}};
+    uint64_t rng = 12345;
 
     for (int pe = 0; pe < 2; pe++)
-        ck_assert_int_eq(rmalloc_symm_create(heap[pe], size, 64, (rmalloc_heuristic_t)_i,
-                                             &s[pe]), UTIL_OK);
+        ck_assert_int_eq(rmalloc_symm_create(heap[pe], size, 64, (rmalloc_heuristic_t)_i, &s[pe]),
+                         UTIL_OK);
     for (int step = 0; step < 20000; step++) {
         rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
         unsigned k = (unsigned)(rng >> 33) % 512, op = (unsigned)(rng >> 20) % 3;
-        size_t   sz = 1 + (size_t)((rng >> 40) % 9000), al = (op == 2) ? 256 : 0;
+        size_t sz = 1 + (size_t)((rng >> 40) % 9000), al = (op == 2) ? 256 : 0;
         util_status_t st[2];
         for (int pe = 0; pe < 2; pe++) {
             if (live[pe][k] == NULL)
@@ -630,7 +629,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s  = suite_create("rmalloc_vmem");
+    Suite *s = suite_create("rmalloc_vmem");
     TCase *tc = tcase_create("heuristics");
     tcase_add_test(tc, test_create_invalid);
     tcase_add_loop_test(tc, test_basic, 0, RMALLOC_HEURISTIC_COUNT);

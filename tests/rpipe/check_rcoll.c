@@ -105,7 +105,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s  = suite_create("rcoll");
+    Suite *s = suite_create("rcoll");
     TCase *tc = tcase_create("shm");
     TCase *net = tcase_create("ofi");
 

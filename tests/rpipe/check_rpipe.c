@@ -13,7 +13,7 @@
 
 #define PROG "rpipe/mp_rpipe"
 
-static const char *const ops[]   = {"put", "get"};
+static const char *const ops[] = {"put", "get"};
 static const char *const syncs[] = {"block", "tag", "channel"};
 static const char *const modes[] = {"stream", "irregular", "channels", "alltoall"};
 static const char *const heuristics[] = {"first", "best", "worst", "random"};
@@ -162,7 +162,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s  = suite_create("rpipe");
+    Suite *s = suite_create("rpipe");
     TCase *tc = tcase_create("shm");
     TCase *net = tcase_create("ofi");
 

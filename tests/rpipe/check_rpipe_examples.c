@@ -16,8 +16,8 @@
 #define PINGPONG "../examples/rpipe/pingpong"
 #define DHT      "../examples/rpipe/dht"
 
-static const char *const dirs[]   = {"-put", "-get"};
-static const char *const syncs[]  = {"block", "tag", "channel"};
+static const char *const dirs[] = {"-put", "-get"};
+static const char *const syncs[] = {"block", "tag", "channel"};
 static const char *const orders[] = {"natural", "send-first", "alternate"};
 
 static void run(int np, const char *backend, const char *prog, const char *const args[])
@@ -79,8 +79,8 @@ END_TEST
 START_TEST(test_ofi)
 {
     const char *ring[] = {dirs[_i], "300", "tag", "natural", NULL};
-    const char *pp[]   = {dirs[_i], "50", "4096", "block", NULL};
-    const char *dht[]  = {dirs[_i], "500", "block", NULL};
+    const char *pp[] = {dirs[_i], "50", "4096", "block", NULL};
+    const char *dht[] = {dirs[_i], "500", "block", NULL};
 
     if (!have_ofi()) {
         return;
@@ -122,16 +122,16 @@ END_TEST
 
 int main(void)
 {
-    Suite *s   = suite_create("rpipe_examples");
-    TCase *tc  = tcase_create("shm");
+    Suite *s = suite_create("rpipe_examples");
+    TCase *tc = tcase_create("shm");
     TCase *net = tcase_create("ofi");
 
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, test_usage);
-    tcase_add_loop_test(tc, test_ring_orders, 0, 12);  /* 3 and 4 ranks */
-    tcase_add_loop_test(tc, test_ring_sizes, 0, 7);    /* 2..8 ranks */
+    tcase_add_loop_test(tc, test_ring_orders, 0, 12); /* 3 and 4 ranks */
+    tcase_add_loop_test(tc, test_ring_sizes, 0, 7);   /* 2..8 ranks */
     tcase_add_loop_test(tc, test_pingpong, 0, 6);
-    tcase_add_loop_test(tc, test_dht, 0, 13);          /* 4 ranks x modes, then 2..8 */
+    tcase_add_loop_test(tc, test_dht, 0, 13); /* 4 ranks x modes, then 2..8 */
     suite_add_tcase(s, tc);
     tcase_set_timeout(net, 150);
     tcase_add_loop_test(net, test_ofi, 0, 2);

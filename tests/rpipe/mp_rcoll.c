@@ -30,25 +30,25 @@
 static int me, npes, errors;
 static rdma_op_t rdma = RDMA_PUT;
 
-#define FAIL(...)                                                             \
-    do {                                                                      \
-        if (errors++ < 10) {                                                  \
-            fprintf(stderr, "PE %d: ", me);                                   \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-        }                                                                     \
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        if (errors++ < 10) {                                                                       \
+            fprintf(stderr, "PE %d: ", me);                                                        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_RC(_call)                                                       \
-    do {                                                                      \
-        int _rc = (_call);                                                    \
-        if (_rc != R_SUCCESS) {                                               \
-            FAIL("%s: %s", #_call, rstrerror(_rc));                           \
-        }                                                                     \
+#define CHECK_RC(_call)                                                                            \
+    do {                                                                                           \
+        int _rc = (_call);                                                                         \
+        if (_rc != R_SUCCESS) {                                                                    \
+            FAIL("%s: %s", #_call, rstrerror(_rc));                                                \
+        }                                                                                          \
     } while (0)
 
-static const char *const type_names[] = {"barrier", "bcast", "reduce", "allreduce", "allgather",
-                                         "scan", "exscan", "scatter", "gather", "alltoall"};
+static const char *const type_names[] = {"barrier", "bcast",  "reduce",  "allreduce", "allgather",
+                                         "scan",    "exscan", "scatter", "gather",    "alltoall"};
 
 /* ---- values and the serial reference ------------------------------------------------- */
 
@@ -71,12 +71,23 @@ static size_t dt_size(rcoll_dtype_t dt)
 static void put_val(rcoll_dtype_t dt, void *buf, size_t k, int who, size_t vk, int it)
 {
     switch (dt) {
-    case RCOLL_INT32:  ((int32_t *)buf)[k]  = (int32_t)ival(who, vk, it); break;
-    case RCOLL_INT64:  ((int64_t *)buf)[k]  = ival(who, vk, it); break;
-    case RCOLL_UINT64: ((uint64_t *)buf)[k] = (uint64_t)ival(who, vk, it) * 0x100000001ull; break;
-    case RCOLL_FLOAT:  ((float *)buf)[k]    = (float)fval(who, vk, it); break;
-    case RCOLL_DOUBLE: ((double *)buf)[k]   = fval(who, vk, it); break;
-    default: break;
+    case RCOLL_INT32:
+        ((int32_t *)buf)[k] = (int32_t)ival(who, vk, it);
+        break;
+    case RCOLL_INT64:
+        ((int64_t *)buf)[k] = ival(who, vk, it);
+        break;
+    case RCOLL_UINT64:
+        ((uint64_t *)buf)[k] = (uint64_t)ival(who, vk, it) * 0x100000001ull;
+        break;
+    case RCOLL_FLOAT:
+        ((float *)buf)[k] = (float)fval(who, vk, it);
+        break;
+    case RCOLL_DOUBLE:
+        ((double *)buf)[k] = fval(who, vk, it);
+        break;
+    default:
+        break;
     }
 }
 
@@ -88,32 +99,44 @@ static uint64_t iop(rcoll_op_t op, uint64_t a, uint64_t b, int is_signed, int bi
         sa = (int32_t)a, sb = (int32_t)b;
     }
     switch (op) {
-    case RCOLL_SUM:  return a + b;
-    case RCOLL_PROD: return a * b;
-    case RCOLL_MIN:  return is_signed ? (uint64_t)(sb < sa ? sb : sa) : (b < a ? b : a);
-    case RCOLL_MAX:  return is_signed ? (uint64_t)(sb > sa ? sb : sa) : (b > a ? b : a);
-    case RCOLL_AND:  return a & b;
-    case RCOLL_OR:   return a | b;
-    case RCOLL_XOR:  return a ^ b;
-    default:         return 0;
+    case RCOLL_SUM:
+        return a + b;
+    case RCOLL_PROD:
+        return a * b;
+    case RCOLL_MIN:
+        return is_signed ? (uint64_t)(sb < sa ? sb : sa) : (b < a ? b : a);
+    case RCOLL_MAX:
+        return is_signed ? (uint64_t)(sb > sa ? sb : sa) : (b > a ? b : a);
+    case RCOLL_AND:
+        return a & b;
+    case RCOLL_OR:
+        return a | b;
+    case RCOLL_XOR:
+        return a ^ b;
+    default:
+        return 0;
     }
 }
 
 static double fop(rcoll_op_t op, double a, double b)
 {
     switch (op) {
-    case RCOLL_SUM:  return a + b;
-    case RCOLL_PROD: return a * b;
-    case RCOLL_MIN:  return b < a ? b : a;
-    case RCOLL_MAX:  return b > a ? b : a;
-    default:         return 0;
+    case RCOLL_SUM:
+        return a + b;
+    case RCOLL_PROD:
+        return a * b;
+    case RCOLL_MIN:
+        return b < a ? b : a;
+    case RCOLL_MAX:
+        return b > a ? b : a;
+    default:
+        return 0;
     }
 }
 
 /* Reference: op over the contributions of members [lo, hi) at element k,
  * written as element k of out. */
-static void ref_reduce(rcoll_dtype_t dt, rcoll_op_t op, int lo, int hi, size_t k, int it,
-                       void *out)
+static void ref_reduce(rcoll_dtype_t dt, rcoll_op_t op, int lo, int hi, size_t k, int it, void *out)
 {
     unsigned char tmp[8];
 
@@ -165,12 +188,12 @@ static int same(rcoll_dtype_t dt, const void *got, const void *want, size_t k)
 /* ---- one operation ------------------------------------------------------------------------ */
 
 typedef struct {
-    rcoll_type_t  type;
+    rcoll_type_t type;
     rcoll_dtype_t dt;
-    rcoll_op_t    op;
-    size_t        count;
-    int           root;
-    int           start, lstride, size; /* size 0: all ranks */
+    rcoll_op_t op;
+    size_t count;
+    int root;
+    int start, lstride, size; /* size 0: all ranks */
 } tcase_t;
 
 static int member_of(const tcase_t *t, int *m_p, int *n_p)
@@ -195,10 +218,12 @@ static void run_case(const tcase_t *t, rcoll_h h, int it, int nonblocking)
     const size_t SENT = 0x5a;
 
     member_of(t, &m, &n);
-    blocks = (t->type == RCOLL_ALLGATHER || t->type == RCOLL_SCATTER ||
-              t->type == RCOLL_GATHER || t->type == RCOLL_ALLTOALL) ? (size_t)n : 1;
-    src  = malloc(blocks * c * es + 1);
-    dst  = malloc(blocks * c * es + 1);
+    blocks = (t->type == RCOLL_ALLGATHER || t->type == RCOLL_SCATTER || t->type == RCOLL_GATHER ||
+              t->type == RCOLL_ALLTOALL)
+                 ? (size_t)n
+                 : 1;
+    src = malloc(blocks * c * es + 1);
+    dst = malloc(blocks * c * es + 1);
     want = malloc(blocks * c * es + 1);
     memset(dst, SENT, blocks * c * es + 1);
     memset(want, SENT, blocks * c * es + 1);
@@ -220,20 +245,28 @@ static void run_case(const tcase_t *t, rcoll_h h, int it, int nonblocking)
         for (size_t k = 0; k < c; k++) {
             void *w = want + b * c * es;
             switch (t->type) {
-            case RCOLL_BCAST:     put_val(t->dt, w, k, t->root, k, it); break;
+            case RCOLL_BCAST:
+                put_val(t->dt, w, k, t->root, k, it);
+                break;
             case RCOLL_REDUCE:
                 if (m == t->root) {
                     ref_reduce(t->dt, t->op, 0, n, k, it, w);
                 }
                 break;
-            case RCOLL_ALLREDUCE: ref_reduce(t->dt, t->op, 0, n, k, it, w); break;
-            case RCOLL_SCAN:      ref_reduce(t->dt, t->op, 0, m + 1, k, it, w); break;
+            case RCOLL_ALLREDUCE:
+                ref_reduce(t->dt, t->op, 0, n, k, it, w);
+                break;
+            case RCOLL_SCAN:
+                ref_reduce(t->dt, t->op, 0, m + 1, k, it, w);
+                break;
             case RCOLL_EXSCAN:
                 if (m > 0) {
                     ref_reduce(t->dt, t->op, 0, m, k, it, w);
                 }
                 break;
-            case RCOLL_ALLGATHER: put_val(t->dt, w, k, (int)b, k, it); break;
+            case RCOLL_ALLGATHER:
+                put_val(t->dt, w, k, (int)b, k, it);
+                break;
             case RCOLL_SCATTER: /* one block lands; the rest of dst stays untouched */
                 if (b == 0) {
                     put_val(t->dt, w, k, m, k, it);
@@ -244,16 +277,19 @@ static void run_case(const tcase_t *t, rcoll_h h, int it, int nonblocking)
                     put_val(t->dt, w, k, (int)b, k, it);
                 }
                 break;
-            case RCOLL_ALLTOALL:  put_val(t->dt, w, k, (int)b * 64 + m, k, it); break;
-            default: break;
+            case RCOLL_ALLTOALL:
+                put_val(t->dt, w, k, (int)b * 64 + m, k, it);
+                break;
+            default:
+                break;
             }
         }
     }
 
     {
         /* non-roots of reduce/gather pass no dst: nothing may be written */
-        void *d = ((t->type == RCOLL_REDUCE || t->type == RCOLL_GATHER) && m != t->root)
-                      ? NULL : dst;
+        void *d =
+            ((t->type == RCOLL_REDUCE || t->type == RCOLL_GATHER) && m != t->root) ? NULL : dst;
         const void *s = (t->type == RCOLL_SCATTER && m != t->root) ? NULL : src;
         if (t->type == RCOLL_BCAST && m != t->root) {
             s = NULL;
@@ -294,15 +330,15 @@ static rcoll_config_t make_config(const tcase_t *t)
     rcoll_config_t cfg;
 
     rcoll_config_init(&cfg);
-    cfg.type             = t->type;
-    cfg.group_start      = t->start;
+    cfg.type = t->type;
+    cfg.group_start = t->start;
     cfg.group_log2stride = t->lstride;
-    cfg.group_size       = t->size;
-    cfg.root             = t->root;
-    cfg.dtype            = t->dt;
-    cfg.op               = t->op;
-    cfg.count            = t->count;
-    cfg.rdma_op          = rdma;
+    cfg.group_size = t->size;
+    cfg.root = t->root;
+    cfg.dtype = t->dt;
+    cfg.op = t->op;
+    cfg.count = t->count;
+    cfg.rdma_op = rdma;
     return cfg;
 }
 
@@ -328,11 +364,14 @@ static void test_case(const tcase_t *t)
     CHECK_RC(rcoll_free(h));
 }
 
-static const struct { rcoll_dtype_t dt; rcoll_op_t op; } reductions[] = {
-    {RCOLL_INT64, RCOLL_SUM},  {RCOLL_INT32, RCOLL_PROD}, {RCOLL_INT32, RCOLL_MIN},
-    {RCOLL_UINT64, RCOLL_MAX}, {RCOLL_INT64, RCOLL_AND},  {RCOLL_UINT64, RCOLL_OR},
-    {RCOLL_INT32, RCOLL_XOR},  {RCOLL_FLOAT, RCOLL_SUM},  {RCOLL_DOUBLE, RCOLL_SUM},
-    {RCOLL_DOUBLE, RCOLL_PROD}, {RCOLL_FLOAT, RCOLL_MAX}, {RCOLL_INT64, RCOLL_MIN},
+static const struct {
+    rcoll_dtype_t dt;
+    rcoll_op_t op;
+} reductions[] = {
+    {RCOLL_INT64, RCOLL_SUM},   {RCOLL_INT32, RCOLL_PROD}, {RCOLL_INT32, RCOLL_MIN},
+    {RCOLL_UINT64, RCOLL_MAX},  {RCOLL_INT64, RCOLL_AND},  {RCOLL_UINT64, RCOLL_OR},
+    {RCOLL_INT32, RCOLL_XOR},   {RCOLL_FLOAT, RCOLL_SUM},  {RCOLL_DOUBLE, RCOLL_SUM},
+    {RCOLL_DOUBLE, RCOLL_PROD}, {RCOLL_FLOAT, RCOLL_MAX},  {RCOLL_INT64, RCOLL_MIN},
 };
 #define NRED (sizeof(reductions) / sizeof(reductions[0]))
 
@@ -349,9 +388,14 @@ static void test_ops(int start, int lstride, int size)
         for (size_t ci = 0; ci < 3; ci++) {
             for (int ri = 0; ri < (rooted ? 3 : 1); ri++) {
                 for (size_t r = 0; r < (red ? NRED : 1); r++) {
-                    tcase_t t = {(rcoll_type_t)type, red ? reductions[r].dt : RCOLL_INT64,
-                                 red ? reductions[r].op : RCOLL_OP_NONE, counts[ci], roots[ri],
-                                 start, lstride, size};
+                    tcase_t t = {(rcoll_type_t)type,
+                                 red ? reductions[r].dt : RCOLL_INT64,
+                                 red ? reductions[r].op : RCOLL_OP_NONE,
+                                 counts[ci],
+                                 roots[ri],
+                                 start,
+                                 lstride,
+                                 size};
                     /* the big count only for a few reductions: keeps the run short */
                     if (ci == 2 && red && r % 4 != 0) {
                         continue;
@@ -392,8 +436,8 @@ static void test_nb(void)
                 continue;
             }
             CHECK_RC(rcoll_init(&h[i], &cfg));
-            src[i]  = calloc(1, bytes);
-            dst[i]  = calloc(1, bytes);
+            src[i] = calloc(1, bytes);
+            dst[i] = calloc(1, bytes);
             want[i] = calloc(1, bytes);
         }
         /* start all, in the same order everywhere */
@@ -452,7 +496,8 @@ static void test_nb(void)
                 if (rc == R_SUCCESS) {
                     size_t c = t[i].count, es = dt_size(t[i].dt);
                     size_t blocks = (t[i].type == RCOLL_ALLTOALL || t[i].type == RCOLL_ALLGATHER)
-                                        ? (size_t)npes : 1;
+                                        ? (size_t)npes
+                                        : 1;
                     member_of(&t[i], &m, &n);
                     for (size_t k = 0; k < blocks * c && blocks * c * es > 0; k++) {
                         if (k >= (size_t)n * c) {
@@ -488,14 +533,14 @@ static void test_repeat(void)
     rcoll_config_init(&cfg);
     cfg.rdma_op = rdma;
     CHECK_RC(rcoll_init(&bar, &cfg));
-    cfg.type  = RCOLL_ALLREDUCE;
+    cfg.type = RCOLL_ALLREDUCE;
     cfg.dtype = RCOLL_INT64;
-    cfg.op    = RCOLL_SUM;
+    cfg.op = RCOLL_SUM;
     cfg.count = 1;
     CHECK_RC(rcoll_init(&ar, &cfg));
     for (int it = 0; it < 300; it++) {
         int rc;
-        v   = me * 1000 + it;
+        v = me * 1000 + it;
         sum = 0;
         while ((rc = rcoll_nb(ar, &v, &sum)) == R_PENDING) {
             sched_yield();
@@ -512,7 +557,9 @@ static void test_repeat(void)
     CHECK_RC(rcoll_free(bar));
 }
 
-typedef struct { int64_t sum, max; } pair_t;
+typedef struct {
+    int64_t sum, max;
+} pair_t;
 
 static void pair_op(void *inout, const void *in, size_t count)
 {
@@ -537,12 +584,12 @@ static void test_user(void)
             continue;
         }
         rcoll_config_init(&cfg);
-        cfg.type      = (rcoll_type_t)type;
+        cfg.type = (rcoll_type_t)type;
         cfg.elem_size = sizeof(pair_t);
-        cfg.count     = C;
-        cfg.user_op   = pair_op;
-        cfg.root      = npes - 1;
-        cfg.rdma_op   = rdma;
+        cfg.count = C;
+        cfg.user_op = pair_op;
+        cfg.root = npes - 1;
+        cfg.rdma_op = rdma;
         CHECK_RC(rcoll_init(&h, &cfg));
         for (int k = 0; k < C; k++) {
             src[k].sum = me + k;
@@ -664,9 +711,9 @@ static void test_leftover(void)
 
         rcoll_config_init(&cfg);
         CHECK_RC(rcoll_init(&bar, &cfg));
-        cfg.type  = RCOLL_ALLREDUCE;
+        cfg.type = RCOLL_ALLREDUCE;
         cfg.dtype = RCOLL_INT64;
-        cfg.op    = RCOLL_SUM;
+        cfg.op = RCOLL_SUM;
         cfg.count = 1;
         CHECK_RC(rcoll_init(&sum, &cfg));
         CHECK_RC(rcoll(bar, NULL, NULL));

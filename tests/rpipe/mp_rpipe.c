@@ -27,21 +27,21 @@
 
 static int me, npes, errors;
 
-#define FAIL(...)                                                             \
-    do {                                                                      \
-        if (errors++ < 10) {                                                  \
-            fprintf(stderr, "PE %d: ", me);                                   \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-        }                                                                     \
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        if (errors++ < 10) {                                                                       \
+            fprintf(stderr, "PE %d: ", me);                                                        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+        }                                                                                          \
     } while (0)
 
-#define EXPECT_RC(_call, _want)                                               \
-    do {                                                                      \
-        int _rc = (_call);                                                    \
-        if (_rc != (_want)) {                                                 \
-            FAIL("%s returned %d (%s), expected %d", #_call, _rc, rstrerror(_rc), (_want)); \
-        }                                                                     \
+#define EXPECT_RC(_call, _want)                                                                    \
+    do {                                                                                           \
+        int _rc = (_call);                                                                         \
+        if (_rc != (_want)) {                                                                      \
+            FAIL("%s returned %d (%s), expected %d", #_call, _rc, rstrerror(_rc), (_want));        \
+        }                                                                                          \
     } while (0)
 
 static uint64_t rng_next(uint64_t *s)
@@ -71,10 +71,15 @@ static rmalloc_config_t make_config(const char *op, const char *sync, const char
     rmalloc_config_t cfg;
 
     rmalloc_config_init(&cfg);
-    cfg.op        = !strcmp(op, "get") ? RDMA_GET : RDMA_PUT;
-    cfg.sync      = !strcmp(sync, "tag") ? NET_SYNC_TAGS : !strcmp(sync, "channel") ? CH_SYNC : NET_SYNC_BLKS;
-    cfg.algorithm = !strcmp(alg, "first") ? FIRST_FIT : !strcmp(alg, "best") ? BEST_FIT
-                  : !strcmp(alg, "worst") ? WORST_FIT : !strcmp(alg, "random") ? RANDOM_FIT : NEXT_FIT;
+    cfg.op = !strcmp(op, "get") ? RDMA_GET : RDMA_PUT;
+    cfg.sync = !strcmp(sync, "tag")       ? NET_SYNC_TAGS
+               : !strcmp(sync, "channel") ? CH_SYNC
+                                          : NET_SYNC_BLKS;
+    cfg.algorithm = !strcmp(alg, "first")    ? FIRST_FIT
+                    : !strcmp(alg, "best")   ? BEST_FIT
+                    : !strcmp(alg, "worst")  ? WORST_FIT
+                    : !strcmp(alg, "random") ? RANDOM_FIT
+                                             : NEXT_FIT;
     cfg.unit_size = 8;
     return cfg;
 }
@@ -82,12 +87,12 @@ static rmalloc_config_t make_config(const char *op, const char *sync, const char
 /* One end of a channel from src to dst; the producer is src. */
 static rch_t open_channel(rmalloc_config_t cfg, int src, int dst, unsigned ctx, size_t capacity)
 {
-    rch_t ch  = NULL;
+    rch_t ch = NULL;
     int rc;
 
-    cfg.peer        = (me == src) ? dst : src;
-    cfg.context     = ctx;
-    cfg.alloc_size  = capacity;
+    cfg.peer = (me == src) ? dst : src;
+    cfg.context = ctx;
+    cfg.alloc_size = capacity;
     cfg.rdma_active = (cfg.op != RDMA_GET) ? (me == src) : (me == dst);
     rc = rpipe(&ch, &cfg);
     if (rc != R_SUCCESS) {
@@ -99,7 +104,7 @@ static rch_t open_channel(rmalloc_config_t cfg, int src, int dst, unsigned ctx, 
 static void send_one(rch_t ch, int dst, int ctx, long i, size_t max)
 {
     size_t size = msg_size(me, dst, ctx, i, max);
-    raddr_t d   = rmalloc(ch, size);
+    raddr_t d = rmalloc(ch, size);
     unsigned char *p = rmem(ch, d);
     uint64_t *hdr;
 
@@ -110,7 +115,7 @@ static void send_one(rch_t ch, int dst, int ctx, long i, size_t max)
     for (size_t k = 0; k < size; k++) {
         p[k] = msg_byte(me, i, k);
     }
-    hdr  = network_header(ch, d);
+    hdr = network_header(ch, d);
     *hdr = (uint64_t)i; /* immediate data: the sequence number */
     if (rwrite(ch, d) != R_SUCCESS) {
         FAIL("rwrite of message %ld failed", i);
@@ -216,8 +221,8 @@ static void mode_reorder(rmalloc_config_t cfg, long count)
         return;
     }
     for (long i = 0; i < count;) {
-        size_t max   = (i < count / 2) ? 1 : MAX_MSG;
-        long   batch = 1 + i % 3;
+        size_t max = (i < count / 2) ? 1 : MAX_MSG;
+        long batch = 1 + i % 3;
 
         if (batch > count - i) {
             batch = count - i;
@@ -289,7 +294,9 @@ static void mode_stale(rmalloc_config_t cfg)
         return;
     }
     if (me == 0) {
-        raddr_t next = {.start = 0, .end = 4, .payload = SMALL + RPIPE_UHDR_BYTES,
+        raddr_t next = {.start = 0,
+                        .end = 4,
+                        .payload = SMALL + RPIPE_UHDR_BYTES,
                         .unit_shift = 3}; /* where the small message will be */
 
         for (long i = 0; i < fill; i++) {
@@ -324,7 +331,8 @@ static void mode_stale(rmalloc_config_t cfg)
 
         for (long i = 0; i < fill; i++) {
             EXPECT_RC(rread(ch, &d, &m, BIG), R_SUCCESS);
-            if (d.payload != BIG) FAIL("message %ld has %llu bytes", i, (unsigned long long)d.payload);
+            if (d.payload != BIG)
+                FAIL("message %ld has %llu bytes", i, (unsigned long long)d.payload);
             EXPECT_RC(rfree(ch, d), R_SUCCESS);
         }
         EXPECT_RC(network_send(0, &token, sizeof(token)), R_SUCCESS);
@@ -396,7 +404,7 @@ static void mode_alltoall(rmalloc_config_t cfg, long count)
     for (int p = 0; p < npes; p++) {
         if (p == me) continue;
         out[p] = open_channel(cfg, me, p, 0, TINY);
-        in[p]  = open_channel(cfg, p, me, 0, TINY);
+        in[p] = open_channel(cfg, p, me, 0, TINY);
     }
     /* Interleave non-blocking sends and receives so nobody waits on a full
      * channel while its peer waits on another. */
@@ -440,7 +448,10 @@ static void mode_alltoall(rmalloc_config_t cfg, long count)
         if (out[p]) rpipe_close(out[p]);
         if (in[p]) rpipe_close(in[p]);
     }
-    free(out); free(in); free(sent); free(got);
+    free(out);
+    free(in);
+    free(sent);
+    free(got);
 }
 
 /* Bad input gets an error code, never a crash or a hang (2 PEs). */
@@ -455,55 +466,73 @@ static void mode_misuse(rmalloc_config_t base)
         return;
     }
     cfg = base;
-    cfg.peer = me;                    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
-    cfg.peer = npes;                  EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
-    cfg = base; cfg.peer = 1 - me;
-    cfg.unit_size = 3;                EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
-    cfg.unit_size = 8; cfg.context = 300;
+    cfg.peer = me;
     EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
-    cfg.context = 0; cfg.sync = NET_SYNC_BLKS; cfg.algorithm = BEST_FIT;
+    cfg.peer = npes;
     EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
-    cfg.algorithm = NEXT_FIT; cfg.op = RDMA_ATOMIC; cfg.atomic_type = 99;
+    cfg = base;
+    cfg.peer = 1 - me;
+    cfg.unit_size = 3;
     EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
-    cfg.op = RDMA_PUT; cfg.atomic_type = RATOMIC_ADD; cfg.alloc_size = 0;
+    cfg.unit_size = 8;
+    cfg.context = 300;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.context = 0;
+    cfg.sync = NET_SYNC_BLKS;
+    cfg.algorithm = BEST_FIT;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.algorithm = NEXT_FIT;
+    cfg.op = RDMA_ATOMIC;
+    cfg.atomic_type = 99;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.op = RDMA_PUT;
+    cfg.atomic_type = RATOMIC_ADD;
+    cfg.alloc_size = 0;
     EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
     EXPECT_RC(rpipe(NULL, &base), R_ERR_INVALID);
 
     ch = open_channel(base, 0, 1, 1, 1024);
     if (ch == NULL) return;
-    cfg = base; cfg.peer = 1 - me; cfg.context = 1; cfg.alloc_size = 1024;
+    cfg = base;
+    cfg.peer = 1 - me;
+    cfg.context = 1;
+    cfg.alloc_size = 1024;
     cfg.rdma_active = (cfg.op == RDMA_PUT) ? (me == 0) : (me == 1);
     EXPECT_RC(rpipe(&dup, &cfg), R_ERR_EXISTS);
     if (me == 0) {
-        EXPECT_RC(rread_nb(ch, &d, &p, 8), R_ERR_STATE);   /* producer side */
+        EXPECT_RC(rread_nb(ch, &d, &p, 8), R_ERR_STATE); /* producer side */
         EXPECT_RC(rfree(ch, d), R_ERR_STATE);
         EXPECT_RC(rmalloc_nb(ch, 4096, &d), R_ERR_INVALID); /* larger than the channel */
         send_one(ch, 1, 1, 0, 64);
 #ifdef RMB_ARG_CHECKS
         /* forged descriptors: outside the channel's memory, another
          * granularity, inverted bounds; rejected before any byte moves */
-        raddr_t forged = (raddr_t){.start = 1ull << 40, .end = (1ull << 40) + 4, .id = 7, .payload = 8,
-                           .unit_shift = 3};
+        raddr_t forged = (raddr_t){
+            .start = 1ull << 40, .end = (1ull << 40) + 4, .id = 7, .payload = 8, .unit_shift = 3};
         EXPECT_RC(rwrite(ch, forged), R_ERR_INVALID);
         if (rmem(ch, forged) != NULL || network_header(ch, forged) != NULL) {
             FAIL("rmem/network_header gave a pointer for a descriptor outside the channel");
         }
-        forged.start = 0; forged.end = 4; forged.unit_shift = 9;
+        forged.start = 0;
+        forged.end = 4;
+        forged.unit_shift = 9;
         EXPECT_RC(rwrite(ch, forged), R_ERR_INVALID);
-        forged.unit_shift = 3; forged.end = 0;
+        forged.unit_shift = 3;
+        forged.end = 0;
         EXPECT_RC(rwrite(ch, forged), R_ERR_INVALID);
-        forged.end = 1; forged.payload = 64; /* payload larger than its units */
+        forged.end = 1;
+        forged.payload = 64; /* payload larger than its units */
         EXPECT_RC(rwrite(ch, forged), R_ERR_INVALID);
 #endif
     } else {
-        EXPECT_RC(rmalloc_nb(ch, 8, &d), R_ERR_STATE);      /* consumer side */
+        EXPECT_RC(rmalloc_nb(ch, 8, &d), R_ERR_STATE); /* consumer side */
         EXPECT_RC(rwrite(ch, d), R_ERR_STATE);
         recv_one(ch, 0, 1, 0, 64, &d);
         bogus = d;
         bogus.id ^= 0x5a5a;
-        EXPECT_RC(rfree(ch, bogus), R_ERR_INVALID);         /* foreign descriptor */
+        EXPECT_RC(rfree(ch, bogus), R_ERR_INVALID); /* foreign descriptor */
         EXPECT_RC(rfree(ch, d), R_SUCCESS);
-        EXPECT_RC(rfree(ch, d), R_ERR_INVALID);             /* double free */
+        EXPECT_RC(rfree(ch, d), R_ERR_INVALID); /* double free */
         EXPECT_RC(rfree(ch, RADDR_NULL), R_ERR_INVALID);
     }
     /* a live message of another channel is foreign to this one */
@@ -526,8 +555,10 @@ static void mode_misuse(rmalloc_config_t base)
     /* The two ends disagree on the capacity: both see it on first use. */
     mism = open_channel(base, 0, 1, 2, me == 0 ? 1024 : 2048);
     if (mism != NULL) {
-        if (me == 0) EXPECT_RC(rmalloc_nb(mism, 8, &d), R_ERR_INVALID);
-        else EXPECT_RC(rread_nb(mism, &d, &p, 8), R_ERR_INVALID);
+        if (me == 0)
+            EXPECT_RC(rmalloc_nb(mism, 8, &d), R_ERR_INVALID);
+        else
+            EXPECT_RC(rread_nb(mism, &d, &p, 8), R_ERR_INVALID);
         rpipe_close(mism);
     }
     EXPECT_RC(rpipe_close(ch), R_SUCCESS);
@@ -540,22 +571,32 @@ static void mode_misuse(rmalloc_config_t base)
 static uint64_t atomic_operand(int type, long k)
 {
     switch (type) {
-    case RATOMIC_ADD: return (uint64_t)k + 1;
-    case RATOMIC_XOR: return (uint64_t)k * 0x9e3779b97f4a7c15ull;
-    case RATOMIC_OR:  return 1ull << (k % 64);
-    case RATOMIC_AND: return ~(1ull << (k % 64));
-    default:          return (uint64_t)k + 1;
+    case RATOMIC_ADD:
+        return (uint64_t)k + 1;
+    case RATOMIC_XOR:
+        return (uint64_t)k * 0x9e3779b97f4a7c15ull;
+    case RATOMIC_OR:
+        return 1ull << (k % 64);
+    case RATOMIC_AND:
+        return ~(1ull << (k % 64));
+    default:
+        return (uint64_t)k + 1;
     }
 }
 
 static uint64_t atomic_apply(int type, uint64_t acc, uint64_t v)
 {
     switch (type) {
-    case RATOMIC_ADD: return acc + v;
-    case RATOMIC_XOR: return acc ^ v;
-    case RATOMIC_OR:  return acc | v;
-    case RATOMIC_AND: return acc & v;
-    default:          return v;
+    case RATOMIC_ADD:
+        return acc + v;
+    case RATOMIC_XOR:
+        return acc ^ v;
+    case RATOMIC_OR:
+        return acc | v;
+    case RATOMIC_AND:
+        return acc & v;
+    default:
+        return v;
     }
 }
 
@@ -579,13 +620,16 @@ static void mode_atomic(rmalloc_config_t base, long count)
         cfg.op = RDMA_ATOMIC;
         cfg.atomic_type = (uint64_t)type;
         out = open_channel(cfg, me, 1 - me, 20 + (unsigned)type, 256);
-        in  = open_channel(cfg, 1 - me, me, 20 + (unsigned)type, 256);
+        in = open_channel(cfg, 1 - me, me, 20 + (unsigned)type, 256);
         if (out == NULL || in == NULL) return;
         EXPECT_RC(rmalloc_nb(out, 4, &d), R_ERR_INVALID); /* one 8-byte operand only */
         for (long k = 0; k < count; k++) {
             uint64_t v = atomic_operand(type, k), value, operand;
             uint64_t *slot = rmalloc_mem(out, 8, &d);
-            if (slot == NULL) { FAIL("rmalloc of an operand failed"); return; }
+            if (slot == NULL) {
+                FAIL("rmalloc of an operand failed");
+                return;
+            }
             *slot = v;
             EXPECT_RC(rwrite(out, d), R_SUCCESS);
             EXPECT_RC(rread(in, &d, &p, 8), R_SUCCESS);
@@ -597,7 +641,8 @@ static void mode_atomic(rmalloc_config_t base, long count)
                      (unsigned long long)operand, (unsigned long long)v);
             }
             /* the peer runs the same sequence, at most one update ahead */
-            if (value != expect && value != atomic_apply(type, expect, atomic_operand(type, k + 1))) {
+            if (value != expect &&
+                value != atomic_apply(type, expect, atomic_operand(type, k + 1))) {
                 FAIL("atomic type %d message %ld: accumulator %llx, want %llx", type, k,
                      (unsigned long long)value, (unsigned long long)expect);
             }
@@ -627,10 +672,10 @@ static void mode_messages(void)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "stream";
-    const char *op   = argc > 2 ? argv[2] : "put";
+    const char *op = argc > 2 ? argv[2] : "put";
     const char *sync = argc > 3 ? argv[3] : "block";
-    const char *alg  = argc > 4 ? argv[4] : "next";
-    long count       = argc > 5 ? atol(argv[5]) : 2000;
+    const char *alg = argc > 4 ? argv[4] : "next";
+    long count = argc > 5 ? atol(argv[5]) : 2000;
     rmalloc_config_t cfg;
     int total;
 
@@ -639,16 +684,28 @@ int main(int argc, char **argv)
         return 1;
     }
     cfg = make_config(op, sync, alg);
-    if (!strcmp(mode, "stream")) mode_stream(cfg, count, 0);
-    else if (!strcmp(mode, "irregular")) mode_stream(cfg, count, 1);
-    else if (!strcmp(mode, "reorder")) mode_reorder(cfg, count);
-    else if (!strcmp(mode, "channels")) mode_channels(cfg, count);
-    else if (!strcmp(mode, "alltoall")) mode_alltoall(cfg, count);
-    else if (!strcmp(mode, "misuse")) mode_misuse(cfg);
-    else if (!strcmp(mode, "stale")) mode_stale(cfg);
-    else if (!strcmp(mode, "messages")) mode_messages();
-    else if (!strcmp(mode, "atomic")) mode_atomic(cfg, count);
-    else { fprintf(stderr, "mp_rpipe: unknown mode %s\n", mode); errors++; }
+    if (!strcmp(mode, "stream"))
+        mode_stream(cfg, count, 0);
+    else if (!strcmp(mode, "irregular"))
+        mode_stream(cfg, count, 1);
+    else if (!strcmp(mode, "reorder"))
+        mode_reorder(cfg, count);
+    else if (!strcmp(mode, "channels"))
+        mode_channels(cfg, count);
+    else if (!strcmp(mode, "alltoall"))
+        mode_alltoall(cfg, count);
+    else if (!strcmp(mode, "misuse"))
+        mode_misuse(cfg);
+    else if (!strcmp(mode, "stale"))
+        mode_stale(cfg);
+    else if (!strcmp(mode, "messages"))
+        mode_messages();
+    else if (!strcmp(mode, "atomic"))
+        mode_atomic(cfg, count);
+    else {
+        fprintf(stderr, "mp_rpipe: unknown mode %s\n", mode);
+        errors++;
+    }
 
     /* every PE learns whether anyone failed */
     {

@@ -92,7 +92,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s  = suite_create("shmem");
+    Suite *s = suite_create("shmem");
     TCase *tc = tcase_create("shmem");
 
     tcase_set_timeout(tc, 300);

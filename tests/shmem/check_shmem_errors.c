@@ -22,9 +22,9 @@
 #define PROG "shmem/mp_shmem_errors"
 
 typedef struct {
-    int    status;
-    double ended;      /* CLOCK_MONOTONIC seconds when the job had ended */
-    char   err[65536];  /* the job's stderr */
+    int status;
+    double ended;    /* CLOCK_MONOTONIC seconds when the job had ended */
+    char err[65536]; /* the job's stderr */
 } job_result_t;
 
 static double now_s(void)
@@ -58,10 +58,10 @@ static void run_job(int np, const char *mode, job_result_t *res)
 {
     const char *args[] = {mode, NULL};
     char err_path[] = "/tmp/rmb-errors-stderr.XXXXXX";
-    char tmp_dir[]  = "/tmp/rmb-errors-tmp.XXXXXX";
-    char *before    = mp_shm_snapshot();
-    int err_fd      = mkstemp(err_path);
-    int saved_fd    = dup(STDERR_FILENO);
+    char tmp_dir[] = "/tmp/rmb-errors-tmp.XXXXXX";
+    char *before = mp_shm_snapshot();
+    int err_fd = mkstemp(err_path);
+    int saved_fd = dup(STDERR_FILENO);
     ssize_t n;
 
     ck_assert_int_ge(err_fd, 0);
@@ -70,7 +70,7 @@ static void run_job(int np, const char *mode, job_result_t *res)
     fflush(stderr);
     dup2(err_fd, STDERR_FILENO);
     res->status = mp_run(mp_oshrun_argv(np, 1, PROG, args), 30, NULL);
-    res->ended  = now_s();
+    res->ended = now_s();
     dup2(saved_fd, STDERR_FILENO);
     close(saved_fd);
     unsetenv("TMPDIR");
@@ -228,13 +228,22 @@ static void expect_fault(const char *mode, int status, const char *needle)
                   res.ended - left_at);
 }
 
-START_TEST(test_kill_in_barrier) { expect_fault("killbarrier", 128 + SIGKILL, "killed by signal 9"); }
+START_TEST(test_kill_in_barrier)
+{
+    expect_fault("killbarrier", 128 + SIGKILL, "killed by signal 9");
+}
 END_TEST
 
-START_TEST(test_kill_in_wait) { expect_fault("killwait", 128 + SIGKILL, "killed by signal 9"); }
+START_TEST(test_kill_in_wait)
+{
+    expect_fault("killwait", 128 + SIGKILL, "killed by signal 9");
+}
 END_TEST
 
-START_TEST(test_kill_in_collective) { expect_fault("killcoll", 128 + SIGKILL, "killed by signal 9"); }
+START_TEST(test_kill_in_collective)
+{
+    expect_fault("killcoll", 128 + SIGKILL, "killed by signal 9");
+}
 END_TEST
 
 START_TEST(test_exit_without_finalize)
@@ -245,7 +254,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s     = suite_create("shmem_errors");
+    Suite *s = suite_create("shmem_errors");
     TCase *input = tcase_create("bad_input");
     TCase *fault = tcase_create("faults");
 

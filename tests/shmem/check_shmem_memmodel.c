@@ -30,7 +30,7 @@
 #define RMB_TEST_LSAN_MPI_SUPP "tests/btl/lsan_mpi.supp"
 #endif
 
-#define PROG "shmem/mp_shmem_memmodel"
+#define PROG    "shmem/mp_shmem_memmodel"
 #define LIMIT_S 60.0 /* per run, scaled by TEST_TIME_SCALE */
 
 enum { L_OSHRUN, L_OMPI };
@@ -44,7 +44,7 @@ static const struct {
     const char *btl;
     const char *net;      /* the network backend the run needs (RMB_BTL_NET), or NULL */
     const char *provider; /* FI_PROVIDER for ofi, UCX_TLS for ucx, or NULL */
-    const char *env; /* one more NAME=VALUE, or NULL */
+    const char *env;      /* one more NAME=VALUE, or NULL */
     long rounds;
 } runs[] = {
     {"shm", L_OSHRUN, 2, 1, "auto", NULL, NULL, NULL, 5000},
@@ -61,7 +61,8 @@ static const struct {
     {"shm + ucx tcp", L_OSHRUN, 4, 2, "auto", "ucx", "tcp,self", NULL, 500},
     /* every atomic through the network, puts to the node's peers mapped:
      * fence between a network atomic and a store on one word */
-    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "ofi", "tcp;ofi_rxm", "RMB_AMO_NETWORK=yes", 300},
+    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "ofi", "tcp;ofi_rxm", "RMB_AMO_NETWORK=yes",
+     300},
     {"shm + ucx tcp", L_OSHRUN, 4, 2, "auto", "ucx", "tcp,self", "RMB_AMO_NETWORK=yes", 500},
     {"mpi (Open MPI)", L_OMPI, 2, 1, "mpi", NULL, NULL, NULL, 10000},
     {"mpi (Open MPI)", L_OMPI, 4, 1, "mpi", NULL, NULL, NULL, 2000},
@@ -154,8 +155,7 @@ START_TEST(test_memmodel)
     unsetenv("FI_PROVIDER");
     unsetenv("UCX_TLS");
     if (runs[_i].provider != NULL) {
-        setenv(strcmp(runs[_i].net, "ucx") == 0 ? "UCX_TLS" : "FI_PROVIDER", runs[_i].provider,
-               1);
+        setenv(strcmp(runs[_i].net, "ucx") == 0 ? "UCX_TLS" : "FI_PROVIDER", runs[_i].provider, 1);
     }
     if (runs[_i].nodes > 1) {
         setenv("RMB_BTL_NET", runs[_i].net, 1);
@@ -163,16 +163,17 @@ START_TEST(test_memmodel)
     if (runs[_i].launcher == L_OMPI) {
         setenv("RMB_BOOTSTRAP", "mpi", 1);
         if (getenv("LSAN_OPTIONS") != NULL) { /* sanitizer builds: what MPI_Init keeps */
-            setenv("LSAN_OPTIONS", "suppressions=" RMB_TEST_LSAN_MPI_SUPP
-                                   ":fast_unwind_on_malloc=0:print_suppressions=0", 1);
+            setenv("LSAN_OPTIONS",
+                   "suppressions=" RMB_TEST_LSAN_MPI_SUPP
+                   ":fast_unwind_on_malloc=0:print_suppressions=0",
+                   1);
         }
     } else {
         unsetenv("RMB_BOOTSTRAP");
     }
 
     if (runs[_i].env != NULL) {
-        snprintf(env_name, sizeof(env_name), "%.*s", (int)strcspn(runs[_i].env, "="),
-                 runs[_i].env);
+        snprintf(env_name, sizeof(env_name), "%.*s", (int)strcspn(runs[_i].env, "="), runs[_i].env);
         setenv(env_name, runs[_i].env + strlen(env_name) + 1, 1);
     }
 
@@ -180,8 +181,7 @@ START_TEST(test_memmodel)
     if (runs[_i].launcher == L_OMPI) {
         status = mp_run(ompi_argv(mpirun, runs[_i].np, args), limit, &elapsed);
     } else {
-        status = mp_run(mp_oshrun_argv(runs[_i].np, runs[_i].nodes, PROG, args), limit,
-                        &elapsed);
+        status = mp_run(mp_oshrun_argv(runs[_i].np, runs[_i].nodes, PROG, args), limit, &elapsed);
     }
     printf("%s: %s rounds, status %d, %.1f s\n", what, rounds, status, elapsed);
     fflush(stdout);

@@ -83,7 +83,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s  = suite_create("shmem_p2p");
+    Suite *s = suite_create("shmem_p2p");
     TCase *tc = tcase_create("shmem_p2p");
 
     tcase_set_timeout(tc, 300);

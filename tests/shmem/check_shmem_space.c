@@ -97,8 +97,14 @@ static int run_mode(int r, const char *mode, double limit)
     before = mp_shm_snapshot();
     if (runs[r].mpi) {
         static char path[4096];
-        char *argv[] = {(char *)mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4",
-                        path, (char *)mode, NULL};
+        char *argv[] = {(char *)mpirun,
+                        "--allow-run-as-root",
+                        "--oversubscribe",
+                        "-np",
+                        "4",
+                        path,
+                        (char *)mode,
+                        NULL};
         snprintf(path, sizeof(path), "%s", mp_test_path(PROG));
         status = mp_run(argv, limit, NULL);
     } else {
@@ -177,7 +183,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s  = suite_create("shmem_space");
+    Suite *s = suite_create("shmem_space");
     TCase *tc = tcase_create("shmem_space");
 
     tcase_set_timeout(tc, 300);

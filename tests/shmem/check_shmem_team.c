@@ -40,7 +40,8 @@ START_TEST(test_two_nodes)
 {
     /* SHMEM_TEAM_SHARED is the emulated node: blocks of ceil(n / 2) PEs */
     if (btl_component_find("ofi") == NULL) {
-        printf("SKIP shmem teams on two emulated nodes: btl/ofi not built (nodes need a network)\n");
+        printf(
+            "SKIP shmem teams on two emulated nodes: btl/ofi not built (nodes need a network)\n");
         return;
     }
     ck_assert_msg(run(4, 2, "auto", "all") == 0, "4 PEs on 2 nodes");
@@ -92,7 +93,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s  = suite_create("shmem_team");
+    Suite *s = suite_create("shmem_team");
     TCase *tc = tcase_create("shmem_team");
 
     tcase_set_timeout(tc, 300);

@@ -70,7 +70,8 @@ static void mode_rma(void)
             long expect = ((left + npes - 1) % npes) * 100000L + i;
             CHECK(got[i] == expect, "get[%d] = %ld, expected %ld", i, got[i], expect);
         }
-        CHECK(shmem_long_g(&static_array[5], left) == ((left + npes - 1) % npes) * 100000L + 5, "g static");
+        CHECK(shmem_long_g(&static_array[5], left) == ((left + npes - 1) % npes) * 100000L + 5,
+              "g static");
         shmem_getmem(got, static_array, 16, left);
         CHECK(got[1] == ((left + npes - 1) % npes) * 100000L + 1, "getmem static");
     }
@@ -96,9 +97,14 @@ static void mode_rma(void)
     }
     CHECK(shmem_ptr(src, right) == NULL || right == me, "shmem_ptr of a stack address");
     CHECK(shmem_addr_accessible(heap, right) && shmem_addr_accessible(static_array, right) &&
-          !shmem_addr_accessible(src, right), "addr_accessible");
+              !shmem_addr_accessible(src, right),
+          "addr_accessible");
     shmem_barrier_all();
-    shmem_free(bytes); shmem_free(shorts); shmem_free(dbl); shmem_free(ints); shmem_free(heap);
+    shmem_free(bytes);
+    shmem_free(shorts);
+    shmem_free(dbl);
+    shmem_free(ints);
+    shmem_free(heap);
 }
 
 static void mode_amo(void)
@@ -108,19 +114,25 @@ static void mode_amo(void)
     int iters = 2000;
     long sum_old = 0;
 
-    *counter = 0; static_counter = 0; *bits = 0; static_int = 0; static_double = 0;
+    *counter = 0;
+    static_counter = 0;
+    *bits = 0;
+    static_int = 0;
+    static_double = 0;
     shmem_barrier_all();
     for (int i = 0; i < iters; i++) {
         sum_old += shmem_long_atomic_fetch_add(counter, 3, 0);
         shmem_long_atomic_inc(&static_counter, 0);
         /* an increment through compare-and-swap */
         int old, seen = shmem_int_atomic_fetch(&static_int, 0);
-        while ((old = shmem_int_atomic_compare_swap(&static_int, seen, seen + 1, 0)) != seen) seen = old;
+        while ((old = shmem_int_atomic_compare_swap(&static_int, seen, seen + 1, 0)) != seen)
+            seen = old;
     }
     shmem_uint_atomic_or(bits, 1u << me, (me + 1) % npes);
     shmem_barrier_all();
     if (me == 0) {
-        CHECK(*counter == 3L * iters * npes, "counter %ld, expected %ld", *counter, 3L * iters * npes);
+        CHECK(*counter == 3L * iters * npes, "counter %ld, expected %ld", *counter,
+              3L * iters * npes);
         CHECK(static_counter == (long)iters * npes, "static counter %ld", static_counter);
         CHECK(static_int == iters * npes, "cswap counter %d", static_int);
     }
@@ -133,7 +145,9 @@ static void mode_amo(void)
         shmem_double_atomic_set(&static_double, 2.25, 0);
         CHECK(shmem_double_atomic_swap(&static_double, 4.5, 0) == 2.25, "double swap");
         shmem_uint_atomic_xor(bits, 0xffu, me);
-        CHECK(shmem_uint_atomic_fetch_and(bits, 0x0fu, me) == ((1u << ((me + npes - 1) % npes)) ^ 0xffu), "fetch_and");
+        CHECK(shmem_uint_atomic_fetch_and(bits, 0x0fu, me) ==
+                  ((1u << ((me + npes - 1) % npes)) ^ 0xffu),
+              "fetch_and");
     }
     shmem_barrier_all();
     if (me == 0) {
@@ -143,7 +157,8 @@ static void mode_amo(void)
     /* the fetch_add results seen by all PEs are distinct multiples of 3:
      * their total is 3 * (0 + 1 + ... + iters*npes - 1) */
     {
-        long total = 0, *all = shmem_malloc(sizeof(long) * (size_t)npes), *mine = shmem_malloc(sizeof(long));
+        long total = 0, *all = shmem_malloc(sizeof(long) * (size_t)npes),
+             *mine = shmem_malloc(sizeof(long));
         static long pSync[SHMEM_REDUCE_SYNC_SIZE], pWrk[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
         for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) pSync[i] = SHMEM_SYNC_VALUE;
         *mine = sum_old;
@@ -151,10 +166,13 @@ static void mode_amo(void)
         shmem_long_sum_to_all(all, mine, 1, 0, 0, npes, pWrk, pSync);
         total = all[0];
         long n = (long)iters * npes;
-        CHECK(total == 3 * n * (n - 1) / 2, "fetch_add results sum %ld, expected %ld", total, 3 * n * (n - 1) / 2);
-        shmem_free(mine); shmem_free(all);
+        CHECK(total == 3 * n * (n - 1) / 2, "fetch_add results sum %ld, expected %ld", total,
+              3 * n * (n - 1) / 2);
+        shmem_free(mine);
+        shmem_free(all);
     }
-    shmem_free(bits); shmem_free(counter);
+    shmem_free(bits);
+    shmem_free(counter);
 }
 
 static void mode_sync(void)
@@ -182,43 +200,57 @@ static void mode_sync(void)
             shmem_long_atomic_set(flag, 1, p);
         }
     } else {
-        while (!shmem_long_test(flag, SHMEM_CMP_EQ, 1)) {}
+        while (!shmem_long_test(flag, SHMEM_CMP_EQ, 1)) {
+        }
         CHECK(static_array[0] == 1234, "data behind the flag: %ld", static_array[0]);
     }
     shmem_barrier_all();
-    shmem_free(token); shmem_free(flag);
+    shmem_free(token);
+    shmem_free(flag);
 }
 
 static void mode_coll(void)
 {
     static long pSync[SHMEM_BCAST_SYNC_SIZE], pWrk[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
     static double dWrk[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
-    long *src = shmem_malloc(16 * sizeof(long)), *dst = shmem_malloc(16 * (size_t)npes * sizeof(long));
+    long *src = shmem_malloc(16 * sizeof(long)),
+         *dst = shmem_malloc(16 * (size_t)npes * sizeof(long));
     double *dsrc = shmem_malloc(4 * sizeof(double)), *ddst = shmem_malloc(4 * sizeof(double));
     int *isrc = shmem_malloc(4 * sizeof(int)), *idst = shmem_malloc(4 * (size_t)npes * sizeof(int));
 
     for (int i = 0; i < SHMEM_BCAST_SYNC_SIZE; i++) pSync[i] = SHMEM_SYNC_VALUE;
     shmem_barrier_all();
     for (int root = 0; root < npes; root++) {
-        for (int i = 0; i < 16; i++) { src[i] = root * 10 + i; dst[i] = -1; }
+        for (int i = 0; i < 16; i++) {
+            src[i] = root * 10 + i;
+            dst[i] = -1;
+        }
         shmem_broadcast64(dst, src, 16, root, 0, 0, npes, pSync);
-        for (int i = 0; i < 16 && me != root; i++) CHECK(dst[i] == root * 10 + i, "bcast root %d [%d] = %ld", root, i, dst[i]);
+        for (int i = 0; i < 16 && me != root; i++)
+            CHECK(dst[i] == root * 10 + i, "bcast root %d [%d] = %ld", root, i, dst[i]);
         /* the deprecated form leaves the root's dest alone */
-        for (int i = 0; i < 16 && me == root; i++) CHECK(dst[i] == -1, "bcast root %d wrote its own dest", root);
+        for (int i = 0; i < 16 && me == root; i++)
+            CHECK(dst[i] == -1, "bcast root %d wrote its own dest", root);
     }
     /* fcollect and collect (PE p contributes p+1 ints) */
     for (int i = 0; i < 4; i++) isrc[i] = me * 10 + i;
     shmem_fcollect32(idst, isrc, 4, 0, 0, npes, pSync);
     for (int p = 0; p < npes; p++)
-        for (int i = 0; i < 4; i++) CHECK(idst[p * 4 + i] == p * 10 + i, "fcollect [%d]", p * 4 + i);
+        for (int i = 0; i < 4; i++)
+            CHECK(idst[p * 4 + i] == p * 10 + i, "fcollect [%d]", p * 4 + i);
     for (int i = 0; i < 16; i++) src[i] = me * 100 + i;
     shmem_collect64(dst, src, (size_t)(me % 4) + 1, 0, 0, npes, pSync);
     for (int p = 0, at = 0; p < npes; p++)
-        for (int i = 0; i < p % 4 + 1; i++, at++) CHECK(dst[at] == p * 100 + i, "collect [%d] = %ld", at, dst[at]);
+        for (int i = 0; i < p % 4 + 1; i++, at++)
+            CHECK(dst[at] == p * 100 + i, "collect [%d] = %ld", at, dst[at]);
     /* reductions over everyone, then over the odd PEs (start 1, stride 2) */
-    for (int i = 0; i < 4; i++) { src[i] = me + i; dsrc[i] = 0.5 * (me + 1); }
+    for (int i = 0; i < 4; i++) {
+        src[i] = me + i;
+        dsrc[i] = 0.5 * (me + 1);
+    }
     shmem_long_sum_to_all(dst, src, 4, 0, 0, npes, pWrk, pSync);
-    for (int i = 0; i < 4; i++) CHECK(dst[i] == (long)npes * (npes - 1) / 2 + (long)i * npes, "sum [%d] = %ld", i, dst[i]);
+    for (int i = 0; i < 4; i++)
+        CHECK(dst[i] == (long)npes * (npes - 1) / 2 + (long)i * npes, "sum [%d] = %ld", i, dst[i]);
     shmem_long_max_to_all(dst, src, 4, 0, 0, npes, pWrk, pSync);
     CHECK(dst[0] == npes - 1, "max %ld", dst[0]);
     shmem_long_min_to_all(dst, src, 4, 0, 0, npes, pWrk, pSync);
@@ -238,11 +270,17 @@ static void mode_coll(void)
         int size = npes / 2;
         src[0] = me;
         shmem_long_sum_to_all(dst, src, 1, 1, 1, size, pWrk, pSync);
-        CHECK(dst[0] == (long)size * size, "odd-set sum %ld, expected %ld", dst[0], (long)size * size);
+        CHECK(dst[0] == (long)size * size, "odd-set sum %ld, expected %ld", dst[0],
+              (long)size * size);
         shmem_barrier(1, 1, size, pSync);
     }
     shmem_barrier_all();
-    shmem_free(idst); shmem_free(isrc); shmem_free(ddst); shmem_free(dsrc); shmem_free(dst); shmem_free(src);
+    shmem_free(idst);
+    shmem_free(isrc);
+    shmem_free(ddst);
+    shmem_free(dsrc);
+    shmem_free(dst);
+    shmem_free(src);
 }
 
 static void mode_heap(void)
@@ -276,7 +314,8 @@ static void mode_heap(void)
         char name[SHMEM_MAX_NAME_LEN];
         shmem_info_get_version(&major, &minor);
         shmem_info_get_name(name);
-        CHECK(major == 1 && minor == 5 && strstr(name, "rmb") != NULL, "info %d.%d %s", major, minor, name);
+        CHECK(major == 1 && minor == 5 && strstr(name, "rmb") != NULL, "info %d.%d %s", major,
+              minor, name);
     }
 }
 
@@ -336,7 +375,8 @@ static void mode_threads(void)
     for (int p = 0; p < npes; p++) {
         for (long t = 0; t < THREADS; t++) {
             long i = TITERS - 1, want = ((long)p << 32) | (t << 16) | i;
-            CHECK(t_slots[(p * THREADS + t) * TITERS + i] == want, "slot of PE %d thread %ld", p, t);
+            CHECK(t_slots[(p * THREADS + t) * TITERS + i] == want, "slot of PE %d thread %ld", p,
+                  t);
         }
     }
     shmem_barrier_all();
@@ -358,22 +398,33 @@ int main(int argc, char **argv)
     }
     me = shmem_my_pe();
     npes = shmem_n_pes();
-    if (!strcmp(mode, "rma")) mode_rma();
-    else if (!strcmp(mode, "amo")) mode_amo();
-    else if (!strcmp(mode, "sync")) mode_sync();
-    else if (!strcmp(mode, "coll")) mode_coll();
-    else if (!strcmp(mode, "heap")) mode_heap();
-    else if (!strcmp(mode, "threads")) mode_threads();
-    else if (!strcmp(mode, "badpe")) shmem_long_p(&static_counter, 1, npes + 3);
-    else if (!strcmp(mode, "badaddr")) { long local = 0; shmem_long_p(&local, 1, 0); }
-    else if (!strncmp(mode, "exit", 4)) {
+    if (!strcmp(mode, "rma"))
+        mode_rma();
+    else if (!strcmp(mode, "amo"))
+        mode_amo();
+    else if (!strcmp(mode, "sync"))
+        mode_sync();
+    else if (!strcmp(mode, "coll"))
+        mode_coll();
+    else if (!strcmp(mode, "heap"))
+        mode_heap();
+    else if (!strcmp(mode, "threads"))
+        mode_threads();
+    else if (!strcmp(mode, "badpe"))
+        shmem_long_p(&static_counter, 1, npes + 3);
+    else if (!strcmp(mode, "badaddr")) {
+        long local = 0;
+        shmem_long_p(&local, 1, 0);
+    } else if (!strncmp(mode, "exit", 4)) {
         /* the last PE ends the job while the others wait in a barrier */
         if (me == npes - 1) shmem_global_exit(atoi(mode + 4));
         shmem_barrier_all();
         fprintf(stderr, "mp_shmem: PE %d passed a barrier PE %d never entered\n", me, npes - 1);
         return 3;
+    } else {
+        fprintf(stderr, "usage: mp_shmem rma|amo|sync|coll|heap|badpe|badaddr|exitN\n");
+        return 2;
     }
-    else { fprintf(stderr, "usage: mp_shmem rma|amo|sync|coll|heap|badpe|badaddr|exitN\n"); return 2; }
 
     for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) pSync[i] = SHMEM_SYNC_VALUE;
     errs = shmem_malloc(sizeof(long));

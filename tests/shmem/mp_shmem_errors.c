@@ -36,13 +36,12 @@ static int culprit(void)
 
 static int failures;
 
-#define EXPECT(_cond)                                                         \
-    do {                                                                      \
-        if (!(_cond)) {                                                       \
-            fprintf(stderr, "PE %d: FAILED %s:%d: %s\n", me, __FILE__, __LINE__, \
-                    #_cond);                                                  \
-            failures++;                                                       \
-        }                                                                     \
+#define EXPECT(_cond)                                                                              \
+    do {                                                                                           \
+        if (!(_cond)) {                                                                            \
+            fprintf(stderr, "PE %d: FAILED %s:%d: %s\n", me, __FILE__, __LINE__, #_cond);          \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 /* Invalid teams are reported by return values (the spec's error codes). */
@@ -61,8 +60,7 @@ static void mode_team(void)
     EXPECT(shmem_team_split_strided(SHMEM_TEAM_INVALID, 0, 1, 1, NULL, 0, &team) != 0);
     EXPECT(team == SHMEM_TEAM_INVALID);
     /* a stride that leaves the world: every PE gets an error and no team */
-    EXPECT(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes + 1, NULL, 0,
-                                    &team) != 0);
+    EXPECT(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes + 1, NULL, 0, &team) != 0);
     EXPECT(team == SHMEM_TEAM_INVALID);
     EXPECT(shmem_team_create_ctx(SHMEM_TEAM_INVALID, 0, &ctx) != 0);
     EXPECT(ctx == SHMEM_CTX_INVALID);
@@ -97,7 +95,7 @@ int main(int argc, char **argv)
         return 0;
     }
     shmem_init();
-    me   = shmem_my_pe();
+    me = shmem_my_pe();
     npes = shmem_n_pes();
     heap = shmem_malloc(4 * sizeof(long));
     if (!strcmp(mode, "ok")) {
@@ -138,21 +136,33 @@ int main(int argc, char **argv)
         wait_for_culprit();
     } else if (!strcmp(mode, "killbarrier")) {
         /* PE 1 dies while the others are in a barrier */
-        if (me == 1) { announce_death(); raise(SIGKILL); }
+        if (me == 1) {
+            announce_death();
+            raise(SIGKILL);
+        }
         shmem_barrier_all();
     } else if (!strcmp(mode, "killwait")) {
         /* the others wait for a value PE 1 never puts */
-        if (me == 1) { announce_death(); raise(SIGKILL); }
+        if (me == 1) {
+            announce_death();
+            raise(SIGKILL);
+        }
         shmem_long_wait_until(heap, SHMEM_CMP_EQ, 42);
     } else if (!strcmp(mode, "killcoll")) {
         /* the others are inside a reduction */
         for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) psync[i] = SHMEM_SYNC_VALUE;
         shmem_barrier_all();
-        if (me == 1) { announce_death(); raise(SIGKILL); }
+        if (me == 1) {
+            announce_death();
+            raise(SIGKILL);
+        }
         shmem_long_sum_to_all(heap, heap + 1, 1, 0, 0, npes, pwrk, psync);
     } else if (!strcmp(mode, "exitearly")) {
         /* PE 1 returns from main, status 0, without shmem_finalize */
-        if (me == 1) { announce_death(); return 0; }
+        if (me == 1) {
+            announce_death();
+            return 0;
+        }
         shmem_barrier_all();
     } else {
         fprintf(stderr, "mp_shmem_errors: unknown mode %s\n", mode);

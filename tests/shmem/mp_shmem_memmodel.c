@@ -47,10 +47,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_PES 64
-#define DATA_MAX 16384                 /* words per writer, pattern 3 (128 KiB) */
-#define STATIC_DATA 1024               /* words per writer in static data */
-#define LARGE_MAX (1024 * 1024 / 8)    /* words, pattern 4 (1 MiB) */
+#define MAX_PES     64
+#define DATA_MAX    16384             /* words per writer, pattern 3 (128 KiB) */
+#define STATIC_DATA 1024              /* words per writer in static data */
+#define LARGE_MAX   (1024 * 1024 / 8) /* words, pattern 4 (1 MiB) */
 
 static int me, npes;
 
@@ -59,10 +59,10 @@ static const char *volatile stage = "start-up";
 static volatile long stage_round = -1;
 
 /* symmetric static data */
-static long counter_static;                      /* 1 */
-static long total_static;                        /* 2 */
-static long data_static[MAX_PES][STATIC_DATA];   /* 3 */
-static long mixed_static;                        /* 5 */
+static long counter_static;                    /* 1 */
+static long total_static;                      /* 2 */
+static long data_static[MAX_PES][STATIC_DATA]; /* 3 */
+static long mixed_static;                      /* 5 */
 
 static long vload(const long *p)
 {
@@ -251,8 +251,8 @@ static void pattern_fence(long rounds)
                 for (long i = 0; i < n; i++) {
                     long w = vload(&got[i]), want = pattern_word(r, p, i);
                     if (w != want) {
-                        fail("3-fence", r, p, in_static ? "static data" : "heap data", i, want,
-                             w, &got[i]);
+                        fail("3-fence", r, p, in_static ? "static data" : "heap data", i, want, w,
+                             &got[i]);
                     }
                 }
             }
@@ -381,10 +381,9 @@ static void pattern_mixed(long rounds)
         shmem_quiet();
         shmem_sync_all();
         if (me == t) {
-            check("5-mixed", r, b, "heap word after add+fence+put+fence+add", 0, mixed,
+            check("5-mixed", r, b, "heap word after add+fence+put+fence+add", 0, mixed, -base + a1);
+            check("5-mixed", r, b, "static word after add+fence+put+fence+add", 0, &mixed_static,
                   -base + a1);
-            check("5-mixed", r, b, "static word after add+fence+put+fence+add", 0,
-                  &mixed_static, -base + a1);
         }
         /* the next round's target differs; this one is reused after npes
          * rounds, each with syncs */

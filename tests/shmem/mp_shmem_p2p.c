@@ -23,8 +23,14 @@ static long static_longs[N];
 static long static_lock, static_counter;
 static uint64_t static_sig;
 
-static int right_of(int pe, int n) { return (pe + 1) % n; }
-static int left_of(int pe, int n) { return (pe + n - 1) % n; }
+static int right_of(int pe, int n)
+{
+    return (pe + 1) % n;
+}
+static int left_of(int pe, int n)
+{
+    return (pe + n - 1) % n;
+}
 
 /* Small pseudo-random numbers, different per PE (no shared state). */
 static unsigned rnd(unsigned *state)
@@ -55,7 +61,9 @@ static void ctx_ring(shmem_ctx_t ctx, shmem_team_t team, long *buf, int tag)
     }
     shmem_barrier_all();
     if (member) {
-        for (int i = 0; i < 8; i++) CHECK(buf[i] == tag * 100000L + left_world * 100L + i, "team ring [%d] = %ld (tag %d)", i, buf[i], tag);
+        for (int i = 0; i < 8; i++)
+            CHECK(buf[i] == tag * 100000L + left_world * 100L + i, "team ring [%d] = %ld (tag %d)",
+                  i, buf[i], tag);
         CHECK(buf[8] == left_world, "team ring p: %ld, expected %ld", buf[8], left_world);
         /* get from the right what it received from me */
         shmem_ctx_long_get(ctx, got, buf, 8, tright);
@@ -78,13 +86,17 @@ static void mode_ctx(void)
 
     /* creation, get_team, invalid handles */
     CHECK(shmem_ctx_create(0, &ctx) == 0 && ctx != SHMEM_CTX_INVALID, "ctx_create");
-    CHECK(shmem_ctx_create(SHMEM_CTX_PRIVATE | SHMEM_CTX_SERIALIZED, &ctx2) == 0, "ctx_create with options");
-    CHECK(shmem_ctx_get_team(SHMEM_CTX_DEFAULT, &team) == 0 && team == SHMEM_TEAM_WORLD, "default ctx team");
+    CHECK(shmem_ctx_create(SHMEM_CTX_PRIVATE | SHMEM_CTX_SERIALIZED, &ctx2) == 0,
+          "ctx_create with options");
+    CHECK(shmem_ctx_get_team(SHMEM_CTX_DEFAULT, &team) == 0 && team == SHMEM_TEAM_WORLD,
+          "default ctx team");
     CHECK(shmem_ctx_get_team(ctx, &team) == 0 && team == SHMEM_TEAM_WORLD, "created ctx team");
     team = SHMEM_TEAM_WORLD;
-    CHECK(shmem_ctx_get_team(SHMEM_CTX_INVALID, &team) != 0 && team == SHMEM_TEAM_INVALID, "invalid ctx team");
+    CHECK(shmem_ctx_get_team(SHMEM_CTX_INVALID, &team) != 0 && team == SHMEM_TEAM_INVALID,
+          "invalid ctx team");
     tctx = SHMEM_CTX_DEFAULT;
-    CHECK(shmem_team_create_ctx(SHMEM_TEAM_INVALID, 0, &tctx) != 0 && tctx == SHMEM_CTX_INVALID, "team_create_ctx(INVALID)");
+    CHECK(shmem_team_create_ctx(SHMEM_TEAM_INVALID, 0, &tctx) != 0 && tctx == SHMEM_CTX_INVALID,
+          "team_create_ctx(INVALID)");
     shmem_ctx_destroy(SHMEM_CTX_INVALID); /* no operation */
 
     /* RMA through a world context: the same ring as the default one */
@@ -92,7 +104,10 @@ static void mode_ctx(void)
         long src[16];
         int is[16];
         unsigned char bs[100];
-        for (int i = 0; i < 16; i++) { src[i] = me * 1000L + i; is[i] = me * 10 + i; }
+        for (int i = 0; i < 16; i++) {
+            src[i] = me * 1000L + i;
+            is[i] = me * 10 + i;
+        }
         for (int i = 0; i < 100; i++) bs[i] = (unsigned char)(me + 3 * i);
         shmem_ctx_long_put(ctx, buf, src, 16, right);
         shmem_ctx_double_p(ctx, &dbl[1], 0.25 * me, right);
@@ -107,7 +122,8 @@ static void mode_ctx(void)
             CHECK(buf[i] == left * 1000L + i, "ctx put [%d] = %ld", i, buf[i]);
             CHECK(ints[2 * i] == left * 10 + i, "ctx iput [%d] = %d", 2 * i, ints[2 * i]);
         }
-        for (int i = 0; i < 100; i++) CHECK(bytes[i] == (unsigned char)(left + 3 * i), "ctx put_nbi [%d]", i);
+        for (int i = 0; i < 100; i++)
+            CHECK(bytes[i] == (unsigned char)(left + 3 * i), "ctx put_nbi [%d]", i);
         CHECK(dbl[1] == 0.25 * left, "ctx double p %g", dbl[1]);
         CHECK(buf[33] == left * 1000L + 1 && buf[41] == left * 1000L + 1, "ctx putmem_nbi / put64");
         /* gets: from the right, what I put there */
@@ -146,7 +162,8 @@ static void mode_ctx(void)
         shmem_ctx_pe_quiet(ctx, &target, 1);
         shmem_ctx_long_atomic_set(ctx, flag, 2, right);
         shmem_long_wait_until(flag, SHMEM_CMP_GE, 2);
-        CHECK(buf[52] == left && buf[55] == left + 3, "ctx_pe_quiet data %ld %ld", buf[52], buf[55]);
+        CHECK(buf[52] == left && buf[55] == left + 3, "ctx_pe_quiet data %ld %ld", buf[52],
+              buf[55]);
         shmem_barrier_all();
     }
 
@@ -161,14 +178,16 @@ static void mode_ctx(void)
     if (npes >= 2) {
         shmem_team_t odd = SHMEM_TEAM_INVALID;
         int size = npes / 2;
-        CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 2, size, NULL, 0, &odd) == 0, "split_strided");
+        CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 2, size, NULL, 0, &odd) == 0,
+              "split_strided");
         if (me % 2 == 1) {
             CHECK(odd != SHMEM_TEAM_INVALID && shmem_team_my_pe(odd) == me / 2, "odd team");
             CHECK(shmem_team_create_ctx(odd, 0, &tctx) == 0, "odd team ctx");
             CHECK(shmem_ctx_get_team(tctx, &team) == 0 && team == odd, "odd ctx team");
         } else {
             CHECK(odd == SHMEM_TEAM_INVALID, "even PE got a team");
-            CHECK(shmem_team_create_ctx(odd, 0, &tctx) != 0 && tctx == SHMEM_CTX_INVALID, "ctx on a team I am not in");
+            CHECK(shmem_team_create_ctx(odd, 0, &tctx) != 0 && tctx == SHMEM_CTX_INVALID,
+                  "ctx on a team I am not in");
         }
         ctx_ring(tctx, odd, buf, 2);
         shmem_ctx_destroy(tctx);
@@ -179,7 +198,11 @@ static void mode_ctx(void)
     shmem_ctx_destroy(ctx2);
     shmem_ctx_destroy(ctx);
     shmem_barrier_all();
-    shmem_free(flag); shmem_free(ints); shmem_free(bytes); shmem_free(dbl); shmem_free(buf);
+    shmem_free(flag);
+    shmem_free(ints);
+    shmem_free(bytes);
+    shmem_free(dbl);
+    shmem_free(buf);
 }
 
 /* ---- atomics through contexts, and the fetching _nbi forms --------------------------- */
@@ -205,7 +228,8 @@ static void mode_amo(void)
         shmem_ctx_int_atomic_inc(ctx, ic, npes - 1);
         /* increment by compare-and-swap through the context */
         uint64_t seen = shmem_ctx_uint64_atomic_fetch(ctx, &uc[0], 0), old;
-        while ((old = shmem_ctx_uint64_atomic_compare_swap(ctx, &uc[0], seen, seen + 1, 0)) != seen) seen = old;
+        while ((old = shmem_ctx_uint64_atomic_compare_swap(ctx, &uc[0], seen, seen + 1, 0)) != seen)
+            seen = old;
         /* _nbi: the value is there after quiet */
         f = -1;
         shmem_long_atomic_fetch_add_nbi(&f, lc, 0, 0);
@@ -249,35 +273,38 @@ static void mode_amo(void)
             memset(lf, 0xff, sizeof(lf));
             shmem_long_atomic_set(lc, 10, right);
             shmem_quiet();
-            shmem_long_atomic_fetch_nbi(&lf[0], lc, right);            /* 10 */
-            shmem_long_atomic_swap_nbi(&lf[1], lc, 20, right);         /* 10 -> 20 */
+            shmem_long_atomic_fetch_nbi(&lf[0], lc, right);                /* 10 */
+            shmem_long_atomic_swap_nbi(&lf[1], lc, 20, right);             /* 10 -> 20 */
             shmem_long_atomic_compare_swap_nbi(&lf[2], lc, 20, 30, right); /* 20 -> 30 */
             shmem_long_atomic_compare_swap_nbi(&lf[3], lc, 99, 40, right); /* 30, no change */
-            shmem_atomic_fetch_inc_nbi(&lf[4], lc, right);             /* 30 -> 31 (C11 generic) */
+            shmem_atomic_fetch_inc_nbi(&lf[4], lc, right); /* 30 -> 31 (C11 generic) */
             shmem_ctx_long_atomic_fetch_add_nbi(ctx, &lf[5], lc, 9, right); /* 31 -> 40 */
             shmem_ctx_long_atomic_fetch_inc_nbi(ctx, &lf[6], lc, right);    /* 40 -> 41 */
             shmem_ctx_long_atomic_fetch_nbi(ctx, &lf[7], lc, right);        /* 41 */
             shmem_quiet();
             shmem_ctx_quiet(ctx);
             long expect[8] = {10, 10, 20, 30, 30, 31, 40, 41};
-            for (int i = 0; i < 8; i++) CHECK(lf[i] == expect[i], "long nbi [%d] = %ld, expected %ld", i, lf[i], expect[i]);
+            for (int i = 0; i < 8; i++)
+                CHECK(lf[i] == expect[i], "long nbi [%d] = %ld, expected %ld", i, lf[i], expect[i]);
             CHECK(shmem_long_g(lc, right) == 41, "long after nbi");
 
             shmem_int_atomic_set(ic, -5, right);
-            shmem_int_atomic_fetch_add_nbi(&if_[0], ic, 7, right);     /* -5 -> 2 */
-            shmem_ctx_int_atomic_swap_nbi(ctx, &if_[1], ic, -9, right); /* 2 -> -9 */
+            shmem_int_atomic_fetch_add_nbi(&if_[0], ic, 7, right);                 /* -5 -> 2 */
+            shmem_ctx_int_atomic_swap_nbi(ctx, &if_[1], ic, -9, right);            /* 2 -> -9 */
             shmem_ctx_int_atomic_compare_swap_nbi(ctx, &if_[2], ic, -9, 4, right); /* -9 -> 4 */
-            shmem_int_atomic_fetch_nbi(&if_[3], ic, right);             /* 4 */
+            shmem_int_atomic_fetch_nbi(&if_[3], ic, right);                        /* 4 */
             shmem_quiet();
-            CHECK(if_[0] == -5 && if_[1] == 2 && if_[2] == -9 && if_[3] == 4, "int nbi %d %d %d %d", if_[0], if_[1], if_[2], if_[3]);
+            CHECK(if_[0] == -5 && if_[1] == 2 && if_[2] == -9 && if_[3] == 4, "int nbi %d %d %d %d",
+                  if_[0], if_[1], if_[2], if_[3]);
 
             shmem_uint_atomic_set(bits, 0xf0u, right);
-            shmem_uint_atomic_fetch_and_nbi(&uf[0], bits, 0x3cu, right); /* f0 -> 30 */
-            shmem_uint_atomic_fetch_or_nbi(&uf[1], bits, 0x05u, right);  /* 30 -> 35 */
+            shmem_uint_atomic_fetch_and_nbi(&uf[0], bits, 0x3cu, right);          /* f0 -> 30 */
+            shmem_uint_atomic_fetch_or_nbi(&uf[1], bits, 0x05u, right);           /* 30 -> 35 */
             shmem_ctx_uint_atomic_fetch_xor_nbi(ctx, &uf[2], bits, 0xffu, right); /* 35 -> ca */
             shmem_ctx_uint_atomic_fetch_and_nbi(ctx, &uf[3], bits, 0x0fu, right); /* ca -> 0a */
             shmem_quiet();
-            CHECK(uf[0] == 0xf0 && uf[1] == 0x30 && uf[2] == 0x35 && uf[3] == 0xca, "uint bit nbi %#x %#x %#x %#x", uf[0], uf[1], uf[2], uf[3]);
+            CHECK(uf[0] == 0xf0 && uf[1] == 0x30 && uf[2] == 0x35 && uf[3] == 0xca,
+                  "uint bit nbi %#x %#x %#x %#x", uf[0], uf[1], uf[2], uf[3]);
             CHECK(shmem_uint_atomic_fetch(bits, right) == 0x0a, "uint after bit nbi");
 
             shmem_uint64_atomic_set(&uc[1], 1ull << 40, right);
@@ -286,7 +313,9 @@ static void mode_amo(void)
             shmem_ctx_uint64_atomic_fetch_add_nbi(ctx, &u64f[2], &uc[1], 1ull << 33, right);
             shmem_uint64_atomic_fetch_nbi(&u64f[3], &uc[1], right);
             shmem_quiet();
-            CHECK(u64f[0] == 1ull << 40 && u64f[1] == (1ull << 40) + 1 && u64f[2] == 1 && u64f[3] == (1ull << 33) + 1, "uint64 nbi");
+            CHECK(u64f[0] == 1ull << 40 && u64f[1] == (1ull << 40) + 1 && u64f[2] == 1 &&
+                      u64f[3] == (1ull << 33) + 1,
+                  "uint64 nbi");
 
             shmem_double_atomic_set(dv, 1.5, right);
             shmem_double_atomic_swap_nbi(&df[0], dv, -2.5, right);
@@ -299,10 +328,12 @@ static void mode_amo(void)
             CHECK(ff[0] == 0.75f && ff[1] == 8.0f, "float nbi %g %g", ff[0], ff[1]);
             CHECK(shmem_ctx_double_atomic_swap(ctx, dv, 0.0, right) == -2.5, "ctx double swap");
             CHECK(shmem_ctx_long_atomic_fetch_inc(ctx, lc, right) == 41, "ctx fetch_inc");
-            CHECK(shmem_ctx_ulong_atomic_fetch_and(ctx, (unsigned long *)lc, 2, right) == 42, "ctx fetch_and");
+            CHECK(shmem_ctx_ulong_atomic_fetch_and(ctx, (unsigned long *)lc, 2, right) == 42,
+                  "ctx fetch_and");
             CHECK(shmem_ctx_long_atomic_swap(ctx, lc, 7, right) == 2, "ctx swap");
             shmem_ctx_long_atomic_add(ctx, lc, 3, right);
-            shmem_ctx_long_atomic_set(ctx, &lc[0], shmem_ctx_long_atomic_fetch(ctx, lc, right) * 2, right);
+            shmem_ctx_long_atomic_set(ctx, &lc[0], shmem_ctx_long_atomic_fetch(ctx, lc, right) * 2,
+                                      right);
             shmem_ctx_quiet(ctx);
             CHECK(shmem_long_g(lc, right) == 20, "ctx add/set %ld", shmem_long_g(lc, right));
         }
@@ -310,7 +341,13 @@ static void mode_amo(void)
     }
     shmem_ctx_destroy(ctx);
     shmem_barrier_all();
-    shmem_free(sums); shmem_free(fv); shmem_free(dv); shmem_free(bits); shmem_free(uc); shmem_free(ic); shmem_free(lc);
+    shmem_free(sums);
+    shmem_free(fv);
+    shmem_free(dv);
+    shmem_free(bits);
+    shmem_free(uc);
+    shmem_free(ic);
+    shmem_free(lc);
 }
 
 /* ---- blocked strided transfers (1.6) ------------------------------------------------ */
@@ -329,8 +366,18 @@ static void mode_ibput(void)
     shmem_ctx_t ctx;
 
     CHECK(shmem_ctx_create(0, &ctx) == 0, "ctx_create");
-    for (int i = 0; i < 128; i++) { di[i] = -1; d64[i] = -1; d16[i] = -1; si[i] = me * 1000 + i; s64[i] = (int64_t)me << 40 | i; s16[i] = (int16_t)(me * 100 + i); }
-    for (int i = 0; i < 64; i++) { dld[i] = -1; sld[i] = me + i / 4.0L; }
+    for (int i = 0; i < 128; i++) {
+        di[i] = -1;
+        d64[i] = -1;
+        d16[i] = -1;
+        si[i] = me * 1000 + i;
+        s64[i] = (int64_t)me << 40 | i;
+        s16[i] = (int16_t)(me * 100 + i);
+    }
+    for (int i = 0; i < 64; i++) {
+        dld[i] = -1;
+        sld[i] = me + i / 4.0L;
+    }
     shmem_barrier_all();
     /* 6 blocks of 3: dest block b at 8b, source block b at 5b */
     shmem_int_ibput(di, si, 8, 5, 3, 6, right);
@@ -344,10 +391,12 @@ static void mode_ibput(void)
         int b = i / 8, k = i % 8;
         int expect = (b < 6 && k < 3) ? left * 1000 + b * 5 + k : -1;
         CHECK(di[i] == expect, "int ibput [%d] = %d, expected %d", i, di[i], expect);
-        b = i / 10; k = i % 10;
+        b = i / 10;
+        k = i % 10;
         int64_t e64 = (b < 5 && k < 4) ? ((int64_t)left << 40 | (b * 4 + k)) : -1;
         CHECK(d64[i] == e64, "ibput64 [%d]", i);
-        b = i / 7; k = i % 7;
+        b = i / 7;
+        k = i % 7;
         int16_t e16 = (b < 9 && k < 2) ? (int16_t)(left * 100 + b * 2 + k) : -1;
         CHECK(d16[i] == e16, "ctx ibput16 [%d] = %d, expected %d", i, d16[i], e16);
         if (errors) break;
@@ -360,7 +409,10 @@ static void mode_ibput(void)
     {
         int gi[64];
         int64_t g64[64];
-        for (int i = 0; i < 64; i++) { gi[i] = -2; g64[i] = -2; }
+        for (int i = 0; i < 64; i++) {
+            gi[i] = -2;
+            g64[i] = -2;
+        }
         /* remote blocks at 8b (3 each) into local blocks at 4b */
         shmem_int_ibget(gi, di, 4, 8, 3, 6, right);
         shmem_ctx_ibget64(ctx, g64, d64, 4, 10, 4, 5, right);
@@ -377,7 +429,10 @@ static void mode_ibput(void)
     }
     shmem_ctx_destroy(ctx);
     shmem_barrier_all();
-    shmem_free(dld); shmem_free(d16); shmem_free(d64); shmem_free(di);
+    shmem_free(dld);
+    shmem_free(d16);
+    shmem_free(d64);
+    shmem_free(di);
 }
 
 /* ---- put-with-signal ---------------------------------------------------------------- */
@@ -406,22 +461,41 @@ static void mode_signal(void)
         /* the right neighbour has consumed iteration it-1 */
         shmem_signal_wait_until(&sig[1], SHMEM_CMP_GE, (uint64_t)it - 1);
         switch (it % 6) {
-        case 0: shmem_long_put_signal(data, src, n, &sig[0], (uint64_t)it, SHMEM_SIGNAL_SET, right); break;
-        case 1: shmem_long_put_signal(data, src, n, &sig[0], 1, SHMEM_SIGNAL_ADD, right); break;
-        case 2: shmem_ctx_putmem_signal_nbi(ctx, data, src, n * sizeof(long), &sig[0], (uint64_t)it, SHMEM_SIGNAL_SET, right); break;
-        case 3: shmem_put64_signal_nbi(data, src, n, &sig[0], 1, SHMEM_SIGNAL_ADD, right); break;
-        case 4: shmem_put_signal(ctx, data, src, n, &sig[0], (uint64_t)it, SHMEM_SIGNAL_SET, right); break; /* C11 generic */
-        default: shmem_ctx_put32_signal(ctx, data, src, 2 * n, &sig[0], 1, SHMEM_SIGNAL_ADD, right); break;
+        case 0:
+            shmem_long_put_signal(data, src, n, &sig[0], (uint64_t)it, SHMEM_SIGNAL_SET, right);
+            break;
+        case 1:
+            shmem_long_put_signal(data, src, n, &sig[0], 1, SHMEM_SIGNAL_ADD, right);
+            break;
+        case 2:
+            shmem_ctx_putmem_signal_nbi(ctx, data, src, n * sizeof(long), &sig[0], (uint64_t)it,
+                                        SHMEM_SIGNAL_SET, right);
+            break;
+        case 3:
+            shmem_put64_signal_nbi(data, src, n, &sig[0], 1, SHMEM_SIGNAL_ADD, right);
+            break;
+        case 4:
+            shmem_put_signal(ctx, data, src, n, &sig[0], (uint64_t)it, SHMEM_SIGNAL_SET, right);
+            break; /* C11 generic */
+        default:
+            shmem_ctx_put32_signal(ctx, data, src, 2 * n, &sig[0], 1, SHMEM_SIGNAL_ADD, right);
+            break;
         }
         uint64_t got = shmem_signal_wait_until(&sig[0], SHMEM_CMP_GE, (uint64_t)it);
-        CHECK(got == (uint64_t)it, "signal_wait_until returned %llu at iteration %d", (unsigned long long)got, it);
+        CHECK(got == (uint64_t)it, "signal_wait_until returned %llu at iteration %d",
+              (unsigned long long)got, it);
         CHECK(shmem_signal_fetch(&sig[0]) == (uint64_t)it, "signal_fetch at %d", it);
         for (size_t i = 0; i < n; i++) {
             long expect = (long)it * 1000000L + left * 1000L + (long)i;
-            if (data[i] != expect) { CHECK(0, "iteration %d data[%zu] = %ld, expected %ld", it, i, data[i], expect); break; }
+            if (data[i] != expect) {
+                CHECK(0, "iteration %d data[%zu] = %ld, expected %ld", it, i, data[i], expect);
+                break;
+            }
         }
-        if (it % 2) shmem_signal_add(&sig[1], 1, left);
-        else shmem_ctx_signal_set(ctx, &sig[1], (uint64_t)it, left);
+        if (it % 2)
+            shmem_signal_add(&sig[1], 1, left);
+        else
+            shmem_ctx_signal_set(ctx, &sig[1], (uint64_t)it, left);
     }
     shmem_barrier_all();
 
@@ -431,13 +505,19 @@ static void mode_signal(void)
         int rounds = 50;
         for (int r = 1; r <= rounds; r++) {
             long v = (long)r * 100 + me;
-            if (r % 5 == 0) shmem_putmem_signal(&static_longs[me], &v, 0, &static_sig, 1, SHMEM_SIGNAL_ADD, 0);
-            else shmem_long_put_signal(&static_longs[me], &v, 1, &static_sig, 1, SHMEM_SIGNAL_ADD, 0);
+            if (r % 5 == 0)
+                shmem_putmem_signal(&static_longs[me], &v, 0, &static_sig, 1, SHMEM_SIGNAL_ADD, 0);
+            else
+                shmem_long_put_signal(&static_longs[me], &v, 1, &static_sig, 1, SHMEM_SIGNAL_ADD,
+                                      0);
         }
         if (me == 0) {
             uint64_t total = (uint64_t)rounds * (uint64_t)npes;
-            CHECK(shmem_signal_wait_until(&static_sig, SHMEM_CMP_EQ, total) == total, "add signal total");
-            for (int p = 0; p < npes; p++) CHECK(static_longs[p] == (long)(rounds - 1) * 100 + p, "slot %d = %ld", p, static_longs[p]);
+            CHECK(shmem_signal_wait_until(&static_sig, SHMEM_CMP_EQ, total) == total,
+                  "add signal total");
+            for (int p = 0; p < npes; p++)
+                CHECK(static_longs[p] == (long)(rounds - 1) * 100 + p, "slot %d = %ld", p,
+                      static_longs[p]);
         }
         shmem_barrier_all();
     }
@@ -448,17 +528,20 @@ static void mode_signal(void)
     shmem_barrier_all();
     if (me == 0) {
         uint64_t total = (uint64_t)npes * (npes + 1) / 2;
-        CHECK(shmem_signal_wait_until(&static_sig, SHMEM_CMP_LE, total) == total, "signal_add total");
+        CHECK(shmem_signal_wait_until(&static_sig, SHMEM_CMP_LE, total) == total,
+              "signal_add total");
         CHECK(shmem_signal_wait_until(&static_sig, SHMEM_CMP_NE, 0) == total, "NE");
         CHECK(shmem_signal_wait_until(&static_sig, SHMEM_CMP_GT, total - 1) == total, "GT");
     }
     shmem_barrier_all();
     shmem_signal_set(&sig[0], ~0ull - me, right); /* above INT64_MAX: compared unsigned */
     shmem_barrier_all();
-    CHECK(shmem_signal_wait_until(&sig[0], SHMEM_CMP_GT, 1) == ~0ull - left, "unsigned signal compare");
+    CHECK(shmem_signal_wait_until(&sig[0], SHMEM_CMP_GT, 1) == ~0ull - left,
+          "unsigned signal compare");
     shmem_ctx_destroy(ctx);
     shmem_barrier_all();
-    shmem_free(sig); shmem_free(data);
+    shmem_free(sig);
+    shmem_free(data);
 }
 
 /* ---- wait/test over sets ------------------------------------------------------------- */
@@ -469,7 +552,11 @@ static void scatter_flags(void (*set)(int slot, int pe, int value), int value)
     unsigned state = 12345u + 977u * (unsigned)me;
     int order[256];
     for (int p = 0; p < npes; p++) order[p] = p;
-    for (int p = npes - 1; p > 0; p--) { int j = (int)(rnd(&state) % (unsigned)(p + 1)), t = order[p]; order[p] = order[j]; order[j] = t; }
+    for (int p = npes - 1; p > 0; p--) {
+        int j = (int)(rnd(&state) % (unsigned)(p + 1)), t = order[p];
+        order[p] = order[j];
+        order[j] = t;
+    }
     for (int k = 0; k < npes; k++) {
         if (rnd(&state) % 4 == 0) sched_yield();
         set(me, order[k], value);
@@ -480,10 +567,23 @@ static int *wflags_i;
 static long *wflags_l;
 static uint64_t *wflags_u;
 static short *wflags_s;
-static void set_i(int slot, int pe, int v) { shmem_int_atomic_set(&wflags_i[slot], v, pe); }
-static void set_l(int slot, int pe, int v) { shmem_long_atomic_set(&wflags_l[slot], v, pe); }
-static void set_u(int slot, int pe, int v) { shmem_uint64_atomic_set(&wflags_u[slot], (uint64_t)v * 1000 + (uint64_t)slot, pe); }
-static void set_s(int slot, int pe, int v) { shmem_short_p(&wflags_s[slot], (short)-v, pe); shmem_fence(); }
+static void set_i(int slot, int pe, int v)
+{
+    shmem_int_atomic_set(&wflags_i[slot], v, pe);
+}
+static void set_l(int slot, int pe, int v)
+{
+    shmem_long_atomic_set(&wflags_l[slot], v, pe);
+}
+static void set_u(int slot, int pe, int v)
+{
+    shmem_uint64_atomic_set(&wflags_u[slot], (uint64_t)v * 1000 + (uint64_t)slot, pe);
+}
+static void set_s(int slot, int pe, int v)
+{
+    shmem_short_p(&wflags_s[slot], (short)-v, pe);
+    shmem_fence();
+}
 
 static void mode_wait(void)
 {
@@ -500,16 +600,23 @@ static void mode_wait(void)
     shmem_barrier_all();
 
     /* nothing set yet: tests do not block and say so */
-    CHECK(shmem_int_test_any(wflags_i, (size_t)n, NULL, SHMEM_CMP_EQ, 1) == SIZE_MAX, "test_any before");
-    CHECK(shmem_int_test_some(wflags_i, (size_t)n, idx, NULL, SHMEM_CMP_EQ, 1) == 0, "test_some before");
+    CHECK(shmem_int_test_any(wflags_i, (size_t)n, NULL, SHMEM_CMP_EQ, 1) == SIZE_MAX,
+          "test_any before");
+    CHECK(shmem_int_test_some(wflags_i, (size_t)n, idx, NULL, SHMEM_CMP_EQ, 1) == 0,
+          "test_some before");
     CHECK(shmem_int_test_all(wflags_i, (size_t)n, NULL, SHMEM_CMP_EQ, 1) == 0, "test_all before");
     CHECK(shmem_int_test_all(wflags_i, 0, NULL, SHMEM_CMP_EQ, 1) == 1, "test_all of nothing");
-    CHECK(shmem_int_test_any(wflags_i, 0, NULL, SHMEM_CMP_EQ, 1) == SIZE_MAX, "test_any of nothing");
+    CHECK(shmem_int_test_any(wflags_i, 0, NULL, SHMEM_CMP_EQ, 1) == SIZE_MAX,
+          "test_any of nothing");
     for (int i = 0; i < n; i++) status[i] = 1;
-    CHECK(shmem_int_test_all(wflags_i, (size_t)n, status, SHMEM_CMP_EQ, 1) == 1, "test_all, all excluded");
-    CHECK(shmem_int_wait_until_any(wflags_i, (size_t)n, status, SHMEM_CMP_EQ, 1) == SIZE_MAX, "wait_any, all excluded");
-    CHECK(shmem_int_wait_until_some(wflags_i, (size_t)n, idx, status, SHMEM_CMP_EQ, 1) == 0, "wait_some, all excluded");
-    CHECK(shmem_int_wait_until_some(wflags_i, 0, idx, NULL, SHMEM_CMP_EQ, 1) == 0, "wait_some of nothing");
+    CHECK(shmem_int_test_all(wflags_i, (size_t)n, status, SHMEM_CMP_EQ, 1) == 1,
+          "test_all, all excluded");
+    CHECK(shmem_int_wait_until_any(wflags_i, (size_t)n, status, SHMEM_CMP_EQ, 1) == SIZE_MAX,
+          "wait_any, all excluded");
+    CHECK(shmem_int_wait_until_some(wflags_i, (size_t)n, idx, status, SHMEM_CMP_EQ, 1) == 0,
+          "wait_some, all excluded");
+    CHECK(shmem_int_wait_until_some(wflags_i, 0, idx, NULL, SHMEM_CMP_EQ, 1) == 0,
+          "wait_some of nothing");
     shmem_int_wait_until_all(wflags_i, 0, NULL, SHMEM_CMP_EQ, 1);
     memset(status, 0, sizeof(int) * (size_t)n);
     shmem_barrier_all();
@@ -518,17 +625,21 @@ static void mode_wait(void)
      * excluding what was returned (the status mask) */
     scatter_flags(set_i, 1);
     for (int k = 0; k < n; k++) {
-        size_t i = shmem_wait_until_any(wflags_i, (size_t)n, status, SHMEM_CMP_EQ, 1); /* C11 generic */
+        size_t i =
+            shmem_wait_until_any(wflags_i, (size_t)n, status, SHMEM_CMP_EQ, 1); /* C11 generic */
         CHECK(i < (size_t)n && !status[i], "wait_until_any returned %zu", i);
         if (i >= (size_t)n) break;
         status[i] = 1;
         seen[i]++;
     }
-    CHECK(shmem_int_wait_until_any(wflags_i, (size_t)n, status, SHMEM_CMP_EQ, 1) == SIZE_MAX, "any after all excluded");
+    CHECK(shmem_int_wait_until_any(wflags_i, (size_t)n, status, SHMEM_CMP_EQ, 1) == SIZE_MAX,
+          "any after all excluded");
     for (int i = 0; i < n; i++) CHECK(seen[i] == 1, "slot %d returned %d times by any", i, seen[i]);
     CHECK(shmem_int_test_all(wflags_i, (size_t)n, NULL, SHMEM_CMP_EQ, 1) == 1, "test_all after");
-    CHECK(shmem_int_test_any(wflags_i, (size_t)n, NULL, SHMEM_CMP_NE, 0) < (size_t)n, "test_any after");
-    CHECK(shmem_int_test_some(wflags_i, (size_t)n, idx, NULL, SHMEM_CMP_GE, 1) == (size_t)n, "test_some after");
+    CHECK(shmem_int_test_any(wflags_i, (size_t)n, NULL, SHMEM_CMP_NE, 0) < (size_t)n,
+          "test_any after");
+    CHECK(shmem_int_test_some(wflags_i, (size_t)n, idx, NULL, SHMEM_CMP_GE, 1) == (size_t)n,
+          "test_some after");
     shmem_barrier_all();
 
     /* round 2, long: wait_until_some collects every slot exactly once */
@@ -541,11 +652,15 @@ static void mode_wait(void)
         if (c < 1 || c > (size_t)(n - got)) break;
         for (size_t k = 0; k < c; k++) {
             CHECK(idx[k] < (size_t)n && !status[idx[k]], "some index %zu", idx[k]);
-            if (idx[k] < (size_t)n) { status[idx[k]] = 1; seen[idx[k]]++; }
+            if (idx[k] < (size_t)n) {
+                status[idx[k]] = 1;
+                seen[idx[k]]++;
+            }
         }
         got += (int)c;
     }
-    for (int i = 0; i < n; i++) CHECK(seen[i] == 1, "slot %d returned %d times by some", i, seen[i]);
+    for (int i = 0; i < n; i++)
+        CHECK(seen[i] == 1, "slot %d returned %d times by some", i, seen[i]);
     shmem_long_wait_until_all(wflags_l, (size_t)n, NULL, SHMEM_CMP_EQ, 2);
     shmem_barrier_all();
 
@@ -553,21 +668,31 @@ static void mode_wait(void)
     for (int i = 0; i < n; i++) vals[i] = 3 * 1000 + (uint64_t)i;
     scatter_flags(set_u, 3);
     {
-        size_t i = shmem_uint64_wait_until_any_vector(wflags_u, (size_t)n, NULL, SHMEM_CMP_EQ, vals);
+        size_t i =
+            shmem_uint64_wait_until_any_vector(wflags_u, (size_t)n, NULL, SHMEM_CMP_EQ, vals);
         CHECK(i < (size_t)n && wflags_u[i] == vals[i], "any_vector returned %zu", i);
-        size_t c = shmem_uint64_wait_until_some_vector(wflags_u, (size_t)n, idx, NULL, SHMEM_CMP_EQ, vals);
+        size_t c =
+            shmem_uint64_wait_until_some_vector(wflags_u, (size_t)n, idx, NULL, SHMEM_CMP_EQ, vals);
         CHECK(c >= 1 && c <= (size_t)n, "some_vector returned %zu", c);
-        for (size_t k = 0; k < c && k < (size_t)n; k++) CHECK(wflags_u[idx[k]] == vals[idx[k]], "some_vector index %zu", idx[k]);
+        for (size_t k = 0; k < c && k < (size_t)n; k++)
+            CHECK(wflags_u[idx[k]] == vals[idx[k]], "some_vector index %zu", idx[k]);
         shmem_uint64_wait_until_all_vector(wflags_u, (size_t)n, NULL, SHMEM_CMP_EQ, vals);
         for (int j = 0; j < n; j++) CHECK(wflags_u[j] == vals[j], "all_vector slot %d", j);
-        CHECK(shmem_uint64_test_all_vector(wflags_u, (size_t)n, NULL, SHMEM_CMP_EQ, vals) == 1, "test_all_vector");
+        CHECK(shmem_uint64_test_all_vector(wflags_u, (size_t)n, NULL, SHMEM_CMP_EQ, vals) == 1,
+              "test_all_vector");
         vals[0] += 1; /* slot 0 no longer matches; the others still do */
-        CHECK(shmem_uint64_test_all_vector(wflags_u, (size_t)n, NULL, SHMEM_CMP_EQ, vals) == 0, "test_all_vector, one off");
-        CHECK(shmem_uint64_test_some_vector(wflags_u, (size_t)n, idx, NULL, SHMEM_CMP_EQ, vals) == (size_t)n - 1, "test_some_vector, one off");
-        CHECK(shmem_uint64_test_any_vector(wflags_u, (size_t)n, NULL, SHMEM_CMP_LT, vals) == 0, "test_any_vector LT: only slot 0");
+        CHECK(shmem_uint64_test_all_vector(wflags_u, (size_t)n, NULL, SHMEM_CMP_EQ, vals) == 0,
+              "test_all_vector, one off");
+        CHECK(shmem_uint64_test_some_vector(wflags_u, (size_t)n, idx, NULL, SHMEM_CMP_EQ, vals) ==
+                  (size_t)n - 1,
+              "test_some_vector, one off");
+        CHECK(shmem_uint64_test_any_vector(wflags_u, (size_t)n, NULL, SHMEM_CMP_LT, vals) == 0,
+              "test_any_vector LT: only slot 0");
         status[0] = 1;
         for (int i = 1; i < n; i++) status[i] = 0;
-        CHECK(shmem_uint64_test_any_vector(wflags_u, (size_t)n, status, SHMEM_CMP_LT, vals) == SIZE_MAX, "test_any_vector, slot 0 excluded");
+        CHECK(shmem_uint64_test_any_vector(wflags_u, (size_t)n, status, SHMEM_CMP_LT, vals) ==
+                  SIZE_MAX,
+              "test_any_vector, slot 0 excluded");
     }
     shmem_barrier_all();
 
@@ -575,25 +700,41 @@ static void mode_wait(void)
     scatter_flags(set_s, 4);
     shmem_short_wait_until_all(wflags_s, (size_t)n, NULL, SHMEM_CMP_LT, 0);
     CHECK(shmem_short_test_all(wflags_s, (size_t)n, NULL, SHMEM_CMP_EQ, -4) == 1, "short test_all");
-    CHECK(shmem_short_test_any(wflags_s, (size_t)n, NULL, SHMEM_CMP_GT, -4) == SIZE_MAX, "short test_any GT");
+    CHECK(shmem_short_test_any(wflags_s, (size_t)n, NULL, SHMEM_CMP_GT, -4) == SIZE_MAX,
+          "short test_any GT");
     {
         short sv[256];
         for (int i = 0; i < n; i++) sv[i] = (short)(i % 2 ? -3 : -5);
         /* odd slots: -4 < -3; even slots: -4 > -5 */
-        CHECK(shmem_short_test_some_vector(wflags_s, (size_t)n, idx, NULL, SHMEM_CMP_LT, sv) == (size_t)n / 2, "short some_vector LT");
-        CHECK(shmem_short_wait_until_any_vector(wflags_s, (size_t)n, NULL, SHMEM_CMP_GT, sv) % 2 == 0, "short any_vector GT");
+        CHECK(shmem_short_test_some_vector(wflags_s, (size_t)n, idx, NULL, SHMEM_CMP_LT, sv) ==
+                  (size_t)n / 2,
+              "short some_vector LT");
+        CHECK(shmem_short_wait_until_any_vector(wflags_s, (size_t)n, NULL, SHMEM_CMP_GT, sv) % 2 ==
+                  0,
+              "short any_vector GT");
     }
     /* size_t / ptrdiff_t locally */
     {
         size_t *sz = shmem_calloc(3, sizeof(size_t)), idx3[3];
-        sz[0] = 1; sz[1] = SIZE_MAX; sz[2] = 2;
-        CHECK(shmem_size_test_some(sz, 3, idx3, NULL, SHMEM_CMP_GT, 1) == 2 && idx3[0] == 1 && idx3[1] == 2, "size_t some GT");
-        CHECK(shmem_ptrdiff_test_any((ptrdiff_t *)sz, 3, NULL, SHMEM_CMP_LT, 0) == 1, "ptrdiff any LT 0");
+        sz[0] = 1;
+        sz[1] = SIZE_MAX;
+        sz[2] = 2;
+        CHECK(shmem_size_test_some(sz, 3, idx3, NULL, SHMEM_CMP_GT, 1) == 2 && idx3[0] == 1 &&
+                  idx3[1] == 2,
+              "size_t some GT");
+        CHECK(shmem_ptrdiff_test_any((ptrdiff_t *)sz, 3, NULL, SHMEM_CMP_LT, 0) == 1,
+              "ptrdiff any LT 0");
         shmem_free(sz);
     }
     shmem_barrier_all();
-    shmem_free(wflags_s); shmem_free(wflags_u); shmem_free(wflags_l); shmem_free(wflags_i);
-    free(vals); free(seen); free(idx); free(status);
+    shmem_free(wflags_s);
+    shmem_free(wflags_u);
+    shmem_free(wflags_l);
+    shmem_free(wflags_i);
+    free(vals);
+    free(seen);
+    free(idx);
+    free(status);
 }
 
 /* ---- locks ----------------------------------------------------------------------------- */
@@ -623,7 +764,8 @@ static void mode_lock(void)
         shmem_set_lock(heap_lock);
         CHECK(shmem_long_atomic_fetch_inc(held, npes - 1) == 0, "two PEs in the critical section");
         shmem_long_get(buf, block, 64, npes - 1);
-        for (int k = 1; k < 64; k++) CHECK(buf[k] == buf[0], "block torn: [%d] = %ld, [0] = %ld", k, buf[k], buf[0]);
+        for (int k = 1; k < 64; k++)
+            CHECK(buf[k] == buf[0], "block torn: [%d] = %ld, [0] = %ld", k, buf[k], buf[0]);
         for (int k = 0; k < 64; k++) buf[k]++;
         shmem_long_put(block, buf, 64, npes - 1);
         shmem_long_atomic_add(held, -1, npes - 1);
@@ -631,8 +773,12 @@ static void mode_lock(void)
         if (errors) break;
     }
     shmem_barrier_all();
-    if (me == 0) CHECK(static_counter == (long)npes * LOCK_ITERS, "counter %ld, expected %ld", static_counter, (long)npes * LOCK_ITERS);
-    if (me == npes - 1) CHECK(block[0] == (long)npes * (LOCK_ITERS / 4) && block[63] == block[0], "block %ld", block[0]);
+    if (me == 0)
+        CHECK(static_counter == (long)npes * LOCK_ITERS, "counter %ld, expected %ld",
+              static_counter, (long)npes * LOCK_ITERS);
+    if (me == npes - 1)
+        CHECK(block[0] == (long)npes * (LOCK_ITERS / 4) && block[63] == block[0], "block %ld",
+              block[0]);
 
     /* test_lock: fails while another PE holds it, succeeds once free */
     if (me == 0) shmem_set_lock(&static_lock);
@@ -651,28 +797,44 @@ static void mode_lock(void)
         shmem_clear_lock(&static_lock);
     }
     shmem_barrier_all();
-    if (me == 0) CHECK(static_counter == (long)npes * (LOCK_ITERS + 20), "counter after test_lock %ld", static_counter);
-    CHECK(static_lock == 0 && *heap_lock == 0, "lock words not back to 0: %#lx %#lx", static_lock, *heap_lock);
+    if (me == 0)
+        CHECK(static_counter == (long)npes * (LOCK_ITERS + 20), "counter after test_lock %ld",
+              static_counter);
+    CHECK(static_lock == 0 && *heap_lock == 0, "lock words not back to 0: %#lx %#lx", static_lock,
+          *heap_lock);
     shmem_barrier_all();
-    shmem_free(held); shmem_free(block); shmem_free(counter); shmem_free(heap_lock);
+    shmem_free(held);
+    shmem_free(block);
+    shmem_free(counter);
+    shmem_free(heap_lock);
 }
 
 static int run_mode(const char *mode)
 {
-    if (!strcmp(mode, "ctx")) mode_ctx();
-    else if (!strcmp(mode, "amo")) mode_amo();
-    else if (!strcmp(mode, "ibput")) mode_ibput();
-    else if (!strcmp(mode, "signal")) mode_signal();
-    else if (!strcmp(mode, "wait")) mode_wait();
-    else if (!strcmp(mode, "lock")) mode_lock();
-    else if (!strcmp(mode, "badctx")) shmem_ctx_long_p(SHMEM_CTX_INVALID, &static_counter, 1, 0);
-    else if (!strcmp(mode, "badsig")) shmem_long_put_signal(static_longs, static_longs, 1, &static_sig, 1, 7, 0);
-    else if (!strcmp(mode, "destroydefault")) shmem_ctx_destroy(SHMEM_CTX_DEFAULT);
+    if (!strcmp(mode, "ctx"))
+        mode_ctx();
+    else if (!strcmp(mode, "amo"))
+        mode_amo();
+    else if (!strcmp(mode, "ibput"))
+        mode_ibput();
+    else if (!strcmp(mode, "signal"))
+        mode_signal();
+    else if (!strcmp(mode, "wait"))
+        mode_wait();
+    else if (!strcmp(mode, "lock"))
+        mode_lock();
+    else if (!strcmp(mode, "badctx"))
+        shmem_ctx_long_p(SHMEM_CTX_INVALID, &static_counter, 1, 0);
+    else if (!strcmp(mode, "badsig"))
+        shmem_long_put_signal(static_longs, static_longs, 1, &static_sig, 1, 7, 0);
+    else if (!strcmp(mode, "destroydefault"))
+        shmem_ctx_destroy(SHMEM_CTX_DEFAULT);
     else if (!strcmp(mode, "badctxpe")) {
         shmem_ctx_t ctx;
         shmem_team_create_ctx(SHMEM_TEAM_SHARED, 0, &ctx);
         shmem_ctx_long_p(ctx, &static_counter, 1, shmem_team_n_pes(SHMEM_TEAM_SHARED));
-    } else return -1;
+    } else
+        return -1;
     return 0;
 }
 
@@ -685,14 +847,21 @@ int main(int argc, char **argv)
     shmem_init();
     me = shmem_my_pe();
     npes = shmem_n_pes();
-    if (npes > 256) { fprintf(stderr, "at most 256 PEs\n"); return 2; }
-    for (char *mode = strtok_r(modes, ",", &save); mode != NULL; mode = strtok_r(NULL, ",", &save)) {
+    if (npes > 256) {
+        fprintf(stderr, "at most 256 PEs\n");
+        return 2;
+    }
+    for (char *mode = strtok_r(modes, ",", &save); mode != NULL;
+         mode = strtok_r(NULL, ",", &save)) {
         if (run_mode(mode) != 0) {
-            fprintf(stderr, "usage: mp_shmem_p2p MODE[,MODE...]: ctx amo ibput signal wait lock badctx badsig destroydefault badctxpe\n");
+            fprintf(stderr, "usage: mp_shmem_p2p MODE[,MODE...]: ctx amo ibput signal wait lock "
+                            "badctx badsig destroydefault badctxpe\n");
             return 2;
         }
         shmem_barrier_all();
-        if (me == 0 || errors) printf("mp_shmem_p2p %s on %d PEs: PE %d %s\n", mode, npes, me, errors ? "FAILED" : "ok");
+        if (me == 0 || errors)
+            printf("mp_shmem_p2p %s on %d PEs: PE %d %s\n", mode, npes, me,
+                   errors ? "FAILED" : "ok");
     }
     shmem_finalize();
     return errors ? 1 : 0;

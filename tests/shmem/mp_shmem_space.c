@@ -67,8 +67,8 @@ static long long vm_size(void)
 static shmem_team_t split_parity(int parity)
 {
     shmem_team_t t = SHMEM_TEAM_INVALID;
-    int rc = shmem_team_split_strided(SHMEM_TEAM_WORLD, parity, 2, (npes - parity + 1) / 2, NULL,
-                                      0, &t);
+    int rc =
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, parity, 2, (npes - parity + 1) / 2, NULL, 0, &t);
     CHECK(rc == 0, "split parity %d: %d", parity, rc);
     CHECK((t != SHMEM_TEAM_INVALID) == (me % 2 == parity), "membership parity %d", parity);
     return t;
@@ -93,8 +93,8 @@ static void mode_accept(void)
         long *buf, *sum, *counter;
 
         CHECK(shmemx_create_symmetric_space_size(odd, 16 << 20, &space) == 0, "create");
-        buf     = shmemx_malloc_space(N * sizeof(long), space);
-        sum     = shmemx_malloc_space(N * sizeof(long), space);
+        buf = shmemx_malloc_space(N * sizeof(long), space);
+        sum = shmemx_malloc_space(N * sizeof(long), space);
         counter = shmemx_calloc_space(1, sizeof(long), space);
         CHECK(buf != NULL && sum != NULL && counter != NULL, "allocations");
         CHECK(!shmem_addr_accessible(buf, me ^ 1), "an even PE has no space memory");
@@ -112,13 +112,17 @@ static void mode_accept(void)
                 CHECK(buf[i] == 100 * left + i, "buf[%d] = %ld, expected %d", i, buf[i],
                       100 * left + i);
             }
-            for (int k = 0; k < n; k++) expect_counter += shmem_team_translate_pe(odd, k, SHMEM_TEAM_WORLD) + 1;
-            if (t == 0) CHECK(*counter == expect_counter, "counter %ld, expected %ld", *counter, expect_counter);
+            for (int k = 0; k < n; k++)
+                expect_counter += shmem_team_translate_pe(odd, k, SHMEM_TEAM_WORLD) + 1;
+            if (t == 0)
+                CHECK(*counter == expect_counter, "counter %ld, expected %ld", *counter,
+                      expect_counter);
         }
         CHECK(shmem_long_sum_reduce(odd, sum, buf, N) == 0, "sum_reduce");
         for (int i = 0; i < N; i++) {
             long expect = 0;
-            for (int k = 0; k < n; k++) expect += 100 * shmem_team_translate_pe(odd, k, SHMEM_TEAM_WORLD) + i;
+            for (int k = 0; k < n; k++)
+                expect += 100 * shmem_team_translate_pe(odd, k, SHMEM_TEAM_WORLD) + i;
             CHECK(sum[i] == expect, "sum[%d] = %ld, expected %ld", i, sum[i], expect);
         }
         shmemx_free_space(counter, space);
@@ -189,7 +193,8 @@ static void test_space_ops(shmem_team_t team, shmemx_space_t space)
     shmem_ctx_quiet(ctx);
     {
         int ll = shmem_team_translate_pe(st, (lt + n - 1) % n, SHMEM_TEAM_WORLD);
-        for (int i = 0; i < N; i++) CHECK(got[i] == 1000 * ll + i, "ctx get_nbi[%d] = %ld", i, got[i]);
+        for (int i = 0; i < N; i++)
+            CHECK(got[i] == 1000 * ll + i, "ctx get_nbi[%d] = %ld", i, got[i]);
     }
     shmem_long_iget(got, a, 1, 2, N / 2, right);
     for (int i = 0; i < N / 2; i++) CHECK(got[i] == 1000 * me + 2 * i, "iget[%d]", i);
@@ -225,7 +230,8 @@ static void test_space_ops(shmem_team_t team, shmemx_space_t space)
     shmem_long_atomic_set(&c[4 + t], shmem_long_atomic_fetch(&c[4 + t], root) + 1, root);
     shmem_quiet();
     shmem_team_sync(st);
-    if (t == 0) for (int k = 0; k < n; k++) CHECK(c[4 + k] == 8, "swap/set c[%d]", 4 + k);
+    if (t == 0)
+        for (int k = 0; k < n; k++) CHECK(c[4 + k] == 8, "swap/set c[%d]", 4 + k);
 
     /* put with signal, signal wait; wait_until on an int a peer sets */
     shmem_long_put_signal(a, src, N, sig, 1, SHMEM_SIGNAL_ADD, right);
@@ -310,7 +316,8 @@ static void mode_all(void)
     *x = me;
     shmem_team_sync(mine);
     CHECK(shmem_long_g(x, shmem_team_translate_pe(mine, 0, SHMEM_TEAM_WORLD)) ==
-          shmem_team_translate_pe(mine, 0, SHMEM_TEAM_WORLD), "second space g");
+              shmem_team_translate_pe(mine, 0, SHMEM_TEAM_WORLD),
+          "second space g");
     shmem_team_sync(mine);
     shmemx_destroy_space(second); /* frees x with it */
 
@@ -445,7 +452,7 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "all";
 
     shmem_init();
-    me   = shmem_my_pe();
+    me = shmem_my_pe();
     npes = shmem_n_pes();
     if (strcmp(mode, "bench") == 0) {
         mode_bench(argc > 2 ? atoi(argv[2]) : 200);

@@ -20,11 +20,11 @@
 
 static int me, npes, nodes = 1, errors;
 
-#define MAXN   1000              /* largest element count tested */
-#define BUFSZ  (512 * 1024)      /* bytes of each symmetric test buffer */
+#define MAXN  1000         /* largest element count tested */
+#define BUFSZ (512 * 1024) /* bytes of each symmetric test buffer */
 
-static char *src, *dst, *aux;    /* symmetric, BUFSZ each */
-static long *pSync, *pSync2;     /* symmetric, on the heap (static data may not be) */
+static char *src, *dst, *aux; /* symmetric, BUFSZ each */
+static long *pSync, *pSync2;  /* symmetric, on the heap (static data may not be) */
 static double complex *pWrk;
 
 static const size_t sizes[] = {0, 1, 7, 100, MAXN};
@@ -34,8 +34,14 @@ static const size_t sizes[] = {0, 1, 7, 100, MAXN};
 
 /* A strided sub-team in reverse order: world n-1, n-3, ... (n >= 3), the
  * whole world reversed (n = 2), or {0} (n = 1). */
-static int sub_stride(void) { return npes >= 3 ? -2 : -1; }
-static int sub_size(void) { return npes == 1 ? 1 : (npes - 1) / -sub_stride() + 1; }
+static int sub_stride(void)
+{
+    return npes >= 3 ? -2 : -1;
+}
+static int sub_size(void)
+{
+    return npes == 1 ? 1 : (npes - 1) / -sub_stride() + 1;
+}
 
 static shmem_team_t make_sub(void)
 {
@@ -53,9 +59,11 @@ static void mode_split(void)
 {
     shmem_team_t t, sub = make_sub();
     shmem_team_config_t cfg = {.num_contexts = 3}, got = {.num_contexts = -7};
-    struct { int start, stride, size; } bad[] = {
-        {npes, 1, 1}, {-1, 1, 1}, {0, 1, 0}, {0, 1, npes + 1}, {npes - 1, 1, 2},
-        {0, 0, 2}, {0, -1, 2}, {0, 2, npes / 2 + 1 + (npes % 2)},
+    struct {
+        int start, stride, size;
+    } bad[] = {
+        {npes, 1, 1},     {-1, 1, 1}, {0, 1, 0},  {0, 1, npes + 1},
+        {npes - 1, 1, 2}, {0, 0, 2},  {0, -1, 2}, {0, 2, npes / 2 + 1 + (npes % 2)},
     };
 
     CHECK(shmem_team_my_pe(SHMEM_TEAM_WORLD) == me, "world my_pe");
@@ -65,9 +73,12 @@ static void mode_split(void)
     CHECK(shmem_team_get_config(SHMEM_TEAM_INVALID, SHMEM_TEAM_NUM_CONTEXTS, &got) != 0,
           "get_config(INVALID)");
     CHECK(shmem_team_get_config(SHMEM_TEAM_WORLD, SHMEM_TEAM_NUM_CONTEXTS, &got) == 0 &&
-          got.num_contexts == 0, "world config: %d", got.num_contexts);
-    CHECK(shmem_team_translate_pe(SHMEM_TEAM_INVALID, 0, SHMEM_TEAM_WORLD) == -1, "translate INVALID");
-    CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, npes, SHMEM_TEAM_WORLD) == -1, "translate pe n");
+              got.num_contexts == 0,
+          "world config: %d", got.num_contexts);
+    CHECK(shmem_team_translate_pe(SHMEM_TEAM_INVALID, 0, SHMEM_TEAM_WORLD) == -1,
+          "translate INVALID");
+    CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, npes, SHMEM_TEAM_WORLD) == -1,
+          "translate pe n");
     CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, -1, SHMEM_TEAM_WORLD) == -1, "translate pe -1");
     CHECK(shmem_team_sync(SHMEM_TEAM_INVALID) != 0, "sync(INVALID)");
     CHECK(shmem_team_ptr(SHMEM_TEAM_WORLD, src, me) == (void *)src, "team_ptr to myself");
@@ -85,7 +96,8 @@ static void mode_split(void)
     }
     if (sub != SHMEM_TEAM_INVALID) {
         int mine = (npes - 1 - me) / -sub_stride();
-        CHECK(shmem_team_my_pe(sub) == mine, "sub my_pe %d, expected %d", shmem_team_my_pe(sub), mine);
+        CHECK(shmem_team_my_pe(sub) == mine, "sub my_pe %d, expected %d", shmem_team_my_pe(sub),
+              mine);
         CHECK(shmem_team_n_pes(sub) == sub_size(), "sub n_pes");
         CHECK(shmem_team_translate_pe(sub, sub_size(), SHMEM_TEAM_WORLD) == -1, "sub pe n");
         if (npes >= 3) {
@@ -119,9 +131,11 @@ static void mode_split(void)
                           sz, shmem_team_my_pe(t));
                     CHECK(shmem_team_n_pes(t) == sz, "n_pes");
                     CHECK(shmem_team_get_config(t, SHMEM_TEAM_NUM_CONTEXTS, &got) == 0 &&
-                          got.num_contexts == 3, "config num_contexts %d", got.num_contexts);
+                              got.num_contexts == 3,
+                          "config num_contexts %d", got.num_contexts);
                     CHECK(shmem_team_translate_pe(t, sz - 1, SHMEM_TEAM_WORLD) ==
-                          start + (sz - 1) * stride, "last member");
+                              start + (sz - 1) * stride,
+                          "last member");
                     *(long *)src = me;
                     CHECK(shmem_long_sum_reduce(t, (long *)dst, (long *)src, 1) == 0, "reduce");
                     CHECK(*(long *)dst == (long)sz * start + (long)stride * sz * (sz - 1) / 2,
@@ -137,12 +151,14 @@ static void mode_split(void)
     for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
         t = SHMEM_TEAM_WORLD;
         CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, bad[b].start, bad[b].stride, bad[b].size,
-                                       NULL, 0, &t) != 0 && t == SHMEM_TEAM_INVALID,
+                                       NULL, 0, &t) != 0 &&
+                  t == SHMEM_TEAM_INVALID,
               "bad triplet (%d, %d, %d) accepted", bad[b].start, bad[b].stride, bad[b].size);
     }
     t = SHMEM_TEAM_WORLD;
     CHECK(shmem_team_split_strided(SHMEM_TEAM_INVALID, 0, 1, 1, NULL, 0, &t) != 0 &&
-          t == SHMEM_TEAM_INVALID, "split of INVALID");
+              t == SHMEM_TEAM_INVALID,
+          "split of INVALID");
 
     /* nested: the first half of the sub-team, split from the sub-team */
     if (sub != SHMEM_TEAM_INVALID) {
@@ -153,7 +169,8 @@ static void mode_split(void)
         if (nested != SHMEM_TEAM_INVALID) {
             for (int i = 0; i < half; i++) {
                 CHECK(shmem_team_translate_pe(nested, i, SHMEM_TEAM_WORLD) ==
-                      npes - 1 + i * sub_stride(), "nested -> world");
+                          npes - 1 + i * sub_stride(),
+                      "nested -> world");
                 CHECK(shmem_team_translate_pe(nested, i, sub) == i, "nested -> sub");
             }
             shmem_team_destroy(nested);
@@ -200,7 +217,8 @@ static void mode_split2d(void)
     }
     xt = yt = SHMEM_TEAM_WORLD;
     CHECK(shmem_team_split_2d(SHMEM_TEAM_WORLD, 0, NULL, 0, &xt, NULL, 0, &yt) != 0 &&
-          xt == SHMEM_TEAM_INVALID && yt == SHMEM_TEAM_INVALID, "split_2d(0)");
+              xt == SHMEM_TEAM_INVALID && yt == SHMEM_TEAM_INVALID,
+          "split_2d(0)");
 }
 
 /* oshrun --nodes k: blocks of ceil(n / k) consecutive PEs per node */
@@ -213,8 +231,10 @@ static void mode_shared(void)
     CHECK(shmem_team_n_pes(sh) == size, "shared size %d, expected %d", shmem_team_n_pes(sh), size);
     CHECK(shmem_team_my_pe(sh) == me % block, "shared my_pe %d", shmem_team_my_pe(sh));
     for (int i = 0; i < size; i++) {
-        CHECK(shmem_team_translate_pe(sh, i, SHMEM_TEAM_WORLD) == node * block + i, "shared -> world");
-        CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, node * block + i, sh) == i, "world -> shared");
+        CHECK(shmem_team_translate_pe(sh, i, SHMEM_TEAM_WORLD) == node * block + i,
+              "shared -> world");
+        CHECK(shmem_team_translate_pe(SHMEM_TEAM_WORLD, node * block + i, sh) == i,
+              "world -> shared");
     }
     if (npes > size) {
         int other = node == 0 ? block : 0; /* a PE of another node */
@@ -232,7 +252,8 @@ static void mode_shared(void)
         CHECK(((me % block) % 2 == 0) == (t != SHMEM_TEAM_INVALID), "split shared membership");
         if (t != SHMEM_TEAM_INVALID) {
             CHECK(shmem_team_translate_pe(t, shmem_team_n_pes(t) - 1, SHMEM_TEAM_WORLD) ==
-                  node * block + 2 * (shmem_team_n_pes(t) - 1), "split shared -> world");
+                      node * block + 2 * (shmem_team_n_pes(t) - 1),
+                  "split shared -> world");
             shmem_team_destroy(t);
         }
     }
@@ -240,10 +261,19 @@ static void mode_shared(void)
 
 /* ---- collectives ----------------------------------------------------------------------- */
 
-static double dval(int pe, size_t i) { return 1.0 / (pe + 3) + (double)i * 0.001; }
-static long lval(int pe, size_t i) { return (long)pe * 1000003L + (long)i * 7 - 5; }
+static double dval(int pe, size_t i)
+{
+    return 1.0 / (pe + 3) + (double)i * 0.001;
+}
+static long lval(int pe, size_t i)
+{
+    return (long)pe * 1000003L + (long)i * 7 - 5;
+}
 
-static void fill(void *buf, unsigned char c, size_t bytes) { memset(buf, c, bytes); }
+static void fill(void *buf, unsigned char c, size_t bytes)
+{
+    memset(buf, c, bytes);
+}
 
 /* bytes from off on are still c */
 static int untouched(const void *buf, size_t off, size_t len, unsigned char c)
@@ -273,7 +303,8 @@ static void check_broadcast(shmem_team_t t, size_t n)
                   root, i, d[i], lval(wroot, i));
             if (d[i] != lval(wroot, i)) break;
         }
-        CHECK(untouched(dst, n * sizeof(long), 4 * sizeof(long), 0xab), "broadcast wrote past dest");
+        CHECK(untouched(dst, n * sizeof(long), 4 * sizeof(long), 0xab),
+              "broadcast wrote past dest");
         /* bytes, odd length; and doubles in place on the root */
         for (size_t i = 0; i < n * 3 + 1; i++) src[i] = (char)(me * 31 + i);
         CHECK(shmem_broadcastmem(t, dst, src, n * 3 + 1, root) == 0, "broadcastmem");
@@ -339,12 +370,14 @@ static void check_collect(shmem_team_t t, size_t n)
             int w = shmem_team_translate_pe(t, j, SHMEM_TEAM_WORLD);
             size_t c = ccount(j, n, variant);
             for (size_t i = 0; i < c; i++) {
-                CHECK(dd[off + i] == dval(w, i), "collect(n %zu, variant %d)[%d][%zu]", n, variant, j, i);
+                CHECK(dd[off + i] == dval(w, i), "collect(n %zu, variant %d)[%d][%zu]", n, variant,
+                      j, i);
                 if (dd[off + i] != dval(w, i)) break;
             }
             off += c;
         }
-        CHECK(untouched(dst, off * sizeof(double), 2 * sizeof(double), 0xef), "collect wrote past dest");
+        CHECK(untouched(dst, off * sizeof(double), 2 * sizeof(double), 0xef),
+              "collect wrote past dest");
     }
     /* collectmem: bytes */
     for (size_t i = 0; i < n + tme; i++) src[i] = (char)(me + 3 * i);
@@ -376,18 +409,20 @@ static void check_alltoall(shmem_team_t t, size_t n)
             if (d[j * n + i] != lval(w, i) * 16 + tme) break;
         }
     }
-    CHECK(untouched(dst, tn * n * sizeof(long), 2 * sizeof(long), 0x5a), "alltoall wrote past dest");
+    CHECK(untouched(dst, tn * n * sizeof(long), 2 * sizeof(long), 0x5a),
+          "alltoall wrote past dest");
     /* alltoalls: source stride 3, dest stride 2; the gaps stay */
     for (int j = 0; j < tn; j++)
-        for (size_t i = 0; i < n; i++) s4[3 * (j * n + i)] = (int32_t)(me * 100000 + j * 1000 + (int)i);
+        for (size_t i = 0; i < n; i++)
+            s4[3 * (j * n + i)] = (int32_t)(me * 100000 + j * 1000 + (int)i);
     fill(dst, 0x77, (2 * tn * n + 2) * sizeof(int32_t));
     CHECK(shmem_int32_alltoalls(t, d4, s4, 2, 3, n) == 0, "alltoalls");
     for (int j = 0; j < tn; j++) {
         int w = shmem_team_translate_pe(t, j, SHMEM_TEAM_WORLD);
         for (size_t i = 0; i < n; i++) {
             size_t at = 2 * (j * n + i);
-            CHECK(d4[at] == (int32_t)(w * 100000 + tme * 1000 + (int)i), "alltoalls[%d][%zu] = %d", j,
-                  i, d4[at]);
+            CHECK(d4[at] == (int32_t)(w * 100000 + tme * 1000 + (int)i), "alltoalls[%d][%zu] = %d",
+                  j, i, d4[at]);
             CHECK(untouched(&d4[at + 1], 0, sizeof(int32_t), 0x77), "alltoalls wrote a gap");
             if (errors) break;
         }
@@ -399,7 +434,8 @@ static void check_alltoall(shmem_team_t t, size_t n)
     for (int j = 0; j < tn; j++) {
         int w = shmem_team_translate_pe(t, j, SHMEM_TEAM_WORLD);
         for (size_t i = 0; i < n + 1; i++) {
-            CHECK(dst[j * (n + 1) + i] == (char)(w * 7 + tme * 3 + i), "alltoallmem[%d][%zu]", j, i);
+            CHECK(dst[j * (n + 1) + i] == (char)(w * 7 + tme * 3 + i), "alltoallmem[%d][%zu]", j,
+                  i);
             if (errors) break;
         }
     }
@@ -418,17 +454,22 @@ static void check_reduce(shmem_team_t t, size_t n)
     {
         int *s = (int *)src, *d = (int *)dst;
         for (int op = 0; op < 4; op++) {
-            for (size_t i = 0; i < n; i++) s[i] = op == 1 ? 1 + (me + (int)i) % 3 : (int)lval(me, i);
+            for (size_t i = 0; i < n; i++)
+                s[i] = op == 1 ? 1 + (me + (int)i) % 3 : (int)lval(me, i);
             fill(dst, 0x11, (n + 2) * sizeof(int));
-            int rc = op == 0 ? shmem_int_sum_reduce(t, d, s, n) : op == 1 ? shmem_int_prod_reduce(t, d, s, n)
-                   : op == 2 ? shmem_int_min_reduce(t, d, s, n) : shmem_int_max_reduce(t, d, s, n);
+            int rc = op == 0   ? shmem_int_sum_reduce(t, d, s, n)
+                     : op == 1 ? shmem_int_prod_reduce(t, d, s, n)
+                     : op == 2 ? shmem_int_min_reduce(t, d, s, n)
+                               : shmem_int_max_reduce(t, d, s, n);
             CHECK(rc == 0, "int reduce %d", op);
             for (size_t i = 0; i < n; i++) {
                 int e = op == 1 ? 1 + (w[0] + (int)i) % 3 : (int)lval(w[0], i);
                 for (int j = 1; j < tn; j++) {
                     int v = op == 1 ? 1 + (w[j] + (int)i) % 3 : (int)lval(w[j], i);
-                    e = op == 0 ? (int)((unsigned)e + (unsigned)v) : op == 1 ? e * v
-                      : op == 2 ? (v < e ? v : e) : (v > e ? v : e);
+                    e = op == 0   ? (int)((unsigned)e + (unsigned)v)
+                        : op == 1 ? e * v
+                        : op == 2 ? (v < e ? v : e)
+                                  : (v > e ? v : e);
                 }
                 CHECK(d[i] == e, "int op %d (n %zu)[%zu] = %d, expected %d", op, n, i, d[i], e);
                 if (d[i] != e) break;
@@ -439,14 +480,19 @@ static void check_reduce(shmem_team_t t, size_t n)
     {
         uint64_t *s = (uint64_t *)src, *d = (uint64_t *)dst;
         for (int op = 0; op < 4; op++) {
-            for (size_t i = 0; i < n; i++) s[i] = ((uint64_t)lval(me, i) * 0x9e3779b97f4a7c15ULL) | (op == 0 ? 1ULL << me % 64 : 0);
-            int rc = op == 0 ? shmem_uint64_and_reduce(t, d, s, n) : op == 1 ? shmem_uint64_or_reduce(t, d, s, n)
-                   : op == 2 ? shmem_uint64_xor_reduce(t, d, s, n) : shmem_uint64_sum_reduce(t, d, s, n);
+            for (size_t i = 0; i < n; i++)
+                s[i] = ((uint64_t)lval(me, i) * 0x9e3779b97f4a7c15ULL) |
+                       (op == 0 ? 1ULL << me % 64 : 0);
+            int rc = op == 0   ? shmem_uint64_and_reduce(t, d, s, n)
+                     : op == 1 ? shmem_uint64_or_reduce(t, d, s, n)
+                     : op == 2 ? shmem_uint64_xor_reduce(t, d, s, n)
+                               : shmem_uint64_sum_reduce(t, d, s, n);
             CHECK(rc == 0, "uint64 reduce %d", op);
             for (size_t i = 0; i < n; i++) {
                 uint64_t e = 0;
                 for (int j = 0; j < tn; j++) {
-                    uint64_t v = ((uint64_t)lval(w[j], i) * 0x9e3779b97f4a7c15ULL) | (op == 0 ? 1ULL << w[j] % 64 : 0);
+                    uint64_t v = ((uint64_t)lval(w[j], i) * 0x9e3779b97f4a7c15ULL) |
+                                 (op == 0 ? 1ULL << w[j] % 64 : 0);
                     e = j == 0 ? v : op == 0 ? e & v : op == 1 ? e | v : op == 2 ? e ^ v : e + v;
                 }
                 CHECK(d[i] == e, "uint64 op %d (n %zu)[%zu]", op, n, i);
@@ -481,19 +527,23 @@ static void check_reduce(shmem_team_t t, size_t n)
     {
         double *s = (double *)src, *d = (double *)dst;
         for (int op = 0; op < 4; op++) {
-            for (size_t i = 0; i < n; i++) s[i] = op == 1 ? 1.0 + dval(me, i) / 8 : dval(me, i) * (op == 2 ? -1 : 1);
-            int rc = op == 0 ? shmem_double_sum_reduce(t, d, s, n) : op == 1 ? shmem_double_prod_reduce(t, d, s, n)
-                   : op == 2 ? shmem_double_min_reduce(t, d, s, n) : shmem_double_sum_reduce(t, s, s, n);
+            for (size_t i = 0; i < n; i++)
+                s[i] = op == 1 ? 1.0 + dval(me, i) / 8 : dval(me, i) * (op == 2 ? -1 : 1);
+            int rc = op == 0   ? shmem_double_sum_reduce(t, d, s, n)
+                     : op == 1 ? shmem_double_prod_reduce(t, d, s, n)
+                     : op == 2 ? shmem_double_min_reduce(t, d, s, n)
+                               : shmem_double_sum_reduce(t, s, s, n);
             double *r = op == 3 ? s : d;
             CHECK(rc == 0, "double reduce %d", op);
             for (size_t i = 0; i < n; i++) {
                 double e = 0;
                 for (int j = 0; j < tn; j++) {
-                    double v = op == 1 ? 1.0 + dval(w[j], i) / 8 : dval(w[j], i) * (op == 2 ? -1 : 1);
+                    double v =
+                        op == 1 ? 1.0 + dval(w[j], i) / 8 : dval(w[j], i) * (op == 2 ? -1 : 1);
                     e = j == 0 ? v : op == 1 ? e * v : op == 2 ? (v < e ? v : e) : e + v;
                 }
-                CHECK(memcmp(&r[i], &e, sizeof(e)) == 0, "double op %d (n %zu)[%zu] = %.17g, expected %.17g",
-                      op, n, i, r[i], e);
+                CHECK(memcmp(&r[i], &e, sizeof(e)) == 0,
+                      "double op %d (n %zu)[%zu] = %.17g, expected %.17g", op, n, i, r[i], e);
                 if (memcmp(&r[i], &e, sizeof(e)) != 0) break;
             }
         }
@@ -502,13 +552,16 @@ static void check_reduce(shmem_team_t t, size_t n)
     {
         double complex *s = (double complex *)src, *d = (double complex *)dst;
         for (int op = 0; op < 2; op++) {
-            for (size_t i = 0; i < n; i++) s[i] = op ? 1.0 + (me % 2) * I : (me + 1.0) + ((double)i - me) * I;
-            CHECK((op ? shmem_complexd_prod_reduce(t, d, s, n) : shmem_complexd_sum_reduce(t, d, s, n)) == 0,
+            for (size_t i = 0; i < n; i++)
+                s[i] = op ? 1.0 + (me % 2) * I : (me + 1.0) + ((double)i - me) * I;
+            CHECK((op ? shmem_complexd_prod_reduce(t, d, s, n)
+                      : shmem_complexd_sum_reduce(t, d, s, n)) == 0,
                   "complexd reduce");
             for (size_t i = 0; i < n; i++) {
                 double complex e = 0;
                 for (int j = 0; j < tn; j++) {
-                    double complex v = op ? 1.0 + (w[j] % 2) * I : (w[j] + 1.0) + ((double)i - w[j]) * I;
+                    double complex v =
+                        op ? 1.0 + (w[j] % 2) * I : (w[j] + 1.0) + ((double)i - w[j]) * I;
                     e = j == 0 ? v : op ? e * v : e + v;
                 }
                 CHECK(d[i] == e, "complexd op %d (n %zu)[%zu] = %g%+gi, expected %g%+gi", op, n, i,
@@ -522,8 +575,9 @@ static void check_reduce(shmem_team_t t, size_t n)
         long *s = (long *)src, *d = (long *)dst;
         for (int op = 0; op < 3; op++) {
             for (size_t i = 0; i < n; i++) s[i] = lval(me, i);
-            int rc = op == 0 ? shmem_long_sum_inscan(t, d, s, n) : op == 1 ? shmem_long_sum_exscan(t, d, s, n)
-                   : shmem_long_sum_exscan(t, s, s, n);
+            int rc = op == 0   ? shmem_long_sum_inscan(t, d, s, n)
+                     : op == 1 ? shmem_long_sum_exscan(t, d, s, n)
+                               : shmem_long_sum_exscan(t, s, s, n);
             long *r = op == 2 ? s : d;
             CHECK(rc == 0, "scan %d", op);
             for (size_t i = 0; i < n; i++) {
@@ -582,7 +636,9 @@ static void mode_b2b(void)
     long *s = (long *)src, *d = (long *)dst, *a = (long *)aux;
 
     for (int it = 0; it < 200; it++) {
-        shmem_team_t t = (it % 3 == 2 && sub != SHMEM_TEAM_INVALID) ? sub : (it % 3 == 2 ? SHMEM_TEAM_INVALID : SHMEM_TEAM_WORLD);
+        shmem_team_t t = (it % 3 == 2 && sub != SHMEM_TEAM_INVALID)
+                             ? sub
+                             : (it % 3 == 2 ? SHMEM_TEAM_INVALID : SHMEM_TEAM_WORLD);
         if (t == SHMEM_TEAM_INVALID) continue;
         int tn = shmem_team_n_pes(t), tme = shmem_team_my_pe(t);
         size_t n = (size_t)(it % 4 == 0 ? 300 : 1 + it % 5);
@@ -593,7 +649,8 @@ static void mode_b2b(void)
         CHECK(shmem_long_sum_reduce(t, d, s, n) == 0, "b2b reduce");
         for (size_t i = 0; i < n; i++) {
             e = 0;
-            for (int j = 0; j < tn; j++) e += lval(shmem_team_translate_pe(t, j, SHMEM_TEAM_WORLD), i) + it;
+            for (int j = 0; j < tn; j++)
+                e += lval(shmem_team_translate_pe(t, j, SHMEM_TEAM_WORLD), i) + it;
             CHECK(d[i] == e, "b2b %d reduce[%zu] = %ld, expected %ld", it, i, d[i], e);
             if (d[i] != e) break;
         }
@@ -607,13 +664,15 @@ static void mode_b2b(void)
         s[0] = me * 3 + it;
         CHECK(shmem_long_fcollect(t, a, s, 1) == 0, "b2b fcollect");
         for (int j = 0; j < tn; j++) {
-            CHECK(a[j] == shmem_team_translate_pe(t, j, SHMEM_TEAM_WORLD) * 3 + it, "b2b %d fcollect[%d]", it, j);
+            CHECK(a[j] == shmem_team_translate_pe(t, j, SHMEM_TEAM_WORLD) * 3 + it,
+                  "b2b %d fcollect[%d]", it, j);
         }
         for (int j = 0; j < tn; j++)
             for (size_t i = 0; i < n; i++) s[j * n + i] = (long)me * 1000 + j * 10 + it;
         CHECK(shmem_long_alltoall(t, d, s, n) == 0, "b2b alltoall");
         for (int j = 0; j < tn; j++) {
-            long want = (long)shmem_team_translate_pe(t, j, SHMEM_TEAM_WORLD) * 1000 + tme * 10 + it;
+            long want =
+                (long)shmem_team_translate_pe(t, j, SHMEM_TEAM_WORLD) * 1000 + tme * 10 + it;
             CHECK(d[j * n] == want && d[j * n + n - 1] == want, "b2b %d alltoall[%d]", it, j);
         }
         s[0] = it + me;
@@ -655,8 +714,8 @@ static void mode_skew(void)
         CHECK(shmem_long_broadcast(t, d, s, n, root) == 0, "skew broadcast");
         for (size_t i = 0; i < n; i++) {
             if (d[i] != (lval(wroot, i) ^ it)) {
-                CHECK(0, "skew %d broadcast(n %zu, root %d)[%zu] = %ld, expected %ld", it, n, root, i,
-                      d[i], lval(wroot, i) ^ it);
+                CHECK(0, "skew %d broadcast(n %zu, root %d)[%zu] = %ld, expected %ld", it, n, root,
+                      i, d[i], lval(wroot, i) ^ it);
                 break;
             }
         }
@@ -669,8 +728,8 @@ static void mode_skew(void)
                 }
                 s[0] = lval(me, (size_t)b) + it;
                 CHECK(shmem_long_broadcast(t, d, s, 1, root) == 0, "skew burst");
-                CHECK(d[0] == lval(wroot, (size_t)b) + it, "skew %d burst %d = %ld, expected %ld", it,
-                      b, d[0], lval(wroot, (size_t)b) + it);
+                CHECK(d[0] == lval(wroot, (size_t)b) + it, "skew %d burst %d = %ld, expected %ld",
+                      it, b, d[0], lval(wroot, (size_t)b) + it);
             }
         }
         if (it % 3 == 0) {
@@ -715,7 +774,8 @@ static void mode_reuse(void)
         if (keep != SHMEM_TEAM_INVALID) {
             *(long *)aux = 1;
             CHECK(shmem_long_sum_reduce(keep, (long *)aux, (long *)aux, 1) == 0 &&
-                  *(long *)aux == sub_size(), "kept team reduce");
+                      *(long *)aux == sub_size(),
+                  "kept team reduce");
         }
         shmem_team_destroy(t);
     }
@@ -732,9 +792,11 @@ static void mode_reuse(void)
     if (made > 0) {
         *(long *)src = 2;
         CHECK(shmem_long_sum_reduce(many[made - 1], (long *)dst, (long *)src, 1) == 0 &&
-              *(long *)dst == 2L * npes, "last team");
+                  *(long *)dst == 2L * npes,
+              "last team");
         CHECK(shmem_long_sum_reduce(many[0], (long *)dst, (long *)src, 1) == 0 &&
-              *(long *)dst == 2L * npes, "first team");
+                  *(long *)dst == 2L * npes,
+              "first team");
     }
     for (int i = 0; i < made; i++) shmem_team_destroy(many[i]);
     CHECK(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &many[0]) == 0, "after");
@@ -758,11 +820,13 @@ static void mode_deprecated(void)
     if (in) {
         for (int rep = 0; rep < 3; rep++) {
             for (int j = 0; j < size; j++)
-                for (size_t i = 0; i < n; i++) s[j * n + i] = (int64_t)me * 1000 + j * 10 + (int64_t)i + rep;
+                for (size_t i = 0; i < n; i++)
+                    s[j * n + i] = (int64_t)me * 1000 + j * 10 + (int64_t)i + rep;
             shmem_alltoall64(d, s, n, 0, log_stride, size, pSync);
             for (int j = 0; j < size; j++)
                 for (size_t i = 0; i < n; i++)
-                    CHECK(d[j * n + i] == (int64_t)(j << log_stride) * 1000 + idx * 10 + (int64_t)i + rep,
+                    CHECK(d[j * n + i] ==
+                              (int64_t)(j << log_stride) * 1000 + idx * 10 + (int64_t)i + rep,
                           "alltoall64[%d][%zu]", j, i);
             for (int j = 0; j < size; j++)
                 for (size_t i = 0; i < n; i++) s4[j * n + i] = me * 1000 + j * 10 + (int)i - rep;
@@ -773,11 +837,13 @@ static void mode_deprecated(void)
                           "alltoall32[%d][%zu]", j, i);
             fill(dst, 0x33, 2 * size * n * 8 + 16);
             for (int j = 0; j < size; j++)
-                for (size_t i = 0; i < n; i++) s[2 * (j * n + i)] = (int64_t)me * 1000 + j * 10 + (int64_t)i;
+                for (size_t i = 0; i < n; i++)
+                    s[2 * (j * n + i)] = (int64_t)me * 1000 + j * 10 + (int64_t)i;
             shmem_alltoalls64(d, s, 3, 2, n, 0, log_stride, size, pSync);
             for (int j = 0; j < size; j++)
                 for (size_t i = 0; i < n; i++)
-                    CHECK(d[3 * (j * n + i)] == (int64_t)(j << log_stride) * 1000 + idx * 10 + (int64_t)i,
+                    CHECK(d[3 * (j * n + i)] ==
+                              (int64_t)(j << log_stride) * 1000 + idx * 10 + (int64_t)i,
                           "alltoalls64[%d][%zu]", j, i);
             CHECK(untouched(&d[1], 0, 16, 0x33), "alltoalls64 wrote a gap");
             for (int j = 0; j < size; j++)
@@ -785,9 +851,11 @@ static void mode_deprecated(void)
             shmem_alltoalls32(d4, s4, 2, 1, n, 0, log_stride, size, pSync);
             for (int j = 0; j < size; j++)
                 for (size_t i = 0; i < n; i++)
-                    CHECK(d4[2 * (j * n + i)] == (j << log_stride) + idx + (int)i, "alltoalls32[%d][%zu]", j, i);
+                    CHECK(d4[2 * (j * n + i)] == (j << log_stride) + idx + (int)i,
+                          "alltoalls32[%d][%zu]", j, i);
             for (size_t i = 0; i < n; i++) cs[i] = (me + 1.0) + (double)i * I;
-            shmem_complexd_sum_to_all(cd, cs, (int)n, 0, log_stride, size, (double complex *)pWrk, pSync2);
+            shmem_complexd_sum_to_all(cd, cs, (int)n, 0, log_stride, size, (double complex *)pWrk,
+                                      pSync2);
             for (size_t i = 0; i < n; i++) {
                 double complex e = 0;
                 for (int j = 0; j < size; j++) e += ((j << log_stride) + 1.0) + (double)i * I;
@@ -796,7 +864,8 @@ static void mode_deprecated(void)
             {
                 float complex *fs = (float complex *)src, *fd = (float complex *)dst;
                 for (size_t i = 0; i < n; i++) fs[i] = 1.0f + (float)(me % 2) * I;
-                shmem_complexf_prod_to_all(fd, fs, (int)n, 0, log_stride, size, (float complex *)pWrk, pSync2);
+                shmem_complexf_prod_to_all(fd, fs, (int)n, 0, log_stride, size,
+                                           (float complex *)pWrk, pSync2);
                 float complex e = 1.0f;
                 for (int j = 0; j < size; j++) e *= 1.0f + (float)((j << log_stride) % 2) * I;
                 for (size_t i = 0; i < n; i++) CHECK(fd[i] == e, "complexf_prod_to_all[%zu]", i);
@@ -822,19 +891,19 @@ static void mode_bench(int iters)
 
     s[0] = me;
 /* best of 10 rounds (the machine may be shared) */
-#define BENCH(_name, _call)                                                             \
-    do {                                                                                \
-        double best = 1e30;                                                             \
-        for (int i = 0; i < iters / 10; i++) _call;                                     \
-        for (int round = 0; round < 10; round++) {                                      \
-            shmem_barrier_all();                                                        \
-            t0 = now();                                                                 \
-            for (int i = 0; i < iters / 10; i++) _call;                                 \
-            t0 = now() - t0;                                                            \
-            best = t0 < best ? t0 : best;                                               \
-        }                                                                               \
-        if (me == 0) printf("%-32s %8.0f ns\n", _name, best / (iters / 10) * 1e9);      \
-        shmem_barrier_all();                                                            \
+#define BENCH(_name, _call)                                                                        \
+    do {                                                                                           \
+        double best = 1e30;                                                                        \
+        for (int i = 0; i < iters / 10; i++) _call;                                                \
+        for (int round = 0; round < 10; round++) {                                                 \
+            shmem_barrier_all();                                                                   \
+            t0 = now();                                                                            \
+            for (int i = 0; i < iters / 10; i++) _call;                                            \
+            t0 = now() - t0;                                                                       \
+            best = t0 < best ? t0 : best;                                                          \
+        }                                                                                          \
+        if (me == 0) printf("%-32s %8.0f ns\n", _name, best / (iters / 10) * 1e9);                 \
+        shmem_barrier_all();                                                                       \
     } while (0)
     BENCH("team_sync(world)", shmem_team_sync(SHMEM_TEAM_WORLD));
     BENCH("sync_all", shmem_sync_all());
@@ -842,7 +911,8 @@ static void mode_bench(int iters)
     BENCH("long_broadcast(1)", shmem_long_broadcast(SHMEM_TEAM_WORLD, d, s, 1, 0));
     BENCH("long_fcollect(1)", shmem_long_fcollect(SHMEM_TEAM_WORLD, d, s, 1));
     BENCH("long_alltoall(1)", shmem_long_alltoall(SHMEM_TEAM_WORLD, d, s, 1));
-    BENCH("double_sum_reduce(1000)", shmem_double_sum_reduce(SHMEM_TEAM_WORLD, (double *)d, (double *)s, 1000));
+    BENCH("double_sum_reduce(1000)",
+          shmem_double_sum_reduce(SHMEM_TEAM_WORLD, (double *)d, (double *)s, 1000));
     BENCH("broadcastmem(64 KiB)", shmem_broadcastmem(SHMEM_TEAM_WORLD, d, s, 65536, 0));
 #undef BENCH
     fflush(stdout);
@@ -853,15 +923,15 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "all";
 
     shmem_init();
-    me   = shmem_my_pe();
+    me = shmem_my_pe();
     npes = shmem_n_pes();
     if (argc > 2) nodes = atoi(argv[2]);
     src = shmem_malloc(BUFSZ);
     dst = shmem_malloc(BUFSZ);
     aux = shmem_malloc(BUFSZ);
-    pSync  = shmem_malloc(sizeof(long) * SHMEM_ALLTOALL_SYNC_SIZE);
+    pSync = shmem_malloc(sizeof(long) * SHMEM_ALLTOALL_SYNC_SIZE);
     pSync2 = shmem_malloc(sizeof(long) * SHMEM_REDUCE_SYNC_SIZE);
-    pWrk   = shmem_malloc(sizeof(double complex) * (SHMEM_REDUCE_MIN_WRKDATA_SIZE + MAXN));
+    pWrk = shmem_malloc(sizeof(double complex) * (SHMEM_REDUCE_MIN_WRKDATA_SIZE + MAXN));
     if (npes > 64) {
         fprintf(stderr, "at most 64 PEs\n");
         return 2;

@@ -38,9 +38,9 @@
  * tried again (the outcome itself is checked on every try). */
 #define TIMING_ATTEMPTS 2
 
-static char cluster_dir[4096]; /* tmpfs inside the cluster's mount namespace */
+static char cluster_dir[4096];    /* tmpfs inside the cluster's mount namespace */
 static pid_t cluster_keeper = -1; /* unshare, in our namespaces */
-static pid_t cluster_init   = -1; /* its child: pid 1 of the cluster */
+static pid_t cluster_init = -1;   /* its child: pid 1 of the cluster */
 static char tests_dir[4096];
 static const char *net_backend; /* what RMB_INFO names for off-node peers */
 
@@ -198,7 +198,7 @@ static void cmd_finish(pid_t pid, int fd, double limit_s, cmd_result_t *res)
     res->out[n] = '\0';
     close(fd);
     res->status = mp_wait(pid, 5.0, NULL); /* the output has ended: so has it, nearly */
-    res->ended  = now_realtime();
+    res->ended = now_realtime();
 }
 
 static void cmd(const char *command, double limit_s, cmd_result_t *res)
@@ -223,8 +223,8 @@ static void cmd(const char *command, double limit_s, cmd_result_t *res)
     }
 }
 
-#define EXPECT_OUT(res, needle)                                                                  \
-    ck_assert_msg(strstr((res)->out, needle) != NULL, "output lacks \"%s\":\n%s", needle,         \
+#define EXPECT_OUT(res, needle)                                                                    \
+    ck_assert_msg(strstr((res)->out, needle) != NULL, "output lacks \"%s\":\n%s", needle,          \
                   (res)->out)
 
 /* Every PE of the case's programs has ended (Slurm reaps them at once). */
@@ -317,15 +317,19 @@ START_TEST(test_salloc)
      * cyclic distribution */
     cmd("salloc -N 2 -n 4 --ntasks-per-node=2 $OSHRUN -np 4 -x RMB_TEST_X=42 --tag-output "
         "--map-by node --bind-to none --oversubscribe --allow-run-as-root "
-        "sh -c 'echo \"x=$RMB_TEST_X node=$SLURMD_NODENAME\"'", JOB_LIMIT_S, &res);
-    ck_assert_msg(res.status == 0, "oshrun with OSHMEM options: status %d:\n%s", res.status, res.out);
+        "sh -c 'echo \"x=$RMB_TEST_X node=$SLURMD_NODENAME\"'",
+        JOB_LIMIT_S, &res);
+    ck_assert_msg(res.status == 0, "oshrun with OSHMEM options: status %d:\n%s", res.status,
+                  res.out);
     EXPECT_OUT(&res, "0: x=42 node=node1");
     EXPECT_OUT(&res, "1: x=42 node=node2");
     EXPECT_OUT(&res, "2: x=42 node=node1");
     EXPECT_OUT(&res, "3: x=42 node=node2");
     cmd("salloc -N 2 -n 4 --ntasks-per-node=2 $OSHRUN -np 4 --map-by ppr:2:node --tag-output "
-        "slurm/mp_slurm check", JOB_LIMIT_S, &res);
-    ck_assert_msg(res.status == 0, "oshrun --map-by ppr:2:node: status %d:\n%s", res.status, res.out);
+        "slurm/mp_slurm check",
+        JOB_LIMIT_S, &res);
+    ck_assert_msg(res.status == 0, "oshrun --map-by ppr:2:node: status %d:\n%s", res.status,
+                  res.out);
     EXPECT_OUT(&res, "0: slurm check: PEs 4 nodes 2 ok");
     cmd("salloc -N 1 -n 2 $OSHRUN -n 2 --netns slurm/mp_slurm check", JOB_LIMIT_S, &res);
     ck_assert_msg(res.status != 0, "oshrun --netns in an allocation: status 0");
@@ -496,7 +500,8 @@ static void stress(const char *net)
     /* libfabric's tcp provider would take lo, not the node's link */
     snprintf(command, sizeof(command),
              "RMB_BTL_NET=%s FI_TCP_IFACE=rmb0 FI_SOCKETS_IFACE=rmb0 " SRUN_2x2
-             "multinode/mp_first_contact", net);
+             "multinode/mp_first_contact",
+             net);
     for (long r = 0; r < reps; r++) {
         cmd(command, JOB_LIMIT_S, &res);
         ck_assert_msg(res.status == 0, "run %ld of %ld: status %d:\n%s", r + 1, reps, res.status,
@@ -510,12 +515,18 @@ static void stress(const char *net)
 }
 
 #if RMB_HAVE_BTL_UCX
-START_TEST(test_stress_ucx) { stress("ucx"); }
+START_TEST(test_stress_ucx)
+{
+    stress("ucx");
+}
 END_TEST
 #endif
 
 #if RMB_HAVE_BTL_OFI
-START_TEST(test_stress_ofi) { stress("ofi"); }
+START_TEST(test_stress_ofi)
+{
+    stress("ofi");
+}
 END_TEST
 #endif
 
@@ -537,8 +548,8 @@ static int tmp_is_ours(const char *name)
 /* The job must not inherit an outer Slurm job's or launcher's identity. */
 static void clean_environment(void)
 {
-    static const char *const prefixes[] = {"SLURM_", "SALLOC_", "SBATCH_", "SRUN_", "PMIX_",
-                                           "PMI_", "OMPI_", "RMB_BTL"};
+    static const char *const prefixes[] = {"SLURM_", "SALLOC_", "SBATCH_", "SRUN_",
+                                           "PMIX_",  "PMI_",    "OMPI_",   "RMB_BTL"};
     extern char **environ;
     char name[256];
 
@@ -597,11 +608,11 @@ int main(void)
     }
     snprintf(conf, sizeof(conf), "%s/slurm.conf", cluster_dir);
     setenv("SLURM_CONF", conf, 1);
-    setenv("CLUSTER_DIR", cluster_dir, 1); /* for the cases' commands */
+    setenv("CLUSTER_DIR", cluster_dir, 1);             /* for the cases' commands */
     snprintf(tmp, sizeof(tmp), "%s/tmp", cluster_dir); /* PMIx, srun: nothing in /tmp */
     setenv("TMPDIR", tmp, 1);
 
-    s    = suite_create("slurm");
+    s = suite_create("slurm");
     jobs = tcase_create("jobs");
     tcase_set_timeout(jobs, 120);
     tcase_add_test(jobs, test_srun_pmix);

@@ -27,7 +27,7 @@
 static int me, errors; /* for CHECK */
 #include "tests/common/mp_check.h"
 
-#define MAX_PES 64
+#define MAX_PES  64
 #define HOST_LEN 64
 
 static char hosts[MAX_PES][HOST_LEN];
@@ -53,8 +53,8 @@ static void check(void)
     for (int p = 0; p < npes; p++) {
         int here = strcmp(hosts[p], hosts[me]) == 0, first = 1;
         same += here;
-        CHECK(here == (shmem_ptr(&ring_in, p) != NULL), "PE %d on %s (I am on %s): shmem_ptr %s",
-              p, hosts[p], hosts[me], here ? "NULL" : "not NULL");
+        CHECK(here == (shmem_ptr(&ring_in, p) != NULL), "PE %d on %s (I am on %s): shmem_ptr %s", p,
+              hosts[p], hosts[me], here ? "NULL" : "not NULL");
         for (int q = 0; q < p; q++) {
             first = first && strcmp(hosts[q], hosts[p]) != 0;
         }
@@ -103,7 +103,7 @@ int main(int argc, char **argv)
     int last;
 
     shmem_init();
-    me   = shmem_my_pe();
+    me = shmem_my_pe();
     last = me == shmem_n_pes() - 1;
     if (strcmp(mode, "check") == 0) {
         check();

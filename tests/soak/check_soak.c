@@ -68,8 +68,8 @@ START_TEST(test_channels)
     static const char *const variants[2][4] = {{"stream", "put", "block", "next"},
                                                {"irregular", "get", "tag", "first"}};
     char count[32];
-    const char *args[] = {variants[_i][0], variants[_i][1], variants[_i][2], variants[_i][3],
-                          count, NULL};
+    const char *args[] = {variants[_i][0], variants[_i][1], variants[_i][2],
+                          variants[_i][3], count,           NULL};
 
     snprintf(count, sizeof(count), "%ld", soak_count(50000, 1000000));
     soak_run(4, "rpipe/mp_rpipe", args, soak_long() ? 3600 : 120);
@@ -78,7 +78,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s  = suite_create("soak");
+    Suite *s = suite_create("soak");
     TCase *tc = tcase_create("soak");
 
     tcase_set_timeout(tc, soak_long() ? 4000 : 150);

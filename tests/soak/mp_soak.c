@@ -163,8 +163,7 @@ static void soak_dht(long total)
     for (long i = 0; i < inserted; i++) {
         long key = first + (i * 7919) % inserted, value = -1; /* another order */
         CHECK(dht_lookup(&t, key, &value), "key %ld is lost", key);
-        CHECK(value == value_of(key), "key %ld has value %ld, want %ld", key, value,
-              value_of(key));
+        CHECK(value == value_of(key), "key %ld has value %ld, want %ld", key, value, value_of(key));
     }
     shmem_barrier_all();
     if (me == 0) {

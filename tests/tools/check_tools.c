@@ -25,11 +25,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PROG "tools/mp_tools"
+#define PROG    "tools/mp_tools"
 #define OUT_MAX (1 << 18)
 
 typedef struct {
-    int  status;
+    int status;
     char out[OUT_MAX];
     char err[OUT_MAX];
 } run_t;
@@ -176,7 +176,10 @@ static void assert_has(const char *text, const char *what)
     ck_assert_msg(strstr(text, what) != NULL, "missing: \"%s\"", what);
 }
 
-static char *oshrun(void) { return getenv("OSHRUN"); }
+static char *oshrun(void)
+{
+    return getenv("OSHRUN");
+}
 static char *prog(void)
 {
     static char path[PATH_MAX];
@@ -220,7 +223,8 @@ START_TEST(test_oshinfo_default)
 #if RMB_HAVE_MPI
         "mpi",
 #endif
-        NULL};
+        NULL
+    };
     run_t *r = run(ARGV(TOOLS_OSHINFO), 60);
     char line[128];
 
@@ -352,8 +356,10 @@ START_TEST(test_oshcc_showme)
 
     ck_assert_int_eq(r->status, 0);
     /* a sanitizer build adds its flags after these */
-    ck_assert_int_eq(strncmp(r->out, "-L" TOOLS_LIBDIR " -Wl,-rpath," TOOLS_LIBDIR " -lrmb -lm -pthread",
-                             strlen("-L" TOOLS_LIBDIR " -Wl,-rpath," TOOLS_LIBDIR " -lrmb -lm -pthread")), 0);
+    ck_assert_int_eq(
+        strncmp(r->out, "-L" TOOLS_LIBDIR " -Wl,-rpath," TOOLS_LIBDIR " -lrmb -lm -pthread",
+                strlen("-L" TOOLS_LIBDIR " -Wl,-rpath," TOOLS_LIBDIR " -lrmb -lm -pthread")),
+        0);
     r = run(ARGV(TOOLS_OSHCC, "--showme:compile"), 20);
     ck_assert_str_eq(r->out, "-I" TOOLS_SRCDIR "/shmem -I" TOOLS_SRCDIR "/rpipe -pthread\n");
     r = run(ARGV(TOOLS_OSHCC, "--showme:incdirs"), 20);
@@ -363,8 +369,8 @@ START_TEST(test_oshcc_showme)
     r = run(ARGV(TOOLS_OSHCC, "-showme:libs"), 20);
     ck_assert_str_eq(r->out, "rmb m\n");
     r = run(ARGV(TOOLS_OSHCC, "--showme:version"), 20);
-    ck_assert_str_eq(r->out, "oshcc-uninstalled: rmb " PACKAGE_VERSION
-                             " (OpenSHMEM 1.5, Language: C)\n");
+    ck_assert_str_eq(r->out,
+                     "oshcc-uninstalled: rmb " PACKAGE_VERSION " (OpenSHMEM 1.5, Language: C)\n");
     r = run(ARGV(TOOLS_OSHCXX, "--showme:version"), 20);
     assert_has(r->out, "(OpenSHMEM 1.5, Language: C++)\n");
     /* the whole command: the user's arguments, then ours; no link flags
@@ -428,7 +434,8 @@ static void expect_segv(char *const argv[])
     run_t *r = run(argv, 30);
 
     ck_assert_int_eq(r->status, 128 + SIGSEGV);
-    ck_assert_int_eq(mp_count_lines(r->err, "shmem error (PE 1): killed by signal 11 (Segmentation fault)"), 1);
+    ck_assert_int_eq(
+        mp_count_lines(r->err, "shmem error (PE 1): killed by signal 11 (Segmentation fault)"), 1);
     ck_assert_int_eq(mp_count_lines(r->err, "oshrun: PE 1 (pid "), 1);
     ck_assert_int_eq(mp_count_lines(r->err, "was killed by signal 11 (Segmentation fault)"), 1);
 }
@@ -456,7 +463,8 @@ START_TEST(test_oshrun_compat_options)
     int tagged = 0;
 
     r = run(ARGV(oshrun(), "-np", "2", "-x", "FOO=1", "--oversubscribe", "--allow-run-as-root",
-                 "--tag-output", prog(), "tag"), 60);
+                 "--tag-output", prog(), "tag"),
+            60);
     ck_assert_int_eq(r->status, 0);
     /* every stdout line is whole and tagged with the PE that wrote it */
     for (char *line = r->out, *end; *line != '\0'; line = end + 1) {
@@ -466,12 +474,14 @@ START_TEST(test_oshrun_compat_options)
         ck_assert_ptr_nonnull(end);
         len = (int)(end - line);
         if (sscanf(line, "[PE %d] PE %d line %d FOO=1", &tag_pe, &pe, &n) == 3) {
-            ck_assert_msg(tag_pe == pe && strncmp(end - 5, "FOO=1", 5) == 0, "bad line: %.*s",
-                          len, line);
+            ck_assert_msg(tag_pe == pe && strncmp(end - 5, "FOO=1", 5) == 0, "bad line: %.*s", len,
+                          line);
             tagged++;
         } else {
-            ck_assert_msg(sscanf(line, "[PE %d] PE %d last line without newline", &tag_pe, &pe) == 2 &&
-                              tag_pe == pe, "bad line: %.*s", len, line);
+            ck_assert_msg(sscanf(line, "[PE %d] PE %d last line without newline", &tag_pe, &pe) ==
+                                  2 &&
+                              tag_pe == pe,
+                          "bad line: %.*s", len, line);
         }
     }
     ck_assert_int_eq(tagged, 2 * 50);
@@ -501,7 +511,8 @@ END_TEST
 
 START_TEST(test_oshrun_map_by)
 {
-    run_t *r = run(ARGV(oshrun(), "-n", "4", "--nodes", "2", "--map-by", "node", prog(), "shared"), 60);
+    run_t *r =
+        run(ARGV(oshrun(), "-n", "4", "--nodes", "2", "--map-by", "node", prog(), "shared"), 60);
 
     ck_assert_int_eq(r->status, 0);
     assert_has(r->out, "PE 0 node peers 0,2\n");

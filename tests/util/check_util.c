@@ -24,7 +24,7 @@ START_TEST(test_parse_bool)
 {
     int v = -1;
     const char *yes[] = {"1", "yes", "YES", "true", "on", "y"};
-    const char *no[]  = {"0", "no", "False", "off", "n"};
+    const char *no[] = {"0", "no", "False", "off", "n"};
 
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         v = -1;
@@ -112,8 +112,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s   = suite_create("util");
-    TCase *tc  = tcase_create("core");
+    Suite *s = suite_create("util");
+    TCase *tc = tcase_create("core");
     SRunner *r = srunner_create(s);
     int failed;
 
