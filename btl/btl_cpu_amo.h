@@ -80,6 +80,31 @@ BTL_CPU_AMO_INLINE uint64_t btl_cpu_amo_fetch(btl_amo_op_t op, unsigned size, vo
     }
 }
 
+/* The value op leaves in a word that held old, for read-modify-write loops
+ * and emulations that cannot use one builtin (a compare-and-swap loop, a
+ * locked word, a NIC without the operation); FETCH leaves it unchanged. */
+static inline uint64_t btl_amo_combine(btl_amo_op_t op, uint64_t old, uint64_t operand,
+                                       uint64_t compare)
+{
+    switch (op) {
+    case BTL_AMO_SET:
+    case BTL_AMO_SWAP:
+        return operand;
+    case BTL_AMO_CSWAP:
+        return old == compare ? operand : old;
+    case BTL_AMO_ADD:
+        return old + operand;
+    case BTL_AMO_AND:
+        return old & operand;
+    case BTL_AMO_OR:
+        return old | operand;
+    case BTL_AMO_XOR:
+        return old ^ operand;
+    default:
+        return old; /* FETCH */
+    }
+}
+
 /* The non-fetching form: SET, ADD, AND, OR, XOR. */
 BTL_CPU_AMO_INLINE void btl_cpu_amo_post(btl_amo_op_t op, unsigned size, void *ptr,
                                          uint64_t operand)

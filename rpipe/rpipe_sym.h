@@ -302,7 +302,9 @@ static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_
     }
     if (__builtin_expect(peer->ptr != NULL && sig_peer->ptr != NULL && !rpipe_sym_amo_network, 1)) {
         uint64_t *sig = (uint64_t *)(sig_peer->ptr + sig_offset);
-        memcpy(peer->ptr + offset, src, len);
+        if (len > 0) { /* src may be NULL for a signal alone */
+            memcpy(peer->ptr + offset, src, len);
+        }
         if (add) {
             __atomic_fetch_add(sig, value, __ATOMIC_RELEASE);
         } else {
@@ -323,8 +325,8 @@ static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_
     /* Generic order: payload; if it went through the network, a fence
      * (signal through the network too) or remote completion (signal by a
      * store on a mapping) before the signal. */
-    status = rpipe_sym_put(sym, pe, offset, src, len);
-    if (status == UTIL_OK && peer->ptr != NULL) {
+    status = len > 0 ? rpipe_sym_put(sym, pe, offset, src, len) : UTIL_OK;
+    if (status == UTIL_OK && (peer->ptr != NULL || len == 0)) {
         __atomic_thread_fence(__ATOMIC_RELEASE); /* stores before the network signal */
     } else if (status == UTIL_OK) {
         rpipe_sym_enter();

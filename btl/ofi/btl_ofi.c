@@ -72,6 +72,7 @@
  * seen complete (tcp;ofi_rxm).
  */
 #include "btl/btl.h"
+#include "btl/btl_cpu_amo.h"
 #include "btl/btl_helper.h"
 #include "btl/btl_wait.h"
 #include "bootstrap/bootstrap.h"
@@ -847,25 +848,6 @@ static const enum fi_op btl_ofi_amo_op[BTL_AMO_LAST] = {
     [BTL_AMO_XOR] = FI_BXOR,
 };
 
-static uint64_t btl_ofi_amo_apply(btl_amo_op_t op, uint64_t old, uint64_t operand)
-{
-    switch (op) {
-    case BTL_AMO_SET:
-    case BTL_AMO_SWAP:
-        return operand;
-    case BTL_AMO_ADD:
-        return old + operand;
-    case BTL_AMO_AND:
-        return old & operand;
-    case BTL_AMO_OR:
-        return old | operand;
-    case BTL_AMO_XOR:
-        return old ^ operand;
-    default:
-        return old;
-    }
-}
-
 static util_status_t btl_ofi_amo_check(btl_amo_op_t op, unsigned size, uint64_t raddr)
 {
     if ((size != 4 && size != 8) || (raddr & (size - 1)) != 0 || (unsigned)op >= BTL_AMO_LAST) {
@@ -956,7 +938,7 @@ static util_status_t btl_ofi_amo_cas_loop(btl_ofi_iface_t *oif, btl_ofi_ep_t *oe
     util_status_t status;
 
     for (;;) {
-        uint64_t next = btl_ofi_amo_apply(op, guess, operand) & mask;
+        uint64_t next = btl_amo_combine(op, guess, operand, 0) & mask;
         status =
             btl_ofi_amo_fetch_native(oif, oep, BTL_AMO_CSWAP, size, raddr, rkey, next, guess, &got);
         if (status != UTIL_OK) {

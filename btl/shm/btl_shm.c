@@ -381,27 +381,6 @@ static util_status_t btl_shm_amo_check(btl_amo_op_t op, unsigned size, uint64_t 
     return UTIL_OK;
 }
 
-static uint64_t btl_shm_amo_apply(btl_amo_op_t op, uint64_t old, uint64_t operand, uint64_t compare)
-{
-    switch (op) {
-    case BTL_AMO_SET:
-    case BTL_AMO_SWAP:
-        return operand;
-    case BTL_AMO_CSWAP:
-        return old == compare ? operand : old;
-    case BTL_AMO_ADD:
-        return old + operand;
-    case BTL_AMO_AND:
-        return old & operand;
-    case BTL_AMO_OR:
-        return old | operand;
-    case BTL_AMO_XOR:
-        return old ^ operand;
-    default:
-        return old;
-    }
-}
-
 /* cma memory: read-modify-write under the owner's lock. */
 static util_status_t btl_shm_amo_locked(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
                                         uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
@@ -430,7 +409,7 @@ static util_status_t btl_shm_amo_locked(btl_ep_t *ep, btl_amo_op_t op, unsigned 
         status = btl_shm_get(ep, &old, 8, NULL, raddr, rkey, NULL);
     }
     if (status == UTIL_OK && op != BTL_AMO_FETCH) {
-        new_value = btl_shm_amo_apply(op, old, operand, compare);
+        new_value = btl_amo_combine(op, old, operand, compare);
         if (size == 4) {
             new32 = (uint32_t)new_value;
             status = btl_shm_put(ep, &new32, 4, NULL, raddr, rkey, NULL);

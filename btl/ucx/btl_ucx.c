@@ -110,6 +110,7 @@ typedef struct {
     int info;                     /* RMB_INFO on PE 0: name the transports per peer class */
     int info_told[2];             /* [off-node, on-node] */
     int am_flag;                  /* put_flag as one active message (no RDMA device) */
+    int unordered;                /* RMA or atomics issued since the last fence or flush */
     uint64_t pings, pongs;        /* quiet's round trips behind the active messages */
     struct btl_ucx_ep **am_dirty; /* endpoints with active messages since the last quiet */
     int num_am_dirty;
@@ -346,6 +347,8 @@ static util_status_t btl_ucx_put(btl_ep_t *ep, const void *src, size_t len, btl_
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     ucp_request_param_t param = {.op_attr_mask = 0};
 
+    uif->unordered = 1; /* an AM put_flag after it needs a fence */
+
     (void)lmem;
     if (len == 0) {
         return UTIL_OK;
@@ -361,6 +364,8 @@ static util_status_t btl_ucx_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     ucp_request_param_t param = {.op_attr_mask = 0};
+
+    uif->unordered = 1; /* an AM put_flag after it needs a fence */
 
     (void)lmem;
     if (len == 0) {
@@ -422,6 +427,8 @@ static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
     ucp_request_param_t param;
     util_status_t status = btl_ucx_amo_check(op, size, raddr);
 
+    uif->unordered = 1; /* an AM put_flag after it needs a fence */
+
     if (status != UTIL_OK) {
         return status;
     }
@@ -453,6 +460,8 @@ static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
     ucp_request_param_t param;
     uint64_t value = 0, old = 0;
     util_status_t status = btl_ucx_amo_check(op, size, raddr);
+
+    uif->unordered = 1; /* an AM put_flag after it needs a fence */
 
     if (status != UTIL_OK) {
         return status;
@@ -525,6 +534,16 @@ static util_status_t btl_ucx_am_put_flag(btl_ucx_iface_t *uif, btl_ep_t *ep, con
         uep->am_dirty = 1;
         uif->am_dirty[uif->num_am_dirty++] = uep;
     }
+    if (uif->unordered) {
+        /* UCP orders neither RMA nor active messages by themselves: earlier
+         * puts and atomics land first (the hierarchical exchange's blocks,
+         * an rpipe atomic channel's update) */
+        ucs_status_t ret = ucp_worker_fence(uif->worker);
+        if (ret != UCS_OK) {
+            return btl_ucx_fail("ucp_worker_fence", ep->peer, ret);
+        }
+        uif->unordered = 0;
+    }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_EAGER;
     btl_ucx_touch(uif);
@@ -555,8 +574,8 @@ static ucs_status_t btl_ucx_am_put_flag_recv(void *arg, const void *header, size
     return UCS_OK;
 }
 
-/* A ping answers with a pong on the same connection, so the pong arrives
- * after the target has handled every message we sent before the ping. */
+/* A ping (sent behind a fence) is handled after every message we sent
+ * before it, and only then answered with a pong. */
 static ucs_status_t btl_ucx_am_ping_recv(void *arg, const void *header, size_t header_length,
                                          void *data, size_t length,
                                          const ucp_am_recv_param_t *param)
@@ -593,7 +612,11 @@ static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
 {
     btl_wait_t w = BTL_WAIT_INIT;
     util_status_t status = UTIL_OK;
+    ucs_status_t ret = ucp_worker_fence(uif->worker); /* the pings behind the messages */
 
+    if (ret != UCS_OK) {
+        status = btl_ucx_fail("ucp_worker_fence", -1, ret);
+    }
     for (int i = 0; i < uif->num_am_dirty; i++) {
         btl_ucx_ep_t *uep = uif->am_dirty[i];
         ucp_request_param_t param;
@@ -669,6 +692,7 @@ static util_status_t btl_ucx_fence(btl_ep_t *ep)
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     ucs_status_t ret = ucp_worker_fence(uif->worker);
 
+    uif->unordered = 0;
     return ret == UCS_OK ? UTIL_OK : btl_ucx_fail("ucp_worker_fence", ep->peer, ret);
 }
 
@@ -680,6 +704,7 @@ static util_status_t btl_ucx_quiet(btl_iface_t *iface)
 
     btl_ucx_touch(uif);
     status = btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "quiet", -1);
+    uif->unordered = 0;
     /* Flushed: every pending request has finished; count them. */
     btl_ucx_reap(uif, 0);
     if (uif->num_am_dirty > 0) {

@@ -4,6 +4,7 @@
  * without an RDMA device.
  */
 #include "btl/verbs/btl_verbs_wire.h"
+#include "btl/btl_cpu_amo.h"
 
 #include <string.h>
 
@@ -390,35 +391,8 @@ uint64_t btl_verbs_amo_apply(btl_amo_op_t op, unsigned size, uint64_t old, uint6
                              uint64_t compare)
 {
     uint64_t mask = size == 8 ? ~(uint64_t)0 : 0xffffffffu;
-    uint64_t value;
 
-    old &= mask;
-    operand &= mask;
-    switch (op) {
-    case BTL_AMO_SET:
-    case BTL_AMO_SWAP:
-        value = operand;
-        break;
-    case BTL_AMO_CSWAP:
-        value = old == (compare & mask) ? operand : old;
-        break;
-    case BTL_AMO_ADD:
-        value = old + operand;
-        break;
-    case BTL_AMO_AND:
-        value = old & operand;
-        break;
-    case BTL_AMO_OR:
-        value = old | operand;
-        break;
-    case BTL_AMO_XOR:
-        value = old ^ operand;
-        break;
-    default:
-        value = old;
-        break; /* FETCH */
-    }
-    return value & mask;
+    return btl_amo_combine(op, old & mask, operand & mask, compare & mask) & mask;
 }
 
 util_status_t btl_verbs_amo_slot(unsigned size, uint64_t raddr, btl_verbs_amo_slot_t *slot_p)
