@@ -7,6 +7,7 @@
  */
 #include "rpipe/rpipe_inl.h"
 #include "rmalloc/rmalloc_ring_inl.h"
+#include "btl/btl_cpu_amo.h"
 #include "btl/btl_inl.h"
 #include "util/log.h"
 
@@ -183,23 +184,7 @@ static util_status_t rpipe_apply_atomic(rch_t ch, const raddr_t *desc)
     memcpy(&operand, msg + RPIPE_UHDR_BYTES, 8);
     memcpy(msg, &operand, 8);
     if (ch->peer_cell != NULL) {
-        switch (ch->cfg.atomic_type) {
-        case RATOMIC_ADD:
-            __atomic_fetch_add(ch->peer_cell, operand, __ATOMIC_RELEASE);
-            break;
-        case RATOMIC_XOR:
-            __atomic_fetch_xor(ch->peer_cell, operand, __ATOMIC_RELEASE);
-            break;
-        case RATOMIC_OR:
-            __atomic_fetch_or(ch->peer_cell, operand, __ATOMIC_RELEASE);
-            break;
-        case RATOMIC_AND:
-            __atomic_fetch_and(ch->peer_cell, operand, __ATOMIC_RELEASE);
-            break;
-        default:
-            __atomic_store_n(ch->peer_cell, operand, __ATOMIC_RELEASE);
-            break;
-        }
+        btl_cpu_amo_post(amo[ch->cfg.atomic_type], 8, ch->peer_cell, operand);
         return UTIL_OK;
     }
     status = btl_amo_post(ch->ep, amo[ch->cfg.atomic_type], 8, ch->peer_cell_addr,

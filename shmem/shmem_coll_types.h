@@ -55,7 +55,6 @@ struct shmemi_team_coll {
     size_t xchg_max;     /* bytes a member sends in one exchange; 0: none for this team */
     uint64_t xdone[2]; /* flat exchanges done per parity (the hierarchical ones share the parity) */
     uint64_t bcast_count;        /* broadcasts done through the ring */
-    int ring;                    /* the team is small enough for the broadcast ring */
     struct shmemi_tc_hier *hier; /* node structure when the team runs hierarchically; else NULL */
 };
 

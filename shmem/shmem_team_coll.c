@@ -107,7 +107,7 @@ static _Alignas(64) const char shmemi_tc_zeros[SHMEMI_TC_STAGE];
 enum { SHMEMI_MISC_COUNT = 0, SHMEMI_MISC_SPLIT_SRC = 1, SHMEMI_MISC_SPLIT_DST = 4 };
 enum { SHMEMI_HIER_NO, SHMEMI_HIER_AUTO, SHMEMI_HIER_YES };
 /* counters of a hierarchical exchange, one line per parity */
-enum { SHMEMI_HCNT_UP = 0, SHMEMI_HCNT_DOWN = 2 };
+enum { SHMEMI_HCNT_UP = 0, SHMEMI_HCNT_DOWN = 1 };
 
 /* A team's node structure (team indices; a node's leader is its first member). */
 struct shmemi_tc_hier {
@@ -169,6 +169,13 @@ static inline uint64_t *shmemi_tc_ring_ack(const struct shmemi_team_coll *c, int
 static inline char *shmemi_tc_ring_data(const struct shmemi_team_coll *c, uint64_t seq)
 {
     return c->sym + shmemi_tc.off_ring_data + seq % SHMEMI_TC_RING * SHMEMI_TC_RING_DATA;
+}
+
+/* Teams small enough for the exchange use the broadcast ring too (the
+ * root sends to each member). */
+static inline int shmemi_tc_has_ring(const struct shmemi_team_coll *c)
+{
+    return c->xchg_max != 0;
 }
 
 static inline size_t shmemi_tc_round_up(size_t x, size_t to)
@@ -320,7 +327,6 @@ int shmemi_tc_attach(struct shmemi_team *team, int slot)
     c->slot = slot;
     c->sym = shmemi_tc.base + (size_t)slot * shmemi_tc.slot_bytes;
     c->xchg_max = team->size <= SHMEMI_TC_XCHG_TEAM ? shmemi_tc.chunk : 0;
-    c->ring = team->size <= SHMEMI_TC_XCHG_TEAM; /* the root sends to each member */
     team->coll = c;
     shmemi_tc.used |= 1ULL << slot;
     shmemi_tc.owner[slot] = team;
@@ -349,7 +355,7 @@ void shmemi_tc_detach(struct shmemi_team *team)
         shmemi_world_barrier = NULL;
     }
     /* the broadcast ring's last acknowledgements may still be on their way */
-    for (int m = 0; c->ring && m < team->size; m++) {
+    for (int m = 0; shmemi_tc_has_ring(c) && m < team->size; m++) {
         if (m != team->my_pe) {
             shmemi_tc_wait_ge(shmemi_tc_ring_ack(c, m), c->bcast_count / (SHMEMI_TC_RING / 2));
         }
@@ -764,7 +770,7 @@ int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const v
         if (dest != source && update_root) memmove(dest, source, bytes);
         return 0;
     }
-    if (bytes <= SHMEMI_TC_RING_DATA && team->coll->ring) {
+    if (bytes <= SHMEMI_TC_RING_DATA && shmemi_tc_has_ring(team->coll)) {
         shmemi_tc_ring_broadcast(call, team, dest, source, bytes, root, update_root);
         return 0;
     }

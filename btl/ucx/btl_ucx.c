@@ -1184,7 +1184,7 @@ const btl_component_t btl_ucx_component = {
 
 /* RMB_UCX_AM_FLAG: auto is on unless an RDMA device exists (there a put,
  * a fence and a flag put are RDMA writes the target's CPU never sees). */
-static util_status_t btl_ucx_am_flag_mode(int *on_p)
+static util_status_t btl_ucx_am_flag_mode(int rdma_device, int *on_p)
 {
     const char *mode = "auto";
     util_status_t status = util_env_get_string("RMB_UCX_AM_FLAG", &mode);
@@ -1193,7 +1193,7 @@ static util_status_t btl_ucx_am_flag_mode(int *on_p)
         return status;
     }
     if (strcmp(mode, "auto") == 0) {
-        *on_p = !btl_ucx_have_rdma_device();
+        *on_p = !rdma_device;
     } else if (strcmp(mode, "yes") == 0 || strcmp(mode, "no") == 0) {
         *on_p = mode[0] == 'y';
     } else {
@@ -1255,7 +1255,8 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = btl_wait_bound_init(&uif->bound, "btl/ucx", NULL);
     }
     if (status == UTIL_OK) {
-        status = btl_ucx_am_flag_mode(&uif->am_flag);
+        uif->rdma_device = btl_ucx_have_rdma_device();
+        status = btl_ucx_am_flag_mode(uif->rdma_device, &uif->am_flag);
     }
     if (status != UTIL_OK) {
         goto err;
@@ -1318,7 +1319,6 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         goto err;
     }
 
-    uif->rdma_device = btl_ucx_have_rdma_device();
     uif->super.caps = BTL_CAP_ANY_MEMORY | BTL_CAP_AMO32 | BTL_CAP_AMO64 | BTL_CAP_FLAG_ORDERED |
                       BTL_CAP_NONBLOCKING | (uif->rdma_device ? 0 : BTL_CAP_AMO_CPU);
 
