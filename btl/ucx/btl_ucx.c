@@ -31,6 +31,14 @@
  * payload, fence, flag: the flag is never placed before its payload, at
  * the cost of a fence (docs/btl_ucx.md has what it costs per transport).
  *
+ * Active messages. Where no RDMA device exists, UCX carries RMA and
+ * atomics as messages that the target's worker applies, and answers each
+ * put and non-fetching atomic with a completion message. Ours (see
+ * btl_ucx_am_send) are one message each: put_flag (payload and flag), puts
+ * up to RMB_UCX_AM_PUT_MAX and non-fetching atomics; quiet completes them
+ * remotely with one ping per peer that got any. They ride the endpoint's
+ * one AM lane in order; a fence separates them from UCP's RMA and atomics.
+ *
  * Atomics. Every btl op maps onto ucp_atomic_op_nbx (ADD, AND, OR, XOR,
  * SWAP, CSWAP; FETCH is a fetching ADD of 0, SET a swap whose old value we
  * drop). Over TCP and shared memory UCX applies them in the target process
@@ -46,6 +54,7 @@
  * Waits are bounded by RMB_BTL_TIMEOUT_SEC (btl_wait.h).
  */
 #include "btl/btl.h"
+#include "btl/btl_cpu_amo.h"
 #include "btl/btl_helper.h"
 #include "btl/btl_wait.h"
 #include "bootstrap/bootstrap.h"
@@ -66,10 +75,16 @@
 #define BTL_UCX_PENDING_INIT 64
 #define BTL_UCX_REAP_EVERY   64   /* progress calls between scans of the pending list */
 #define BTL_UCX_DRAIN_PASSES 1024 /* progress calls of one helper drain, at most */
-#define BTL_UCX_AM_MAX       4096 /* largest put_flag payload sent as one active message */
+#define BTL_UCX_AM_MAX       4096 /* largest payload sent as one active message */
 
-/* Active messages of the put_flag path (see btl_ucx_put_flag). */
-enum { BTL_UCX_AM_PUT_FLAG = 0x72, BTL_UCX_AM_PING = 0x73, BTL_UCX_AM_PONG = 0x74 };
+/* Our active messages (see "Active messages" above). */
+enum {
+    BTL_UCX_AM_PUT_FLAG = 0x72,
+    BTL_UCX_AM_PING = 0x73,
+    BTL_UCX_AM_PONG = 0x74,
+    BTL_UCX_AM_PUT = 0x75, /* header: the target address; payload: the data */
+    BTL_UCX_AM_AMO = 0x76, /* header: btl_ucx_am_amo_t; no payload */
+};
 
 /* Header of a put_flag active message; the payload is the data. */
 typedef struct {
@@ -77,6 +92,14 @@ typedef struct {
     uint64_t flag_raddr; /* the 8-byte flag, stored after the data */
     uint64_t flag_value;
 } btl_ucx_am_put_flag_t;
+
+/* Header of a non-fetching atomic as an active message. */
+typedef struct {
+    uint64_t raddr;
+    uint64_t operand;
+    uint32_t op; /* btl_amo_op_t: SET, ADD, AND, OR, XOR */
+    uint32_t size;
+} btl_ucx_am_amo_t;
 
 /* Head of our packed key; the UCP rkey bytes follow. */
 typedef struct {
@@ -106,11 +129,13 @@ typedef struct {
     unsigned progress_calls;
     int rdma_device; /* an InfiniBand/RoCE device exists: atomics are the NIC's */
     btl_helper_t helper;
-    int event_fd;                 /* the worker's event fd, or -1 */
-    int info;                     /* RMB_INFO on PE 0: name the transports per peer class */
-    int info_told[2];             /* [off-node, on-node] */
-    int am_flag;                  /* put_flag as one active message (no RDMA device) */
-    int unordered;                /* RMA or atomics issued since the last fence or flush */
+    int event_fd;     /* the worker's event fd, or -1 */
+    int info;         /* RMB_INFO on PE 0: name the transports per peer class */
+    int info_told[2]; /* [off-node, on-node] */
+    int am_flag;      /* put_flag as one active message (no RDMA device) */
+    size_t
+        am_put_max; /* puts up to this size and non-fetching atomics as active messages (0: no) */
+    int unordered;  /* RMA or atomics issued since the last fence or flush */
     uint64_t pings, pongs;        /* quiet's round trips behind the active messages */
     struct btl_ucx_ep **am_dirty; /* endpoints with active messages since the last quiet */
     int num_am_dirty;
@@ -341,18 +366,25 @@ static inline util_status_t btl_ucx_complete(btl_ucx_iface_t *uif, ucs_status_pt
                         : btl_ucx_track(uif, request, comp, what, peer);
 }
 
+static util_status_t btl_ucx_am_send(btl_ucx_iface_t *uif, btl_ep_t *ep, unsigned id,
+                                     const void *hdr, size_t hdr_len, const void *data, size_t len,
+                                     int for_quiet, const char *what);
+
 static util_status_t btl_ucx_put(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                  uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     ucp_request_param_t param = {.op_attr_mask = 0};
 
-    uif->unordered = 1; /* an AM put_flag after it needs a fence */
-
     (void)lmem;
     if (len == 0) {
         return UTIL_OK;
     }
+    if (len <= uif->am_put_max) {
+        /* one message, no completion message back (quiet pings instead) */
+        return btl_ucx_am_send(uif, ep, BTL_UCX_AM_PUT, &raddr, sizeof(raddr), src, len, 1, "put");
+    }
+    uif->unordered = 1; /* an active message after it needs a fence */
     btl_ucx_touch(uif);
     return btl_ucx_complete(
         uif, ucp_put_nbx(btl_ucx_uep(ep), src, len, raddr, btl_ucx_rkey(rkey), &param), comp, "put",
@@ -365,7 +397,7 @@ static util_status_t btl_ucx_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     ucp_request_param_t param = {.op_attr_mask = 0};
 
-    uif->unordered = 1; /* an AM put_flag after it needs a fence */
+    uif->unordered = 1; /* an active message after it needs a fence */
 
     (void)lmem;
     if (len == 0) {
@@ -427,7 +459,7 @@ static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
     ucp_request_param_t param;
     util_status_t status = btl_ucx_amo_check(op, size, raddr);
 
-    uif->unordered = 1; /* an AM put_flag after it needs a fence */
+    uif->unordered = 1; /* an active message after it needs a fence */
 
     if (status != UTIL_OK) {
         return status;
@@ -461,8 +493,6 @@ static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
     uint64_t value = 0, old = 0;
     util_status_t status = btl_ucx_amo_check(op, size, raddr);
 
-    uif->unordered = 1; /* an AM put_flag after it needs a fence */
-
     if (status != UTIL_OK) {
         return status;
     }
@@ -470,6 +500,13 @@ static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
         util_error("btl/ucx: atomic op %d has no non-fetching form", (int)op);
         return UTIL_ERR_INVALID;
     }
+    if (uif->am_put_max > 0) {
+        /* applied by the target's worker with CPU atomics, as UCX's own
+         * emulation does, but without its completion message back */
+        btl_ucx_am_amo_t hdr = {raddr, operand, (uint32_t)op, size};
+        return btl_ucx_am_send(uif, ep, BTL_UCX_AM_AMO, &hdr, sizeof(hdr), NULL, 0, 1, "atomic");
+    }
+    uif->unordered = 1; /* an active message after it needs a fence */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     param.datatype = ucp_dt_make_contig(size);
     if (op == BTL_AMO_SET) {
@@ -510,6 +547,39 @@ static util_status_t btl_ucx_flag_post(btl_ucx_iface_t *uif, btl_ep_t *ep, uint6
                         "put_flag", ep->peer);
 }
 
+/* Sends one of our active messages, complete locally on return. for_quiet:
+ * quiet pings the peer for its remote completion. An active message after
+ * RMA or atomics goes behind a fence: UCP orders neither RMA nor active
+ * messages by themselves (earlier puts and atomics land first: the
+ * hierarchical exchange's blocks, an rpipe atomic channel's update).
+ * Active messages among themselves take the endpoint's one AM lane in
+ * order. */
+static util_status_t btl_ucx_am_send(btl_ucx_iface_t *uif, btl_ep_t *ep, unsigned id,
+                                     const void *hdr, size_t hdr_len, const void *data, size_t len,
+                                     int for_quiet, const char *what)
+{
+    btl_ucx_ep_t *uep = btl_ucx_ep(ep);
+    ucp_request_param_t param;
+
+    if (for_quiet && !uep->am_dirty) {
+        uep->am_dirty = 1;
+        uif->am_dirty[uif->num_am_dirty++] = uep;
+    }
+    if (uif->unordered) {
+        ucs_status_t ret = ucp_worker_fence(uif->worker);
+        if (ret != UCS_OK) {
+            return btl_ucx_fail("ucp_worker_fence", ep->peer, ret);
+        }
+        uif->unordered = 0;
+    }
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_AM_SEND_FLAG_EAGER;
+    btl_ucx_touch(uif);
+    /* hdr is on the caller's stack: a request UCP keeps must finish first */
+    return btl_ucx_wait(uif, ucp_am_send_nbx(uep->ep, id, hdr, hdr_len, data, len, &param), what,
+                        ep->peer);
+}
+
 /* put_flag as one active message: the target's worker (its PE polling, or
  * the helper thread) copies the data and then stores the flag with release
  * order. Without an RDMA device UCX emulates puts with messages anyway, and
@@ -521,37 +591,15 @@ static util_status_t btl_ucx_am_put_flag(btl_ucx_iface_t *uif, btl_ep_t *ep, con
                                          size_t len, uint64_t raddr, uint64_t flag_raddr,
                                          uint64_t flag_value, int for_quiet)
 {
-    btl_ucx_ep_t *uep = btl_ucx_ep(ep);
     btl_ucx_am_put_flag_t hdr = {raddr, flag_raddr, flag_value};
-    ucp_request_param_t param;
 
     if ((flag_raddr & 7) != 0) {
         util_error("btl/ucx: flag address 0x%llx is not 8-byte aligned",
                    (unsigned long long)flag_raddr);
         return UTIL_ERR_INVALID;
     }
-    if (for_quiet && !uep->am_dirty) {
-        uep->am_dirty = 1;
-        uif->am_dirty[uif->num_am_dirty++] = uep;
-    }
-    if (uif->unordered) {
-        /* UCP orders neither RMA nor active messages by themselves: earlier
-         * puts and atomics land first (the hierarchical exchange's blocks,
-         * an rpipe atomic channel's update) */
-        ucs_status_t ret = ucp_worker_fence(uif->worker);
-        if (ret != UCS_OK) {
-            return btl_ucx_fail("ucp_worker_fence", ep->peer, ret);
-        }
-        uif->unordered = 0;
-    }
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = UCP_AM_SEND_FLAG_EAGER;
-    btl_ucx_touch(uif);
-    /* hdr is on our stack: a request UCP keeps must finish first */
-    return btl_ucx_wait(
-        uif,
-        ucp_am_send_nbx(btl_ucx_uep(ep), BTL_UCX_AM_PUT_FLAG, &hdr, sizeof(hdr), src, len, &param),
-        "put_flag", ep->peer);
+    return btl_ucx_am_send(uif, ep, BTL_UCX_AM_PUT_FLAG, &hdr, sizeof(hdr), src, len, for_quiet,
+                           "put_flag");
 }
 
 static ucs_status_t btl_ucx_am_put_flag_recv(void *arg, const void *header, size_t header_length,
@@ -571,6 +619,38 @@ static ucs_status_t btl_ucx_am_put_flag_recv(void *arg, const void *header, size
         memcpy((void *)(uintptr_t)hdr.raddr, data, length);
     }
     __atomic_store_n((uint64_t *)(uintptr_t)hdr.flag_raddr, hdr.flag_value, __ATOMIC_RELEASE);
+    return UCS_OK;
+}
+
+static ucs_status_t btl_ucx_am_put_recv(void *arg, const void *header, size_t header_length,
+                                        void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    uint64_t raddr;
+
+    (void)arg;
+    if (header_length != sizeof(raddr) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        util_error("btl/ucx: malformed put message (%zu-byte header, %zu bytes)", header_length,
+                   length);
+        return UCS_OK;
+    }
+    memcpy(&raddr, header, sizeof(raddr));
+    memcpy((void *)(uintptr_t)raddr, data, length);
+    return UCS_OK;
+}
+
+static ucs_status_t btl_ucx_am_amo_recv(void *arg, const void *header, size_t header_length,
+                                        void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    btl_ucx_am_amo_t hdr;
+
+    (void)arg, (void)data, (void)param;
+    if (header_length != sizeof(hdr) || length != 0) {
+        util_error("btl/ucx: malformed atomic message (%zu-byte header, %zu bytes)", header_length,
+                   length);
+        return UCS_OK;
+    }
+    memcpy(&hdr, header, sizeof(hdr));
+    btl_cpu_amo_post((btl_amo_op_t)hdr.op, hdr.size, (void *)(uintptr_t)hdr.raddr, hdr.operand);
     return UCS_OK;
 }
 
@@ -1203,12 +1283,37 @@ static util_status_t btl_ucx_am_flag_mode(int rdma_device, int *on_p)
     return UTIL_OK;
 }
 
+/* RMB_UCX_AM_PUT_MAX: -1 follows RMB_UCX_AM_FLAG (where the target's CPU
+ * handles RMA anyway, a message the target applies needs no completion
+ * message back). */
+static util_status_t btl_ucx_am_put_mode(int am_flag, size_t *max_p)
+{
+    long max = -1;
+    util_status_t status = util_env_get_int("RMB_UCX_AM_PUT_MAX", &max);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (max < -1 || max > BTL_UCX_AM_MAX) {
+        util_error("btl/ucx: RMB_UCX_AM_PUT_MAX is %ld; use -1 (auto) or 0 to %d bytes", max,
+                   BTL_UCX_AM_MAX);
+        return UTIL_ERR_INVALID;
+    }
+    if (max != 0 && !am_flag) {
+        max = 0; /* one mechanism for ordering: active messages behind fences */
+    }
+    *max_p = max < 0 ? BTL_UCX_AM_MAX : (size_t)max;
+    return UTIL_OK;
+}
+
 static util_status_t btl_ucx_am_handlers(btl_ucx_iface_t *uif)
 {
     static const struct {
         unsigned id;
         ucp_am_recv_callback_t cb;
     } handlers[] = {{BTL_UCX_AM_PUT_FLAG, btl_ucx_am_put_flag_recv},
+                    {BTL_UCX_AM_PUT, btl_ucx_am_put_recv},
+                    {BTL_UCX_AM_AMO, btl_ucx_am_amo_recv},
                     {BTL_UCX_AM_PING, btl_ucx_am_ping_recv},
                     {BTL_UCX_AM_PONG, btl_ucx_am_pong_recv}};
 
@@ -1257,6 +1362,9 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     if (status == UTIL_OK) {
         uif->rdma_device = btl_ucx_have_rdma_device();
         status = btl_ucx_am_flag_mode(uif->rdma_device, &uif->am_flag);
+    }
+    if (status == UTIL_OK) {
+        status = btl_ucx_am_put_mode(uif->am_flag, &uif->am_put_max);
     }
     if (status != UTIL_OK) {
         goto err;
@@ -1343,11 +1451,11 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
             goto err;
         }
     }
-    util_debug("btl/ucx: UCX %s, worker address %zu bytes, atomics %s, put_flag %s, progress "
-               "thread %s",
+    util_debug("btl/ucx: UCX %s, worker address %zu bytes, atomics %s, put_flag %s, puts up to "
+               "%zu bytes as active messages, progress thread %s",
                ucp_get_version_string(), uif->address_len,
                uif->rdma_device ? "on the RDMA device" : "by the target's CPU",
-               uif->am_flag ? "as one active message" : "put, fence, flag put",
+               uif->am_flag ? "as one active message" : "put, fence, flag put", uif->am_put_max,
                !uif->helper.running ? "off"
                : uif->event_fd >= 0 ? "on (sleeps in the event fd)"
                                     : "on (interval)");
