@@ -4,7 +4,7 @@
  * 64-bit words (unsigned long); each PE draws pseudo-random 64-bit values r, and each r
  * updates word r mod 2^LOG of PE (r >> 40) mod npes with table ^= r.
  *
- *   oshrun -n 4 ./gups [-m amo|getput|fetch] [-l LOG] [-u UPDATES_PER_PE]
+ *   oshrun -n 4 ./gups [-m amo|getput|fetch|fetchnbi] [-l LOG] [-u UPDATES_PER_PE]
  *
  * Modes:
  *   amo     shmem_ulong_atomic_xor (non-fetching): the updates can be
@@ -12,9 +12,11 @@
  *   getput  HPCC's classic remote update: v = shmem_ulong_g, v ^= r,
  *           shmem_ulong_p: races between PEs may lose updates
  *   fetch   shmem_ulong_atomic_fetch_xor: one fetching atomic per update
+ *   fetchnbi  (OpenSHMEM 1.5 libraries only) shmem_ulong_atomic_fetch_xor_nbi,
+ *           a quiet every 64 updates: fetching atomics in flight together
  * Verification as HPCC does it: the same updates are applied a second time
  * (xor undoes them) and every word must be back to its index; amo and
- * fetch must have no error, getput at most 1% of the updates.
+ * fetch(nbi) must have no error, getput at most 1% of the updates.
  * Output on PE 0: "gups_MODE_Kups <thousands of updates per second>" (all
  * PEs together, over the slowest PE's time) and "gups_MODE_errors N".
  * Exit status 1 when the verification fails.
@@ -30,8 +32,18 @@
 
 #define LOOKAHEAD 1024
 
-enum { MODE_AMO, MODE_GETPUT, MODE_FETCH };
-static const char *mode_names[] = {"amo", "getput", "fetch"};
+#define NBI_WINDOW 64
+
+/* The fetching _nbi atomics came with OpenSHMEM 1.5. */
+#if defined(SHMEM_MAJOR_VERSION) && defined(SHMEM_MINOR_VERSION) &&                                \
+    SHMEM_MAJOR_VERSION * 100 + SHMEM_MINOR_VERSION >= 105
+#define HAVE_FETCH_NBI 1
+#else
+#define HAVE_FETCH_NBI 0
+#endif
+
+enum { MODE_AMO, MODE_GETPUT, MODE_FETCH, MODE_FETCH_NBI, MODE_COUNT };
+static const char *mode_names[] = {"amo", "getput", "fetch", "fetchnbi"};
 
 static long psync[SHMEM_REDUCE_SYNC_SIZE];
 static long lwork[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
@@ -77,6 +89,16 @@ static void run_updates(unsigned long *table, int log, long updates, int mode, i
         case MODE_GETPUT:
             shmem_ulong_p(word, shmem_ulong_g(word, pe) ^ (unsigned long)r, pe);
             break;
+        case MODE_FETCH_NBI: {
+#if HAVE_FETCH_NBI
+            static unsigned long fetched[NBI_WINDOW];
+            shmem_ulong_atomic_fetch_xor_nbi(&fetched[i % NBI_WINDOW], word, (unsigned long)r, pe);
+            if ((i + 1) % NBI_WINDOW == 0) {
+                shmem_quiet();
+            }
+#endif
+            break;
+        }
         default:
             (void)shmem_ulong_atomic_fetch_xor(word, (unsigned long)r, pe);
             break;
@@ -113,10 +135,14 @@ int main(int argc, char **argv)
     while ((opt = getopt(argc, argv, "m:l:u:")) != -1) {
         switch (opt) {
         case 'm':
-            for (mode = 0; mode < 3 && strcmp(optarg, mode_names[mode]) != 0; mode++) {
+            for (mode = 0; mode < MODE_COUNT && strcmp(optarg, mode_names[mode]) != 0; mode++) {
             }
-            if (mode == 3) {
-                fprintf(stderr, "gups: unknown mode '%s' (amo, getput, fetch)\n", optarg);
+            if (mode == MODE_COUNT) {
+                fprintf(stderr, "gups: unknown mode '%s' (amo, getput, fetch, fetchnbi)\n", optarg);
+                return 2;
+            }
+            if (mode == MODE_FETCH_NBI && !HAVE_FETCH_NBI) {
+                fprintf(stderr, "gups: fetchnbi needs an OpenSHMEM 1.5 library\n");
                 return 2;
             }
             break;
@@ -127,7 +153,8 @@ int main(int argc, char **argv)
             updates = atol(optarg);
             break;
         default:
-            fprintf(stderr, "usage: gups [-m amo|getput|fetch] [-l LOG] [-u UPDATES_PER_PE]\n");
+            fprintf(stderr,
+                    "usage: gups [-m amo|getput|fetch|fetchnbi] [-l LOG] [-u UPDATES_PER_PE]\n");
             return 2;
         }
     }

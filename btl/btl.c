@@ -182,6 +182,20 @@ util_status_t btl_stub_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size, u
     return UTIL_ERR_UNSUPPORTED;
 }
 
+util_status_t btl_amo_fetch_nbi_at_once(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                        uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
+                                        uint64_t compare, void *result)
+{
+    uint64_t old = 0;
+    util_status_t status =
+        ep->iface->ops.amo_fetch(ep, op, size, raddr, rkey, operand, compare, &old);
+
+    if (status == UTIL_OK) {
+        memcpy(result, &old, size == 4 ? 4 : 8); /* little-endian: the low bytes */
+    }
+    return status;
+}
+
 util_status_t btl_stub_iface(btl_iface_t *iface)
 {
     return UTIL_ERR_UNSUPPORTED;

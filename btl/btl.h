@@ -156,6 +156,13 @@ typedef struct btl_ops {
     util_status_t (*amo_fetch)(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
                                btl_rkey_t *rkey, uint64_t operand, uint64_t compare,
                                uint64_t *result_p);
+    /* amo_fetch whose old value (size bytes) may land in *result only by
+     * the next quiet of the iface, so that fetches to several peers fly
+     * together (OpenSHMEM's fetching _nbi atomics). Backends that fetch at
+     * once use btl_amo_fetch_nbi_at_once. */
+    util_status_t (*amo_fetch_nbi)(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
+                                   btl_rkey_t *rkey, uint64_t operand, uint64_t compare,
+                                   void *result);
 
     /* Ordering to one peer: operations to ep issued after fence are
      * performed after those issued before it. */
@@ -267,6 +274,10 @@ util_status_t btl_stub_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned size, u
                                  btl_rkey_t *rkey, uint64_t operand, uint64_t compare,
                                  uint64_t *result_p);
 util_status_t btl_stub_iface(btl_iface_t *iface); /* for fence-less quiet/progress */
+/* amo_fetch_nbi through the iface's amo_fetch: done on return. */
+util_status_t btl_amo_fetch_nbi_at_once(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                        uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
+                                        uint64_t compare, void *result);
 util_status_t btl_stub_ep(btl_ep_t *ep);
 
 /* ---- registry ---- */
@@ -436,6 +447,14 @@ static inline util_status_t btl_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigne
                                           uint64_t compare, uint64_t *result_p)
 {
     return ep->iface->ops.amo_fetch(ep, op, size, raddr, rkey, operand, compare, result_p);
+}
+
+/* Fetching, the old value in *result (size bytes) by the next quiet. */
+static inline util_status_t btl_amo_fetch_nbi(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                              uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
+                                              uint64_t compare, void *result)
+{
+    return ep->iface->ops.amo_fetch_nbi(ep, op, size, raddr, rkey, operand, compare, result);
 }
 
 static inline util_status_t btl_fence(btl_ep_t *ep)

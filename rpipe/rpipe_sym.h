@@ -273,6 +273,14 @@ static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t 
     return status;
 }
 
+/* A fetching atomic whose old value (size bytes) lands in *result by the
+ * next rpipe_sym_quiet: across the network fetches to several PEs fly
+ * together (OpenSHMEM's fetching _nbi atomics); on node it is done on
+ * return. */
+util_status_t rpipe_sym_amo_fetch_nbi(rpipe_sym_t *sym, int pe, size_t offset, btl_amo_op_t op,
+                                      unsigned size, uint64_t operand, uint64_t compare,
+                                      void *result);
+
 /* Put with signal: the payload, then the 8-byte word at sig_offset of
  * sig_sym (8-byte aligned; the target is peer sig_pe there: the same rank
  * as pe, numbered as sig_sym numbers its peers) set to value, or atomically increased by it

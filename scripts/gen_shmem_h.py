@@ -683,7 +683,7 @@ def fetching(ct, op, value="&value", cond="NULL", src="dest", decl=""):
 
 def into(ct, op, value="&value", cond="NULL", src="dest"):
     """The body of a fetching _nbi AMO: the old value goes to *fetch."""
-    return f"shmemi_amo_typed(CALL, {src}, {op}, {value}, {cond}, fetch, sizeof({ct}), PE);"
+    return f"shmemi_amo_typed_nbi(CALL, {src}, {op}, {value}, {cond}, fetch, sizeof({ct}), PE);"
 
 
 def post(ct, op, value=None):

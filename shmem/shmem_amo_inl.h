@@ -4,8 +4,9 @@
  * (two's complement for integers, IEEE bits for float/double), so one
  * helper per operation serves every type. Each routine exists for the
  * default context and as shmem_ctx_* (PE numbered in the context's team).
- * The fetching _nbi forms fetch at once: the value is in *fetch when they
- * return, earlier than the next quiet that the spec allows.
+ * The fetching _nbi forms leave the old value to the next quiet where the
+ * target is across the network (several fly together); on node they are
+ * done on return.
  */
 #ifndef SHMEM_AMO_INL_H
 #define SHMEM_AMO_INL_H
@@ -30,6 +31,32 @@ static inline void shmemi_amo_typed(const char *call, void *dest, btl_amo_op_t o
     if (old != NULL) {
         memcpy(old, &result, size);
     }
+}
+
+/* A fetching _nbi atomic: the old value lands in *fetch by the next quiet. */
+static inline void shmemi_amo_typed_nbi(const char *call, void *dest, btl_amo_op_t op,
+                                        const void *value, const void *cond, void *fetch,
+                                        unsigned size, int pe)
+{
+    size_t off;
+    rpipe_sym_t *seg;
+
+    shmemi_check_pe(call, pe);
+#ifdef RMB_ARG_CHECKS
+    if (__builtin_expect(((uintptr_t)dest & (size - 1)) != 0, 0)) {
+        shmemi_fatal("%s: %p is not aligned to %u bytes", call, dest, size);
+    }
+#endif
+    seg = shmemi_locate_fast(dest, size, &off);
+    if (__builtin_expect(seg == NULL, 0)) {
+        shmemi_amo_typed(call, dest, op, value, cond, fetch, size, pe); /* a space: at once */
+        return;
+    }
+    shmemi_check_status(call,
+                        rpipe_sym_amo_fetch_nbi(seg, pe, off, op, size,
+                                                value ? shmemi_bits(value, size) : 0,
+                                                cond ? shmemi_bits(cond, size) : 0, fetch),
+                        pe);
 }
 
 #endif

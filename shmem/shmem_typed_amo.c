@@ -58,28 +58,28 @@ float shmem_ctx_float_atomic_swap(shmem_ctx_t ctx, float *dest, float value, int
 
 void shmem_float_atomic_fetch_nbi(float *fetch, const float *source, int pe)
 {
-    shmemi_amo_typed("shmem_float_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(float), pe);
+    shmemi_amo_typed_nbi("shmem_float_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
+                         fetch, sizeof(float), pe);
 }
 
 void shmem_ctx_float_atomic_fetch_nbi(shmem_ctx_t ctx, float *fetch, const float *source, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_float_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(float),
-                     shmemi_ctx_pe("shmem_ctx_float_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_float_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(float),
+                         shmemi_ctx_pe("shmem_ctx_float_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_float_atomic_swap_nbi(float *fetch, float *dest, float value, int pe)
 {
-    shmemi_amo_typed("shmem_float_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(float), pe);
+    shmemi_amo_typed_nbi("shmem_float_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(float), pe);
 }
 
 void shmem_ctx_float_atomic_swap_nbi(shmem_ctx_t ctx, float *fetch, float *dest, float value,
                                      int pe)
 {
-    shmemi_amo_typed("shmem_ctx_float_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(float), shmemi_ctx_pe("shmem_ctx_float_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_float_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(float), shmemi_ctx_pe("shmem_ctx_float_atomic_swap_nbi", ctx, pe));
 }
 
 /* double */
@@ -131,28 +131,29 @@ double shmem_ctx_double_atomic_swap(shmem_ctx_t ctx, double *dest, double value,
 
 void shmem_double_atomic_fetch_nbi(double *fetch, const double *source, int pe)
 {
-    shmemi_amo_typed("shmem_double_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(double), pe);
+    shmemi_amo_typed_nbi("shmem_double_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
+                         fetch, sizeof(double), pe);
 }
 
 void shmem_ctx_double_atomic_fetch_nbi(shmem_ctx_t ctx, double *fetch, const double *source, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_double_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(double),
-                     shmemi_ctx_pe("shmem_ctx_double_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_double_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(double),
+                         shmemi_ctx_pe("shmem_ctx_double_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_double_atomic_swap_nbi(double *fetch, double *dest, double value, int pe)
 {
-    shmemi_amo_typed("shmem_double_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(double), pe);
+    shmemi_amo_typed_nbi("shmem_double_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(double), pe);
 }
 
 void shmem_ctx_double_atomic_swap_nbi(shmem_ctx_t ctx, double *fetch, double *dest, double value,
                                       int pe)
 {
-    shmemi_amo_typed("shmem_ctx_double_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(double), shmemi_ctx_pe("shmem_ctx_double_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_double_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL,
+                         fetch, sizeof(double),
+                         shmemi_ctx_pe("shmem_ctx_double_atomic_swap_nbi", ctx, pe));
 }
 
 /* int */
@@ -204,26 +205,27 @@ int shmem_ctx_int_atomic_swap(shmem_ctx_t ctx, int *dest, int value, int pe)
 
 void shmem_int_atomic_fetch_nbi(int *fetch, const int *source, int pe)
 {
-    shmemi_amo_typed("shmem_int_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL, fetch,
-                     sizeof(int), pe);
+    shmemi_amo_typed_nbi("shmem_int_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
+                         fetch, sizeof(int), pe);
 }
 
 void shmem_ctx_int_atomic_fetch_nbi(shmem_ctx_t ctx, int *fetch, const int *source, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(int), shmemi_ctx_pe("shmem_ctx_int_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(int),
+                         shmemi_ctx_pe("shmem_ctx_int_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_int_atomic_swap_nbi(int *fetch, int *dest, int value, int pe)
 {
-    shmemi_amo_typed("shmem_int_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(int), pe);
+    shmemi_amo_typed_nbi("shmem_int_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(int), pe);
 }
 
 void shmem_ctx_int_atomic_swap_nbi(shmem_ctx_t ctx, int *fetch, int *dest, int value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(int), shmemi_ctx_pe("shmem_ctx_int_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(int), shmemi_ctx_pe("shmem_ctx_int_atomic_swap_nbi", ctx, pe));
 }
 
 int shmem_int_atomic_compare_swap(int *dest, int cond, int value, int pe)
@@ -300,42 +302,43 @@ void shmem_ctx_int_atomic_add(shmem_ctx_t ctx, int *dest, int value, int pe)
 
 void shmem_int_atomic_compare_swap_nbi(int *fetch, int *dest, int cond, int value, int pe)
 {
-    shmemi_amo_typed("shmem_int_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond, fetch,
-                     sizeof(int), pe);
+    shmemi_amo_typed_nbi("shmem_int_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
+                         fetch, sizeof(int), pe);
 }
 
 void shmem_ctx_int_atomic_compare_swap_nbi(shmem_ctx_t ctx, int *fetch, int *dest, int cond,
                                            int value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(int),
-                     shmemi_ctx_pe("shmem_ctx_int_atomic_compare_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(int),
+                         shmemi_ctx_pe("shmem_ctx_int_atomic_compare_swap_nbi", ctx, pe));
 }
 
 void shmem_int_atomic_fetch_inc_nbi(int *fetch, int *dest, int pe)
 {
     int one = 1;
-    shmemi_amo_typed("shmem_int_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(int), pe);
+    shmemi_amo_typed_nbi("shmem_int_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
+                         sizeof(int), pe);
 }
 
 void shmem_ctx_int_atomic_fetch_inc_nbi(shmem_ctx_t ctx, int *fetch, int *dest, int pe)
 {
     int one = 1;
-    shmemi_amo_typed("shmem_ctx_int_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(int), shmemi_ctx_pe("shmem_ctx_int_atomic_fetch_inc_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
+                         sizeof(int), shmemi_ctx_pe("shmem_ctx_int_atomic_fetch_inc_nbi", ctx, pe));
 }
 
 void shmem_int_atomic_fetch_add_nbi(int *fetch, int *dest, int value, int pe)
 {
-    shmemi_amo_typed("shmem_int_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(int), pe);
+    shmemi_amo_typed_nbi("shmem_int_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
+                         sizeof(int), pe);
 }
 
 void shmem_ctx_int_atomic_fetch_add_nbi(shmem_ctx_t ctx, int *fetch, int *dest, int value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(int), shmemi_ctx_pe("shmem_ctx_int_atomic_fetch_add_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(int),
+                         shmemi_ctx_pe("shmem_ctx_int_atomic_fetch_add_nbi", ctx, pe));
 }
 
 /* long */
@@ -387,27 +390,27 @@ long shmem_ctx_long_atomic_swap(shmem_ctx_t ctx, long *dest, long value, int pe)
 
 void shmem_long_atomic_fetch_nbi(long *fetch, const long *source, int pe)
 {
-    shmemi_amo_typed("shmem_long_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(long), pe);
+    shmemi_amo_typed_nbi("shmem_long_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
+                         fetch, sizeof(long), pe);
 }
 
 void shmem_ctx_long_atomic_fetch_nbi(shmem_ctx_t ctx, long *fetch, const long *source, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_long_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(long),
-                     shmemi_ctx_pe("shmem_ctx_long_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_long_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(long),
+                         shmemi_ctx_pe("shmem_ctx_long_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_long_atomic_swap_nbi(long *fetch, long *dest, long value, int pe)
 {
-    shmemi_amo_typed("shmem_long_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(long), pe);
+    shmemi_amo_typed_nbi("shmem_long_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(long), pe);
 }
 
 void shmem_ctx_long_atomic_swap_nbi(shmem_ctx_t ctx, long *fetch, long *dest, long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_long_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(long), shmemi_ctx_pe("shmem_ctx_long_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_long_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(long), shmemi_ctx_pe("shmem_ctx_long_atomic_swap_nbi", ctx, pe));
 }
 
 long shmem_long_atomic_compare_swap(long *dest, long cond, long value, int pe)
@@ -484,43 +487,45 @@ void shmem_ctx_long_atomic_add(shmem_ctx_t ctx, long *dest, long value, int pe)
 
 void shmem_long_atomic_compare_swap_nbi(long *fetch, long *dest, long cond, long value, int pe)
 {
-    shmemi_amo_typed("shmem_long_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(long), pe);
+    shmemi_amo_typed_nbi("shmem_long_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
+                         fetch, sizeof(long), pe);
 }
 
 void shmem_ctx_long_atomic_compare_swap_nbi(shmem_ctx_t ctx, long *fetch, long *dest, long cond,
                                             long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_long_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(long),
-                     shmemi_ctx_pe("shmem_ctx_long_atomic_compare_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_long_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(long),
+                         shmemi_ctx_pe("shmem_ctx_long_atomic_compare_swap_nbi", ctx, pe));
 }
 
 void shmem_long_atomic_fetch_inc_nbi(long *fetch, long *dest, int pe)
 {
     long one = 1;
-    shmemi_amo_typed("shmem_long_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(long), pe);
+    shmemi_amo_typed_nbi("shmem_long_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
+                         sizeof(long), pe);
 }
 
 void shmem_ctx_long_atomic_fetch_inc_nbi(shmem_ctx_t ctx, long *fetch, long *dest, int pe)
 {
     long one = 1;
-    shmemi_amo_typed("shmem_ctx_long_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(long), shmemi_ctx_pe("shmem_ctx_long_atomic_fetch_inc_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_long_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(long),
+                         shmemi_ctx_pe("shmem_ctx_long_atomic_fetch_inc_nbi", ctx, pe));
 }
 
 void shmem_long_atomic_fetch_add_nbi(long *fetch, long *dest, long value, int pe)
 {
-    shmemi_amo_typed("shmem_long_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(long), pe);
+    shmemi_amo_typed_nbi("shmem_long_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
+                         sizeof(long), pe);
 }
 
 void shmem_ctx_long_atomic_fetch_add_nbi(shmem_ctx_t ctx, long *fetch, long *dest, long value,
                                          int pe)
 {
-    shmemi_amo_typed("shmem_ctx_long_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(long), shmemi_ctx_pe("shmem_ctx_long_atomic_fetch_add_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_long_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(long),
+                         shmemi_ctx_pe("shmem_ctx_long_atomic_fetch_add_nbi", ctx, pe));
 }
 
 /* long long */
@@ -573,30 +578,30 @@ long long shmem_ctx_longlong_atomic_swap(shmem_ctx_t ctx, long long *dest, long 
 
 void shmem_longlong_atomic_fetch_nbi(long long *fetch, const long long *source, int pe)
 {
-    shmemi_amo_typed("shmem_longlong_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(long long), pe);
+    shmemi_amo_typed_nbi("shmem_longlong_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(long long), pe);
 }
 
 void shmem_ctx_longlong_atomic_fetch_nbi(shmem_ctx_t ctx, long long *fetch, const long long *source,
                                          int pe)
 {
-    shmemi_amo_typed("shmem_ctx_longlong_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
-                     NULL, fetch, sizeof(long long),
-                     shmemi_ctx_pe("shmem_ctx_longlong_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_longlong_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(long long),
+                         shmemi_ctx_pe("shmem_ctx_longlong_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_longlong_atomic_swap_nbi(long long *fetch, long long *dest, long long value, int pe)
 {
-    shmemi_amo_typed("shmem_longlong_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(long long), pe);
+    shmemi_amo_typed_nbi("shmem_longlong_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(long long), pe);
 }
 
 void shmem_ctx_longlong_atomic_swap_nbi(shmem_ctx_t ctx, long long *fetch, long long *dest,
                                         long long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_longlong_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(long long),
-                     shmemi_ctx_pe("shmem_ctx_longlong_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_longlong_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL,
+                         fetch, sizeof(long long),
+                         shmemi_ctx_pe("shmem_ctx_longlong_atomic_swap_nbi", ctx, pe));
 }
 
 long long shmem_longlong_atomic_compare_swap(long long *dest, long long cond, long long value,
@@ -680,46 +685,46 @@ void shmem_ctx_longlong_atomic_add(shmem_ctx_t ctx, long long *dest, long long v
 void shmem_longlong_atomic_compare_swap_nbi(long long *fetch, long long *dest, long long cond,
                                             long long value, int pe)
 {
-    shmemi_amo_typed("shmem_longlong_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(long long), pe);
+    shmemi_amo_typed_nbi("shmem_longlong_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(long long), pe);
 }
 
 void shmem_ctx_longlong_atomic_compare_swap_nbi(shmem_ctx_t ctx, long long *fetch, long long *dest,
                                                 long long cond, long long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_longlong_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
-                     &cond, fetch, sizeof(long long),
-                     shmemi_ctx_pe("shmem_ctx_longlong_atomic_compare_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_longlong_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(long long),
+                         shmemi_ctx_pe("shmem_ctx_longlong_atomic_compare_swap_nbi", ctx, pe));
 }
 
 void shmem_longlong_atomic_fetch_inc_nbi(long long *fetch, long long *dest, int pe)
 {
     long long one = 1;
-    shmemi_amo_typed("shmem_longlong_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(long long), pe);
+    shmemi_amo_typed_nbi("shmem_longlong_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(long long), pe);
 }
 
 void shmem_ctx_longlong_atomic_fetch_inc_nbi(shmem_ctx_t ctx, long long *fetch, long long *dest,
                                              int pe)
 {
     long long one = 1;
-    shmemi_amo_typed("shmem_ctx_longlong_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
-                     fetch, sizeof(long long),
-                     shmemi_ctx_pe("shmem_ctx_longlong_atomic_fetch_inc_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_longlong_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(long long),
+                         shmemi_ctx_pe("shmem_ctx_longlong_atomic_fetch_inc_nbi", ctx, pe));
 }
 
 void shmem_longlong_atomic_fetch_add_nbi(long long *fetch, long long *dest, long long value, int pe)
 {
-    shmemi_amo_typed("shmem_longlong_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(long long), pe);
+    shmemi_amo_typed_nbi("shmem_longlong_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(long long), pe);
 }
 
 void shmem_ctx_longlong_atomic_fetch_add_nbi(shmem_ctx_t ctx, long long *fetch, long long *dest,
                                              long long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_longlong_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
-                     fetch, sizeof(long long),
-                     shmemi_ctx_pe("shmem_ctx_longlong_atomic_fetch_add_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_longlong_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(long long),
+                         shmemi_ctx_pe("shmem_ctx_longlong_atomic_fetch_add_nbi", ctx, pe));
 }
 
 /* unsigned int */
@@ -772,30 +777,30 @@ unsigned int shmem_ctx_uint_atomic_swap(shmem_ctx_t ctx, unsigned int *dest, uns
 
 void shmem_uint_atomic_fetch_nbi(unsigned int *fetch, const unsigned int *source, int pe)
 {
-    shmemi_amo_typed("shmem_uint_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(unsigned int), pe);
+    shmemi_amo_typed_nbi("shmem_uint_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
+                         fetch, sizeof(unsigned int), pe);
 }
 
 void shmem_ctx_uint_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned int *fetch,
                                      const unsigned int *source, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(unsigned int),
-                     shmemi_ctx_pe("shmem_ctx_uint_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(unsigned int),
+                         shmemi_ctx_pe("shmem_ctx_uint_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_uint_atomic_swap_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value, int pe)
 {
-    shmemi_amo_typed("shmem_uint_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(unsigned int), pe);
+    shmemi_amo_typed_nbi("shmem_uint_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(unsigned int), pe);
 }
 
 void shmem_ctx_uint_atomic_swap_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest,
                                     unsigned int value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(unsigned int),
-                     shmemi_ctx_pe("shmem_ctx_uint_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(unsigned int),
+                         shmemi_ctx_pe("shmem_ctx_uint_atomic_swap_nbi", ctx, pe));
 }
 
 unsigned int shmem_uint_atomic_compare_swap(unsigned int *dest, unsigned int cond,
@@ -879,48 +884,48 @@ void shmem_ctx_uint_atomic_add(shmem_ctx_t ctx, unsigned int *dest, unsigned int
 void shmem_uint_atomic_compare_swap_nbi(unsigned int *fetch, unsigned int *dest, unsigned int cond,
                                         unsigned int value, int pe)
 {
-    shmemi_amo_typed("shmem_uint_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(unsigned int), pe);
+    shmemi_amo_typed_nbi("shmem_uint_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
+                         fetch, sizeof(unsigned int), pe);
 }
 
 void shmem_ctx_uint_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned int *fetch,
                                             unsigned int *dest, unsigned int cond,
                                             unsigned int value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(unsigned int),
-                     shmemi_ctx_pe("shmem_ctx_uint_atomic_compare_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(unsigned int),
+                         shmemi_ctx_pe("shmem_ctx_uint_atomic_compare_swap_nbi", ctx, pe));
 }
 
 void shmem_uint_atomic_fetch_inc_nbi(unsigned int *fetch, unsigned int *dest, int pe)
 {
     unsigned int one = 1;
-    shmemi_amo_typed("shmem_uint_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(unsigned int), pe);
+    shmemi_amo_typed_nbi("shmem_uint_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
+                         sizeof(unsigned int), pe);
 }
 
 void shmem_ctx_uint_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest,
                                          int pe)
 {
     unsigned int one = 1;
-    shmemi_amo_typed("shmem_ctx_uint_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(unsigned int),
-                     shmemi_ctx_pe("shmem_ctx_uint_atomic_fetch_inc_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(unsigned int),
+                         shmemi_ctx_pe("shmem_ctx_uint_atomic_fetch_inc_nbi", ctx, pe));
 }
 
 void shmem_uint_atomic_fetch_add_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value,
                                      int pe)
 {
-    shmemi_amo_typed("shmem_uint_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(unsigned int), pe);
+    shmemi_amo_typed_nbi("shmem_uint_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
+                         sizeof(unsigned int), pe);
 }
 
 void shmem_ctx_uint_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest,
                                          unsigned int value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(unsigned int),
-                     shmemi_ctx_pe("shmem_ctx_uint_atomic_fetch_add_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(unsigned int),
+                         shmemi_ctx_pe("shmem_ctx_uint_atomic_fetch_add_nbi", ctx, pe));
 }
 
 unsigned int shmem_uint_atomic_fetch_and(unsigned int *dest, unsigned int value, int pe)
@@ -957,16 +962,16 @@ void shmem_ctx_uint_atomic_and(shmem_ctx_t ctx, unsigned int *dest, unsigned int
 void shmem_uint_atomic_fetch_and_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value,
                                      int pe)
 {
-    shmemi_amo_typed("shmem_uint_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
-                     sizeof(unsigned int), pe);
+    shmemi_amo_typed_nbi("shmem_uint_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
+                         sizeof(unsigned int), pe);
 }
 
 void shmem_ctx_uint_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest,
                                          unsigned int value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
-                     sizeof(unsigned int),
-                     shmemi_ctx_pe("shmem_ctx_uint_atomic_fetch_and_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL,
+                         fetch, sizeof(unsigned int),
+                         shmemi_ctx_pe("shmem_ctx_uint_atomic_fetch_and_nbi", ctx, pe));
 }
 
 unsigned int shmem_uint_atomic_fetch_or(unsigned int *dest, unsigned int value, int pe)
@@ -1003,16 +1008,16 @@ void shmem_ctx_uint_atomic_or(shmem_ctx_t ctx, unsigned int *dest, unsigned int 
 void shmem_uint_atomic_fetch_or_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value,
                                     int pe)
 {
-    shmemi_amo_typed("shmem_uint_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(unsigned int), pe);
+    shmemi_amo_typed_nbi("shmem_uint_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
+                         sizeof(unsigned int), pe);
 }
 
 void shmem_ctx_uint_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest,
                                         unsigned int value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(unsigned int),
-                     shmemi_ctx_pe("shmem_ctx_uint_atomic_fetch_or_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL,
+                         fetch, sizeof(unsigned int),
+                         shmemi_ctx_pe("shmem_ctx_uint_atomic_fetch_or_nbi", ctx, pe));
 }
 
 unsigned int shmem_uint_atomic_fetch_xor(unsigned int *dest, unsigned int value, int pe)
@@ -1049,16 +1054,16 @@ void shmem_ctx_uint_atomic_xor(shmem_ctx_t ctx, unsigned int *dest, unsigned int
 void shmem_uint_atomic_fetch_xor_nbi(unsigned int *fetch, unsigned int *dest, unsigned int value,
                                      int pe)
 {
-    shmemi_amo_typed("shmem_uint_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
-                     sizeof(unsigned int), pe);
+    shmemi_amo_typed_nbi("shmem_uint_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
+                         sizeof(unsigned int), pe);
 }
 
 void shmem_ctx_uint_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned int *fetch, unsigned int *dest,
                                          unsigned int value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
-                     sizeof(unsigned int),
-                     shmemi_ctx_pe("shmem_ctx_uint_atomic_fetch_xor_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL,
+                         fetch, sizeof(unsigned int),
+                         shmemi_ctx_pe("shmem_ctx_uint_atomic_fetch_xor_nbi", ctx, pe));
 }
 
 /* unsigned long */
@@ -1112,31 +1117,31 @@ unsigned long shmem_ctx_ulong_atomic_swap(shmem_ctx_t ctx, unsigned long *dest, 
 
 void shmem_ulong_atomic_fetch_nbi(unsigned long *fetch, const unsigned long *source, int pe)
 {
-    shmemi_amo_typed("shmem_ulong_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(unsigned long), pe);
+    shmemi_amo_typed_nbi("shmem_ulong_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
+                         fetch, sizeof(unsigned long), pe);
 }
 
 void shmem_ctx_ulong_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned long *fetch,
                                       const unsigned long *source, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulong_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(unsigned long),
-                     shmemi_ctx_pe("shmem_ctx_ulong_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulong_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(unsigned long),
+                         shmemi_ctx_pe("shmem_ctx_ulong_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_ulong_atomic_swap_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value,
                                  int pe)
 {
-    shmemi_amo_typed("shmem_ulong_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(unsigned long), pe);
+    shmemi_amo_typed_nbi("shmem_ulong_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(unsigned long), pe);
 }
 
 void shmem_ctx_ulong_atomic_swap_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest,
                                      unsigned long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulong_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(unsigned long),
-                     shmemi_ctx_pe("shmem_ctx_ulong_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulong_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(unsigned long),
+                         shmemi_ctx_pe("shmem_ctx_ulong_atomic_swap_nbi", ctx, pe));
 }
 
 unsigned long shmem_ulong_atomic_compare_swap(unsigned long *dest, unsigned long cond,
@@ -1220,48 +1225,48 @@ void shmem_ctx_ulong_atomic_add(shmem_ctx_t ctx, unsigned long *dest, unsigned l
 void shmem_ulong_atomic_compare_swap_nbi(unsigned long *fetch, unsigned long *dest,
                                          unsigned long cond, unsigned long value, int pe)
 {
-    shmemi_amo_typed("shmem_ulong_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(unsigned long), pe);
+    shmemi_amo_typed_nbi("shmem_ulong_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
+                         fetch, sizeof(unsigned long), pe);
 }
 
 void shmem_ctx_ulong_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned long *fetch,
                                              unsigned long *dest, unsigned long cond,
                                              unsigned long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulong_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(unsigned long),
-                     shmemi_ctx_pe("shmem_ctx_ulong_atomic_compare_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulong_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(unsigned long),
+                         shmemi_ctx_pe("shmem_ctx_ulong_atomic_compare_swap_nbi", ctx, pe));
 }
 
 void shmem_ulong_atomic_fetch_inc_nbi(unsigned long *fetch, unsigned long *dest, int pe)
 {
     unsigned long one = 1;
-    shmemi_amo_typed("shmem_ulong_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(unsigned long), pe);
+    shmemi_amo_typed_nbi("shmem_ulong_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
+                         sizeof(unsigned long), pe);
 }
 
 void shmem_ctx_ulong_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned long *fetch,
                                           unsigned long *dest, int pe)
 {
     unsigned long one = 1;
-    shmemi_amo_typed("shmem_ctx_ulong_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(unsigned long),
-                     shmemi_ctx_pe("shmem_ctx_ulong_atomic_fetch_inc_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulong_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(unsigned long),
+                         shmemi_ctx_pe("shmem_ctx_ulong_atomic_fetch_inc_nbi", ctx, pe));
 }
 
 void shmem_ulong_atomic_fetch_add_nbi(unsigned long *fetch, unsigned long *dest,
                                       unsigned long value, int pe)
 {
-    shmemi_amo_typed("shmem_ulong_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(unsigned long), pe);
+    shmemi_amo_typed_nbi("shmem_ulong_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
+                         sizeof(unsigned long), pe);
 }
 
 void shmem_ctx_ulong_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned long *fetch,
                                           unsigned long *dest, unsigned long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulong_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(unsigned long),
-                     shmemi_ctx_pe("shmem_ctx_ulong_atomic_fetch_add_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulong_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(unsigned long),
+                         shmemi_ctx_pe("shmem_ctx_ulong_atomic_fetch_add_nbi", ctx, pe));
 }
 
 unsigned long shmem_ulong_atomic_fetch_and(unsigned long *dest, unsigned long value, int pe)
@@ -1298,16 +1303,16 @@ void shmem_ctx_ulong_atomic_and(shmem_ctx_t ctx, unsigned long *dest, unsigned l
 void shmem_ulong_atomic_fetch_and_nbi(unsigned long *fetch, unsigned long *dest,
                                       unsigned long value, int pe)
 {
-    shmemi_amo_typed("shmem_ulong_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
-                     sizeof(unsigned long), pe);
+    shmemi_amo_typed_nbi("shmem_ulong_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
+                         sizeof(unsigned long), pe);
 }
 
 void shmem_ctx_ulong_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long *fetch,
                                           unsigned long *dest, unsigned long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulong_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
-                     sizeof(unsigned long),
-                     shmemi_ctx_pe("shmem_ctx_ulong_atomic_fetch_and_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulong_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL,
+                         fetch, sizeof(unsigned long),
+                         shmemi_ctx_pe("shmem_ctx_ulong_atomic_fetch_and_nbi", ctx, pe));
 }
 
 unsigned long shmem_ulong_atomic_fetch_or(unsigned long *dest, unsigned long value, int pe)
@@ -1344,16 +1349,16 @@ void shmem_ctx_ulong_atomic_or(shmem_ctx_t ctx, unsigned long *dest, unsigned lo
 void shmem_ulong_atomic_fetch_or_nbi(unsigned long *fetch, unsigned long *dest, unsigned long value,
                                      int pe)
 {
-    shmemi_amo_typed("shmem_ulong_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(unsigned long), pe);
+    shmemi_amo_typed_nbi("shmem_ulong_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
+                         sizeof(unsigned long), pe);
 }
 
 void shmem_ctx_ulong_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long *fetch, unsigned long *dest,
                                          unsigned long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulong_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(unsigned long),
-                     shmemi_ctx_pe("shmem_ctx_ulong_atomic_fetch_or_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulong_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL,
+                         fetch, sizeof(unsigned long),
+                         shmemi_ctx_pe("shmem_ctx_ulong_atomic_fetch_or_nbi", ctx, pe));
 }
 
 unsigned long shmem_ulong_atomic_fetch_xor(unsigned long *dest, unsigned long value, int pe)
@@ -1390,16 +1395,16 @@ void shmem_ctx_ulong_atomic_xor(shmem_ctx_t ctx, unsigned long *dest, unsigned l
 void shmem_ulong_atomic_fetch_xor_nbi(unsigned long *fetch, unsigned long *dest,
                                       unsigned long value, int pe)
 {
-    shmemi_amo_typed("shmem_ulong_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
-                     sizeof(unsigned long), pe);
+    shmemi_amo_typed_nbi("shmem_ulong_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
+                         sizeof(unsigned long), pe);
 }
 
 void shmem_ctx_ulong_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long *fetch,
                                           unsigned long *dest, unsigned long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulong_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
-                     sizeof(unsigned long),
-                     shmemi_ctx_pe("shmem_ctx_ulong_atomic_fetch_xor_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulong_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL,
+                         fetch, sizeof(unsigned long),
+                         shmemi_ctx_pe("shmem_ctx_ulong_atomic_fetch_xor_nbi", ctx, pe));
 }
 
 /* unsigned long long */
@@ -1458,31 +1463,31 @@ unsigned long long shmem_ctx_ulonglong_atomic_swap(shmem_ctx_t ctx, unsigned lon
 void shmem_ulonglong_atomic_fetch_nbi(unsigned long long *fetch, const unsigned long long *source,
                                       int pe)
 {
-    shmemi_amo_typed("shmem_ulonglong_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(unsigned long long), pe);
+    shmemi_amo_typed_nbi("shmem_ulonglong_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(unsigned long long), pe);
 }
 
 void shmem_ctx_ulonglong_atomic_fetch_nbi(shmem_ctx_t ctx, unsigned long long *fetch,
                                           const unsigned long long *source, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulonglong_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
-                     NULL, fetch, sizeof(unsigned long long),
-                     shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulonglong_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH,
+                         NULL, NULL, fetch, sizeof(unsigned long long),
+                         shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_ulonglong_atomic_swap_nbi(unsigned long long *fetch, unsigned long long *dest,
                                      unsigned long long value, int pe)
 {
-    shmemi_amo_typed("shmem_ulonglong_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(unsigned long long), pe);
+    shmemi_amo_typed_nbi("shmem_ulonglong_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(unsigned long long), pe);
 }
 
 void shmem_ctx_ulonglong_atomic_swap_nbi(shmem_ctx_t ctx, unsigned long long *fetch,
                                          unsigned long long *dest, unsigned long long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulonglong_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(unsigned long long),
-                     shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulonglong_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL,
+                         fetch, sizeof(unsigned long long),
+                         shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_swap_nbi", ctx, pe));
 }
 
 unsigned long long shmem_ulonglong_atomic_compare_swap(unsigned long long *dest,
@@ -1574,50 +1579,50 @@ void shmem_ulonglong_atomic_compare_swap_nbi(unsigned long long *fetch, unsigned
                                              unsigned long long cond, unsigned long long value,
                                              int pe)
 {
-    shmemi_amo_typed("shmem_ulonglong_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(unsigned long long), pe);
+    shmemi_amo_typed_nbi("shmem_ulonglong_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(unsigned long long), pe);
 }
 
 void shmem_ctx_ulonglong_atomic_compare_swap_nbi(shmem_ctx_t ctx, unsigned long long *fetch,
                                                  unsigned long long *dest, unsigned long long cond,
                                                  unsigned long long value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulonglong_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
-                     &cond, fetch, sizeof(unsigned long long),
-                     shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_compare_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulonglong_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(unsigned long long),
+                         shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_compare_swap_nbi", ctx, pe));
 }
 
 void shmem_ulonglong_atomic_fetch_inc_nbi(unsigned long long *fetch, unsigned long long *dest,
                                           int pe)
 {
     unsigned long long one = 1;
-    shmemi_amo_typed("shmem_ulonglong_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(unsigned long long), pe);
+    shmemi_amo_typed_nbi("shmem_ulonglong_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(unsigned long long), pe);
 }
 
 void shmem_ctx_ulonglong_atomic_fetch_inc_nbi(shmem_ctx_t ctx, unsigned long long *fetch,
                                               unsigned long long *dest, int pe)
 {
     unsigned long long one = 1;
-    shmemi_amo_typed("shmem_ctx_ulonglong_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
-                     fetch, sizeof(unsigned long long),
-                     shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_fetch_inc_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulonglong_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(unsigned long long),
+                         shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_fetch_inc_nbi", ctx, pe));
 }
 
 void shmem_ulonglong_atomic_fetch_add_nbi(unsigned long long *fetch, unsigned long long *dest,
                                           unsigned long long value, int pe)
 {
-    shmemi_amo_typed("shmem_ulonglong_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(unsigned long long), pe);
+    shmemi_amo_typed_nbi("shmem_ulonglong_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(unsigned long long), pe);
 }
 
 void shmem_ctx_ulonglong_atomic_fetch_add_nbi(shmem_ctx_t ctx, unsigned long long *fetch,
                                               unsigned long long *dest, unsigned long long value,
                                               int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulonglong_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
-                     fetch, sizeof(unsigned long long),
-                     shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_fetch_add_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulonglong_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value,
+                         NULL, fetch, sizeof(unsigned long long),
+                         shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_fetch_add_nbi", ctx, pe));
 }
 
 unsigned long long shmem_ulonglong_atomic_fetch_and(unsigned long long *dest,
@@ -1656,17 +1661,17 @@ void shmem_ctx_ulonglong_atomic_and(shmem_ctx_t ctx, unsigned long long *dest,
 void shmem_ulonglong_atomic_fetch_and_nbi(unsigned long long *fetch, unsigned long long *dest,
                                           unsigned long long value, int pe)
 {
-    shmemi_amo_typed("shmem_ulonglong_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
-                     sizeof(unsigned long long), pe);
+    shmemi_amo_typed_nbi("shmem_ulonglong_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL,
+                         fetch, sizeof(unsigned long long), pe);
 }
 
 void shmem_ctx_ulonglong_atomic_fetch_and_nbi(shmem_ctx_t ctx, unsigned long long *fetch,
                                               unsigned long long *dest, unsigned long long value,
                                               int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulonglong_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL,
-                     fetch, sizeof(unsigned long long),
-                     shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_fetch_and_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulonglong_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value,
+                         NULL, fetch, sizeof(unsigned long long),
+                         shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_fetch_and_nbi", ctx, pe));
 }
 
 unsigned long long shmem_ulonglong_atomic_fetch_or(unsigned long long *dest,
@@ -1705,17 +1710,17 @@ void shmem_ctx_ulonglong_atomic_or(shmem_ctx_t ctx, unsigned long long *dest,
 void shmem_ulonglong_atomic_fetch_or_nbi(unsigned long long *fetch, unsigned long long *dest,
                                          unsigned long long value, int pe)
 {
-    shmemi_amo_typed("shmem_ulonglong_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(unsigned long long), pe);
+    shmemi_amo_typed_nbi("shmem_ulonglong_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL,
+                         fetch, sizeof(unsigned long long), pe);
 }
 
 void shmem_ctx_ulonglong_atomic_fetch_or_nbi(shmem_ctx_t ctx, unsigned long long *fetch,
                                              unsigned long long *dest, unsigned long long value,
                                              int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulonglong_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL,
-                     fetch, sizeof(unsigned long long),
-                     shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_fetch_or_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulonglong_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL,
+                         fetch, sizeof(unsigned long long),
+                         shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_fetch_or_nbi", ctx, pe));
 }
 
 unsigned long long shmem_ulonglong_atomic_fetch_xor(unsigned long long *dest,
@@ -1754,17 +1759,17 @@ void shmem_ctx_ulonglong_atomic_xor(shmem_ctx_t ctx, unsigned long long *dest,
 void shmem_ulonglong_atomic_fetch_xor_nbi(unsigned long long *fetch, unsigned long long *dest,
                                           unsigned long long value, int pe)
 {
-    shmemi_amo_typed("shmem_ulonglong_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
-                     sizeof(unsigned long long), pe);
+    shmemi_amo_typed_nbi("shmem_ulonglong_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL,
+                         fetch, sizeof(unsigned long long), pe);
 }
 
 void shmem_ctx_ulonglong_atomic_fetch_xor_nbi(shmem_ctx_t ctx, unsigned long long *fetch,
                                               unsigned long long *dest, unsigned long long value,
                                               int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ulonglong_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL,
-                     fetch, sizeof(unsigned long long),
-                     shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_fetch_xor_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ulonglong_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value,
+                         NULL, fetch, sizeof(unsigned long long),
+                         shmemi_ctx_pe("shmem_ctx_ulonglong_atomic_fetch_xor_nbi", ctx, pe));
 }
 
 /* int32_t */
@@ -1816,29 +1821,30 @@ int32_t shmem_ctx_int32_atomic_swap(shmem_ctx_t ctx, int32_t *dest, int32_t valu
 
 void shmem_int32_atomic_fetch_nbi(int32_t *fetch, const int32_t *source, int pe)
 {
-    shmemi_amo_typed("shmem_int32_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(int32_t), pe);
+    shmemi_amo_typed_nbi("shmem_int32_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
+                         fetch, sizeof(int32_t), pe);
 }
 
 void shmem_ctx_int32_atomic_fetch_nbi(shmem_ctx_t ctx, int32_t *fetch, const int32_t *source,
                                       int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int32_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(int32_t),
-                     shmemi_ctx_pe("shmem_ctx_int32_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int32_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(int32_t),
+                         shmemi_ctx_pe("shmem_ctx_int32_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_int32_atomic_swap_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_int32_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(int32_t), pe);
+    shmemi_amo_typed_nbi("shmem_int32_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(int32_t), pe);
 }
 
 void shmem_ctx_int32_atomic_swap_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int32_t value,
                                      int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int32_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(int32_t), shmemi_ctx_pe("shmem_ctx_int32_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int32_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(int32_t),
+                         shmemi_ctx_pe("shmem_ctx_int32_atomic_swap_nbi", ctx, pe));
 }
 
 int32_t shmem_int32_atomic_compare_swap(int32_t *dest, int32_t cond, int32_t value, int pe)
@@ -1918,45 +1924,45 @@ void shmem_ctx_int32_atomic_add(shmem_ctx_t ctx, int32_t *dest, int32_t value, i
 void shmem_int32_atomic_compare_swap_nbi(int32_t *fetch, int32_t *dest, int32_t cond, int32_t value,
                                          int pe)
 {
-    shmemi_amo_typed("shmem_int32_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(int32_t), pe);
+    shmemi_amo_typed_nbi("shmem_int32_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
+                         fetch, sizeof(int32_t), pe);
 }
 
 void shmem_ctx_int32_atomic_compare_swap_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest,
                                              int32_t cond, int32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int32_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(int32_t),
-                     shmemi_ctx_pe("shmem_ctx_int32_atomic_compare_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int32_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(int32_t),
+                         shmemi_ctx_pe("shmem_ctx_int32_atomic_compare_swap_nbi", ctx, pe));
 }
 
 void shmem_int32_atomic_fetch_inc_nbi(int32_t *fetch, int32_t *dest, int pe)
 {
     int32_t one = 1;
-    shmemi_amo_typed("shmem_int32_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(int32_t), pe);
+    shmemi_amo_typed_nbi("shmem_int32_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
+                         sizeof(int32_t), pe);
 }
 
 void shmem_ctx_int32_atomic_fetch_inc_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest, int pe)
 {
     int32_t one = 1;
-    shmemi_amo_typed("shmem_ctx_int32_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(int32_t),
-                     shmemi_ctx_pe("shmem_ctx_int32_atomic_fetch_inc_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int32_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(int32_t),
+                         shmemi_ctx_pe("shmem_ctx_int32_atomic_fetch_inc_nbi", ctx, pe));
 }
 
 void shmem_int32_atomic_fetch_add_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_int32_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(int32_t), pe);
+    shmemi_amo_typed_nbi("shmem_int32_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
+                         sizeof(int32_t), pe);
 }
 
 void shmem_ctx_int32_atomic_fetch_add_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest,
                                           int32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int32_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(int32_t),
-                     shmemi_ctx_pe("shmem_ctx_int32_atomic_fetch_add_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int32_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(int32_t),
+                         shmemi_ctx_pe("shmem_ctx_int32_atomic_fetch_add_nbi", ctx, pe));
 }
 
 int32_t shmem_int32_atomic_fetch_and(int32_t *dest, int32_t value, int pe)
@@ -1990,16 +1996,16 @@ void shmem_ctx_int32_atomic_and(shmem_ctx_t ctx, int32_t *dest, int32_t value, i
 
 void shmem_int32_atomic_fetch_and_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_int32_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
-                     sizeof(int32_t), pe);
+    shmemi_amo_typed_nbi("shmem_int32_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
+                         sizeof(int32_t), pe);
 }
 
 void shmem_ctx_int32_atomic_fetch_and_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest,
                                           int32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int32_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
-                     sizeof(int32_t),
-                     shmemi_ctx_pe("shmem_ctx_int32_atomic_fetch_and_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int32_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL,
+                         fetch, sizeof(int32_t),
+                         shmemi_ctx_pe("shmem_ctx_int32_atomic_fetch_and_nbi", ctx, pe));
 }
 
 int32_t shmem_int32_atomic_fetch_or(int32_t *dest, int32_t value, int pe)
@@ -2033,16 +2039,16 @@ void shmem_ctx_int32_atomic_or(shmem_ctx_t ctx, int32_t *dest, int32_t value, in
 
 void shmem_int32_atomic_fetch_or_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_int32_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(int32_t), pe);
+    shmemi_amo_typed_nbi("shmem_int32_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
+                         sizeof(int32_t), pe);
 }
 
 void shmem_ctx_int32_atomic_fetch_or_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest,
                                          int32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int32_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(int32_t),
-                     shmemi_ctx_pe("shmem_ctx_int32_atomic_fetch_or_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int32_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL,
+                         fetch, sizeof(int32_t),
+                         shmemi_ctx_pe("shmem_ctx_int32_atomic_fetch_or_nbi", ctx, pe));
 }
 
 int32_t shmem_int32_atomic_fetch_xor(int32_t *dest, int32_t value, int pe)
@@ -2076,16 +2082,16 @@ void shmem_ctx_int32_atomic_xor(shmem_ctx_t ctx, int32_t *dest, int32_t value, i
 
 void shmem_int32_atomic_fetch_xor_nbi(int32_t *fetch, int32_t *dest, int32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_int32_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
-                     sizeof(int32_t), pe);
+    shmemi_amo_typed_nbi("shmem_int32_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
+                         sizeof(int32_t), pe);
 }
 
 void shmem_ctx_int32_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int32_t *fetch, int32_t *dest,
                                           int32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int32_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
-                     sizeof(int32_t),
-                     shmemi_ctx_pe("shmem_ctx_int32_atomic_fetch_xor_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int32_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL,
+                         fetch, sizeof(int32_t),
+                         shmemi_ctx_pe("shmem_ctx_int32_atomic_fetch_xor_nbi", ctx, pe));
 }
 
 /* int64_t */
@@ -2137,29 +2143,30 @@ int64_t shmem_ctx_int64_atomic_swap(shmem_ctx_t ctx, int64_t *dest, int64_t valu
 
 void shmem_int64_atomic_fetch_nbi(int64_t *fetch, const int64_t *source, int pe)
 {
-    shmemi_amo_typed("shmem_int64_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(int64_t), pe);
+    shmemi_amo_typed_nbi("shmem_int64_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
+                         fetch, sizeof(int64_t), pe);
 }
 
 void shmem_ctx_int64_atomic_fetch_nbi(shmem_ctx_t ctx, int64_t *fetch, const int64_t *source,
                                       int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int64_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(int64_t),
-                     shmemi_ctx_pe("shmem_ctx_int64_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int64_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(int64_t),
+                         shmemi_ctx_pe("shmem_ctx_int64_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_int64_atomic_swap_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_int64_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(int64_t), pe);
+    shmemi_amo_typed_nbi("shmem_int64_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(int64_t), pe);
 }
 
 void shmem_ctx_int64_atomic_swap_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int64_t value,
                                      int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int64_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(int64_t), shmemi_ctx_pe("shmem_ctx_int64_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int64_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(int64_t),
+                         shmemi_ctx_pe("shmem_ctx_int64_atomic_swap_nbi", ctx, pe));
 }
 
 int64_t shmem_int64_atomic_compare_swap(int64_t *dest, int64_t cond, int64_t value, int pe)
@@ -2239,45 +2246,45 @@ void shmem_ctx_int64_atomic_add(shmem_ctx_t ctx, int64_t *dest, int64_t value, i
 void shmem_int64_atomic_compare_swap_nbi(int64_t *fetch, int64_t *dest, int64_t cond, int64_t value,
                                          int pe)
 {
-    shmemi_amo_typed("shmem_int64_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(int64_t), pe);
+    shmemi_amo_typed_nbi("shmem_int64_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
+                         fetch, sizeof(int64_t), pe);
 }
 
 void shmem_ctx_int64_atomic_compare_swap_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest,
                                              int64_t cond, int64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int64_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(int64_t),
-                     shmemi_ctx_pe("shmem_ctx_int64_atomic_compare_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int64_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(int64_t),
+                         shmemi_ctx_pe("shmem_ctx_int64_atomic_compare_swap_nbi", ctx, pe));
 }
 
 void shmem_int64_atomic_fetch_inc_nbi(int64_t *fetch, int64_t *dest, int pe)
 {
     int64_t one = 1;
-    shmemi_amo_typed("shmem_int64_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(int64_t), pe);
+    shmemi_amo_typed_nbi("shmem_int64_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
+                         sizeof(int64_t), pe);
 }
 
 void shmem_ctx_int64_atomic_fetch_inc_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest, int pe)
 {
     int64_t one = 1;
-    shmemi_amo_typed("shmem_ctx_int64_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(int64_t),
-                     shmemi_ctx_pe("shmem_ctx_int64_atomic_fetch_inc_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int64_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(int64_t),
+                         shmemi_ctx_pe("shmem_ctx_int64_atomic_fetch_inc_nbi", ctx, pe));
 }
 
 void shmem_int64_atomic_fetch_add_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_int64_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(int64_t), pe);
+    shmemi_amo_typed_nbi("shmem_int64_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
+                         sizeof(int64_t), pe);
 }
 
 void shmem_ctx_int64_atomic_fetch_add_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest,
                                           int64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int64_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(int64_t),
-                     shmemi_ctx_pe("shmem_ctx_int64_atomic_fetch_add_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int64_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(int64_t),
+                         shmemi_ctx_pe("shmem_ctx_int64_atomic_fetch_add_nbi", ctx, pe));
 }
 
 int64_t shmem_int64_atomic_fetch_and(int64_t *dest, int64_t value, int pe)
@@ -2311,16 +2318,16 @@ void shmem_ctx_int64_atomic_and(shmem_ctx_t ctx, int64_t *dest, int64_t value, i
 
 void shmem_int64_atomic_fetch_and_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_int64_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
-                     sizeof(int64_t), pe);
+    shmemi_amo_typed_nbi("shmem_int64_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
+                         sizeof(int64_t), pe);
 }
 
 void shmem_ctx_int64_atomic_fetch_and_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest,
                                           int64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int64_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
-                     sizeof(int64_t),
-                     shmemi_ctx_pe("shmem_ctx_int64_atomic_fetch_and_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int64_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL,
+                         fetch, sizeof(int64_t),
+                         shmemi_ctx_pe("shmem_ctx_int64_atomic_fetch_and_nbi", ctx, pe));
 }
 
 int64_t shmem_int64_atomic_fetch_or(int64_t *dest, int64_t value, int pe)
@@ -2354,16 +2361,16 @@ void shmem_ctx_int64_atomic_or(shmem_ctx_t ctx, int64_t *dest, int64_t value, in
 
 void shmem_int64_atomic_fetch_or_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_int64_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(int64_t), pe);
+    shmemi_amo_typed_nbi("shmem_int64_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
+                         sizeof(int64_t), pe);
 }
 
 void shmem_ctx_int64_atomic_fetch_or_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest,
                                          int64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int64_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(int64_t),
-                     shmemi_ctx_pe("shmem_ctx_int64_atomic_fetch_or_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int64_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL,
+                         fetch, sizeof(int64_t),
+                         shmemi_ctx_pe("shmem_ctx_int64_atomic_fetch_or_nbi", ctx, pe));
 }
 
 int64_t shmem_int64_atomic_fetch_xor(int64_t *dest, int64_t value, int pe)
@@ -2397,16 +2404,16 @@ void shmem_ctx_int64_atomic_xor(shmem_ctx_t ctx, int64_t *dest, int64_t value, i
 
 void shmem_int64_atomic_fetch_xor_nbi(int64_t *fetch, int64_t *dest, int64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_int64_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
-                     sizeof(int64_t), pe);
+    shmemi_amo_typed_nbi("shmem_int64_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
+                         sizeof(int64_t), pe);
 }
 
 void shmem_ctx_int64_atomic_fetch_xor_nbi(shmem_ctx_t ctx, int64_t *fetch, int64_t *dest,
                                           int64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_int64_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
-                     sizeof(int64_t),
-                     shmemi_ctx_pe("shmem_ctx_int64_atomic_fetch_xor_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_int64_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL,
+                         fetch, sizeof(int64_t),
+                         shmemi_ctx_pe("shmem_ctx_int64_atomic_fetch_xor_nbi", ctx, pe));
 }
 
 /* uint32_t */
@@ -2459,29 +2466,30 @@ uint32_t shmem_ctx_uint32_atomic_swap(shmem_ctx_t ctx, uint32_t *dest, uint32_t 
 
 void shmem_uint32_atomic_fetch_nbi(uint32_t *fetch, const uint32_t *source, int pe)
 {
-    shmemi_amo_typed("shmem_uint32_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(uint32_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint32_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
+                         fetch, sizeof(uint32_t), pe);
 }
 
 void shmem_ctx_uint32_atomic_fetch_nbi(shmem_ctx_t ctx, uint32_t *fetch, const uint32_t *source,
                                        int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint32_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(uint32_t),
-                     shmemi_ctx_pe("shmem_ctx_uint32_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint32_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(uint32_t),
+                         shmemi_ctx_pe("shmem_ctx_uint32_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_uint32_atomic_swap_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_uint32_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(uint32_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint32_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(uint32_t), pe);
 }
 
 void shmem_ctx_uint32_atomic_swap_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest,
                                       uint32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint32_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(uint32_t), shmemi_ctx_pe("shmem_ctx_uint32_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint32_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL,
+                         fetch, sizeof(uint32_t),
+                         shmemi_ctx_pe("shmem_ctx_uint32_atomic_swap_nbi", ctx, pe));
 }
 
 uint32_t shmem_uint32_atomic_compare_swap(uint32_t *dest, uint32_t cond, uint32_t value, int pe)
@@ -2561,45 +2569,45 @@ void shmem_ctx_uint32_atomic_add(shmem_ctx_t ctx, uint32_t *dest, uint32_t value
 void shmem_uint32_atomic_compare_swap_nbi(uint32_t *fetch, uint32_t *dest, uint32_t cond,
                                           uint32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_uint32_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(uint32_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint32_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
+                         fetch, sizeof(uint32_t), pe);
 }
 
 void shmem_ctx_uint32_atomic_compare_swap_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest,
                                               uint32_t cond, uint32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint32_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(uint32_t),
-                     shmemi_ctx_pe("shmem_ctx_uint32_atomic_compare_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint32_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(uint32_t),
+                         shmemi_ctx_pe("shmem_ctx_uint32_atomic_compare_swap_nbi", ctx, pe));
 }
 
 void shmem_uint32_atomic_fetch_inc_nbi(uint32_t *fetch, uint32_t *dest, int pe)
 {
     uint32_t one = 1;
-    shmemi_amo_typed("shmem_uint32_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(uint32_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint32_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
+                         sizeof(uint32_t), pe);
 }
 
 void shmem_ctx_uint32_atomic_fetch_inc_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest, int pe)
 {
     uint32_t one = 1;
-    shmemi_amo_typed("shmem_ctx_uint32_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(uint32_t),
-                     shmemi_ctx_pe("shmem_ctx_uint32_atomic_fetch_inc_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint32_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(uint32_t),
+                         shmemi_ctx_pe("shmem_ctx_uint32_atomic_fetch_inc_nbi", ctx, pe));
 }
 
 void shmem_uint32_atomic_fetch_add_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_uint32_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(uint32_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint32_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(uint32_t), pe);
 }
 
 void shmem_ctx_uint32_atomic_fetch_add_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest,
                                            uint32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint32_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
-                     fetch, sizeof(uint32_t),
-                     shmemi_ctx_pe("shmem_ctx_uint32_atomic_fetch_add_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint32_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(uint32_t),
+                         shmemi_ctx_pe("shmem_ctx_uint32_atomic_fetch_add_nbi", ctx, pe));
 }
 
 uint32_t shmem_uint32_atomic_fetch_and(uint32_t *dest, uint32_t value, int pe)
@@ -2633,16 +2641,16 @@ void shmem_ctx_uint32_atomic_and(shmem_ctx_t ctx, uint32_t *dest, uint32_t value
 
 void shmem_uint32_atomic_fetch_and_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_uint32_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
-                     sizeof(uint32_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint32_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL,
+                         fetch, sizeof(uint32_t), pe);
 }
 
 void shmem_ctx_uint32_atomic_fetch_and_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest,
                                            uint32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint32_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL,
-                     fetch, sizeof(uint32_t),
-                     shmemi_ctx_pe("shmem_ctx_uint32_atomic_fetch_and_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint32_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL,
+                         fetch, sizeof(uint32_t),
+                         shmemi_ctx_pe("shmem_ctx_uint32_atomic_fetch_and_nbi", ctx, pe));
 }
 
 uint32_t shmem_uint32_atomic_fetch_or(uint32_t *dest, uint32_t value, int pe)
@@ -2676,16 +2684,16 @@ void shmem_ctx_uint32_atomic_or(shmem_ctx_t ctx, uint32_t *dest, uint32_t value,
 
 void shmem_uint32_atomic_fetch_or_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_uint32_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(uint32_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint32_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
+                         sizeof(uint32_t), pe);
 }
 
 void shmem_ctx_uint32_atomic_fetch_or_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest,
                                           uint32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint32_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(uint32_t),
-                     shmemi_ctx_pe("shmem_ctx_uint32_atomic_fetch_or_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint32_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL,
+                         fetch, sizeof(uint32_t),
+                         shmemi_ctx_pe("shmem_ctx_uint32_atomic_fetch_or_nbi", ctx, pe));
 }
 
 uint32_t shmem_uint32_atomic_fetch_xor(uint32_t *dest, uint32_t value, int pe)
@@ -2719,16 +2727,16 @@ void shmem_ctx_uint32_atomic_xor(shmem_ctx_t ctx, uint32_t *dest, uint32_t value
 
 void shmem_uint32_atomic_fetch_xor_nbi(uint32_t *fetch, uint32_t *dest, uint32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_uint32_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
-                     sizeof(uint32_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint32_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL,
+                         fetch, sizeof(uint32_t), pe);
 }
 
 void shmem_ctx_uint32_atomic_fetch_xor_nbi(shmem_ctx_t ctx, uint32_t *fetch, uint32_t *dest,
                                            uint32_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint32_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL,
-                     fetch, sizeof(uint32_t),
-                     shmemi_ctx_pe("shmem_ctx_uint32_atomic_fetch_xor_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint32_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL,
+                         fetch, sizeof(uint32_t),
+                         shmemi_ctx_pe("shmem_ctx_uint32_atomic_fetch_xor_nbi", ctx, pe));
 }
 
 /* uint64_t */
@@ -2781,29 +2789,30 @@ uint64_t shmem_ctx_uint64_atomic_swap(shmem_ctx_t ctx, uint64_t *dest, uint64_t 
 
 void shmem_uint64_atomic_fetch_nbi(uint64_t *fetch, const uint64_t *source, int pe)
 {
-    shmemi_amo_typed("shmem_uint64_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(uint64_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint64_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
+                         fetch, sizeof(uint64_t), pe);
 }
 
 void shmem_ctx_uint64_atomic_fetch_nbi(shmem_ctx_t ctx, uint64_t *fetch, const uint64_t *source,
                                        int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint64_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(uint64_t),
-                     shmemi_ctx_pe("shmem_ctx_uint64_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint64_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(uint64_t),
+                         shmemi_ctx_pe("shmem_ctx_uint64_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_uint64_atomic_swap_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_uint64_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(uint64_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint64_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(uint64_t), pe);
 }
 
 void shmem_ctx_uint64_atomic_swap_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest,
                                       uint64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint64_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(uint64_t), shmemi_ctx_pe("shmem_ctx_uint64_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint64_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL,
+                         fetch, sizeof(uint64_t),
+                         shmemi_ctx_pe("shmem_ctx_uint64_atomic_swap_nbi", ctx, pe));
 }
 
 uint64_t shmem_uint64_atomic_compare_swap(uint64_t *dest, uint64_t cond, uint64_t value, int pe)
@@ -2883,45 +2892,45 @@ void shmem_ctx_uint64_atomic_add(shmem_ctx_t ctx, uint64_t *dest, uint64_t value
 void shmem_uint64_atomic_compare_swap_nbi(uint64_t *fetch, uint64_t *dest, uint64_t cond,
                                           uint64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_uint64_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(uint64_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint64_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
+                         fetch, sizeof(uint64_t), pe);
 }
 
 void shmem_ctx_uint64_atomic_compare_swap_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest,
                                               uint64_t cond, uint64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint64_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(uint64_t),
-                     shmemi_ctx_pe("shmem_ctx_uint64_atomic_compare_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint64_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(uint64_t),
+                         shmemi_ctx_pe("shmem_ctx_uint64_atomic_compare_swap_nbi", ctx, pe));
 }
 
 void shmem_uint64_atomic_fetch_inc_nbi(uint64_t *fetch, uint64_t *dest, int pe)
 {
     uint64_t one = 1;
-    shmemi_amo_typed("shmem_uint64_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(uint64_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint64_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
+                         sizeof(uint64_t), pe);
 }
 
 void shmem_ctx_uint64_atomic_fetch_inc_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest, int pe)
 {
     uint64_t one = 1;
-    shmemi_amo_typed("shmem_ctx_uint64_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(uint64_t),
-                     shmemi_ctx_pe("shmem_ctx_uint64_atomic_fetch_inc_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint64_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(uint64_t),
+                         shmemi_ctx_pe("shmem_ctx_uint64_atomic_fetch_inc_nbi", ctx, pe));
 }
 
 void shmem_uint64_atomic_fetch_add_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_uint64_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(uint64_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint64_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(uint64_t), pe);
 }
 
 void shmem_ctx_uint64_atomic_fetch_add_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest,
                                            uint64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint64_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
-                     fetch, sizeof(uint64_t),
-                     shmemi_ctx_pe("shmem_ctx_uint64_atomic_fetch_add_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint64_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(uint64_t),
+                         shmemi_ctx_pe("shmem_ctx_uint64_atomic_fetch_add_nbi", ctx, pe));
 }
 
 uint64_t shmem_uint64_atomic_fetch_and(uint64_t *dest, uint64_t value, int pe)
@@ -2955,16 +2964,16 @@ void shmem_ctx_uint64_atomic_and(shmem_ctx_t ctx, uint64_t *dest, uint64_t value
 
 void shmem_uint64_atomic_fetch_and_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_uint64_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL, fetch,
-                     sizeof(uint64_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint64_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL,
+                         fetch, sizeof(uint64_t), pe);
 }
 
 void shmem_ctx_uint64_atomic_fetch_and_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest,
                                            uint64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint64_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL,
-                     fetch, sizeof(uint64_t),
-                     shmemi_ctx_pe("shmem_ctx_uint64_atomic_fetch_and_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint64_atomic_fetch_and_nbi", dest, BTL_AMO_AND, &value, NULL,
+                         fetch, sizeof(uint64_t),
+                         shmemi_ctx_pe("shmem_ctx_uint64_atomic_fetch_and_nbi", ctx, pe));
 }
 
 uint64_t shmem_uint64_atomic_fetch_or(uint64_t *dest, uint64_t value, int pe)
@@ -2998,16 +3007,16 @@ void shmem_ctx_uint64_atomic_or(shmem_ctx_t ctx, uint64_t *dest, uint64_t value,
 
 void shmem_uint64_atomic_fetch_or_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_uint64_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(uint64_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint64_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
+                         sizeof(uint64_t), pe);
 }
 
 void shmem_ctx_uint64_atomic_fetch_or_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest,
                                           uint64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint64_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL, fetch,
-                     sizeof(uint64_t),
-                     shmemi_ctx_pe("shmem_ctx_uint64_atomic_fetch_or_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint64_atomic_fetch_or_nbi", dest, BTL_AMO_OR, &value, NULL,
+                         fetch, sizeof(uint64_t),
+                         shmemi_ctx_pe("shmem_ctx_uint64_atomic_fetch_or_nbi", ctx, pe));
 }
 
 uint64_t shmem_uint64_atomic_fetch_xor(uint64_t *dest, uint64_t value, int pe)
@@ -3041,16 +3050,16 @@ void shmem_ctx_uint64_atomic_xor(shmem_ctx_t ctx, uint64_t *dest, uint64_t value
 
 void shmem_uint64_atomic_fetch_xor_nbi(uint64_t *fetch, uint64_t *dest, uint64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_uint64_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL, fetch,
-                     sizeof(uint64_t), pe);
+    shmemi_amo_typed_nbi("shmem_uint64_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL,
+                         fetch, sizeof(uint64_t), pe);
 }
 
 void shmem_ctx_uint64_atomic_fetch_xor_nbi(shmem_ctx_t ctx, uint64_t *fetch, uint64_t *dest,
                                            uint64_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_uint64_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL,
-                     fetch, sizeof(uint64_t),
-                     shmemi_ctx_pe("shmem_ctx_uint64_atomic_fetch_xor_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_uint64_atomic_fetch_xor_nbi", dest, BTL_AMO_XOR, &value, NULL,
+                         fetch, sizeof(uint64_t),
+                         shmemi_ctx_pe("shmem_ctx_uint64_atomic_fetch_xor_nbi", ctx, pe));
 }
 
 /* size_t */
@@ -3102,28 +3111,28 @@ size_t shmem_ctx_size_atomic_swap(shmem_ctx_t ctx, size_t *dest, size_t value, i
 
 void shmem_size_atomic_fetch_nbi(size_t *fetch, const size_t *source, int pe)
 {
-    shmemi_amo_typed("shmem_size_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(size_t), pe);
+    shmemi_amo_typed_nbi("shmem_size_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
+                         fetch, sizeof(size_t), pe);
 }
 
 void shmem_ctx_size_atomic_fetch_nbi(shmem_ctx_t ctx, size_t *fetch, const size_t *source, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_size_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(size_t),
-                     shmemi_ctx_pe("shmem_ctx_size_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_size_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(size_t),
+                         shmemi_ctx_pe("shmem_ctx_size_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_size_atomic_swap_nbi(size_t *fetch, size_t *dest, size_t value, int pe)
 {
-    shmemi_amo_typed("shmem_size_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(size_t), pe);
+    shmemi_amo_typed_nbi("shmem_size_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(size_t), pe);
 }
 
 void shmem_ctx_size_atomic_swap_nbi(shmem_ctx_t ctx, size_t *fetch, size_t *dest, size_t value,
                                     int pe)
 {
-    shmemi_amo_typed("shmem_ctx_size_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(size_t), shmemi_ctx_pe("shmem_ctx_size_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_size_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(size_t), shmemi_ctx_pe("shmem_ctx_size_atomic_swap_nbi", ctx, pe));
 }
 
 size_t shmem_size_atomic_compare_swap(size_t *dest, size_t cond, size_t value, int pe)
@@ -3202,43 +3211,45 @@ void shmem_ctx_size_atomic_add(shmem_ctx_t ctx, size_t *dest, size_t value, int 
 void shmem_size_atomic_compare_swap_nbi(size_t *fetch, size_t *dest, size_t cond, size_t value,
                                         int pe)
 {
-    shmemi_amo_typed("shmem_size_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(size_t), pe);
+    shmemi_amo_typed_nbi("shmem_size_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
+                         fetch, sizeof(size_t), pe);
 }
 
 void shmem_ctx_size_atomic_compare_swap_nbi(shmem_ctx_t ctx, size_t *fetch, size_t *dest,
                                             size_t cond, size_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_size_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(size_t),
-                     shmemi_ctx_pe("shmem_ctx_size_atomic_compare_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_size_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(size_t),
+                         shmemi_ctx_pe("shmem_ctx_size_atomic_compare_swap_nbi", ctx, pe));
 }
 
 void shmem_size_atomic_fetch_inc_nbi(size_t *fetch, size_t *dest, int pe)
 {
     size_t one = 1;
-    shmemi_amo_typed("shmem_size_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(size_t), pe);
+    shmemi_amo_typed_nbi("shmem_size_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
+                         sizeof(size_t), pe);
 }
 
 void shmem_ctx_size_atomic_fetch_inc_nbi(shmem_ctx_t ctx, size_t *fetch, size_t *dest, int pe)
 {
     size_t one = 1;
-    shmemi_amo_typed("shmem_ctx_size_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(size_t), shmemi_ctx_pe("shmem_ctx_size_atomic_fetch_inc_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_size_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(size_t),
+                         shmemi_ctx_pe("shmem_ctx_size_atomic_fetch_inc_nbi", ctx, pe));
 }
 
 void shmem_size_atomic_fetch_add_nbi(size_t *fetch, size_t *dest, size_t value, int pe)
 {
-    shmemi_amo_typed("shmem_size_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(size_t), pe);
+    shmemi_amo_typed_nbi("shmem_size_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
+                         sizeof(size_t), pe);
 }
 
 void shmem_ctx_size_atomic_fetch_add_nbi(shmem_ctx_t ctx, size_t *fetch, size_t *dest, size_t value,
                                          int pe)
 {
-    shmemi_amo_typed("shmem_ctx_size_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(size_t), shmemi_ctx_pe("shmem_ctx_size_atomic_fetch_add_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_size_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(size_t),
+                         shmemi_ctx_pe("shmem_ctx_size_atomic_fetch_add_nbi", ctx, pe));
 }
 
 /* ptrdiff_t */
@@ -3291,30 +3302,30 @@ ptrdiff_t shmem_ctx_ptrdiff_atomic_swap(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdif
 
 void shmem_ptrdiff_atomic_fetch_nbi(ptrdiff_t *fetch, const ptrdiff_t *source, int pe)
 {
-    shmemi_amo_typed("shmem_ptrdiff_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL, NULL,
-                     fetch, sizeof(ptrdiff_t), pe);
+    shmemi_amo_typed_nbi("shmem_ptrdiff_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(ptrdiff_t), pe);
 }
 
 void shmem_ctx_ptrdiff_atomic_fetch_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, const ptrdiff_t *source,
                                         int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ptrdiff_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
-                     NULL, fetch, sizeof(ptrdiff_t),
-                     shmemi_ctx_pe("shmem_ctx_ptrdiff_atomic_fetch_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ptrdiff_atomic_fetch_nbi", (void *)source, BTL_AMO_FETCH, NULL,
+                         NULL, fetch, sizeof(ptrdiff_t),
+                         shmemi_ctx_pe("shmem_ctx_ptrdiff_atomic_fetch_nbi", ctx, pe));
 }
 
 void shmem_ptrdiff_atomic_swap_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ptrdiff_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(ptrdiff_t), pe);
+    shmemi_amo_typed_nbi("shmem_ptrdiff_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
+                         sizeof(ptrdiff_t), pe);
 }
 
 void shmem_ctx_ptrdiff_atomic_swap_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, ptrdiff_t *dest,
                                        ptrdiff_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ptrdiff_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL, fetch,
-                     sizeof(ptrdiff_t),
-                     shmemi_ctx_pe("shmem_ctx_ptrdiff_atomic_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ptrdiff_atomic_swap_nbi", dest, BTL_AMO_SWAP, &value, NULL,
+                         fetch, sizeof(ptrdiff_t),
+                         shmemi_ctx_pe("shmem_ctx_ptrdiff_atomic_swap_nbi", ctx, pe));
 }
 
 ptrdiff_t shmem_ptrdiff_atomic_compare_swap(ptrdiff_t *dest, ptrdiff_t cond, ptrdiff_t value,
@@ -3398,46 +3409,46 @@ void shmem_ctx_ptrdiff_atomic_add(shmem_ctx_t ctx, ptrdiff_t *dest, ptrdiff_t va
 void shmem_ptrdiff_atomic_compare_swap_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t cond,
                                            ptrdiff_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ptrdiff_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value, &cond,
-                     fetch, sizeof(ptrdiff_t), pe);
+    shmemi_amo_typed_nbi("shmem_ptrdiff_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(ptrdiff_t), pe);
 }
 
 void shmem_ctx_ptrdiff_atomic_compare_swap_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, ptrdiff_t *dest,
                                                ptrdiff_t cond, ptrdiff_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ptrdiff_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
-                     &cond, fetch, sizeof(ptrdiff_t),
-                     shmemi_ctx_pe("shmem_ctx_ptrdiff_atomic_compare_swap_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ptrdiff_atomic_compare_swap_nbi", dest, BTL_AMO_CSWAP, &value,
+                         &cond, fetch, sizeof(ptrdiff_t),
+                         shmemi_ctx_pe("shmem_ctx_ptrdiff_atomic_compare_swap_nbi", ctx, pe));
 }
 
 void shmem_ptrdiff_atomic_fetch_inc_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, int pe)
 {
     ptrdiff_t one = 1;
-    shmemi_amo_typed("shmem_ptrdiff_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(ptrdiff_t), pe);
+    shmemi_amo_typed_nbi("shmem_ptrdiff_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
+                         sizeof(ptrdiff_t), pe);
 }
 
 void shmem_ctx_ptrdiff_atomic_fetch_inc_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, ptrdiff_t *dest,
                                             int pe)
 {
     ptrdiff_t one = 1;
-    shmemi_amo_typed("shmem_ctx_ptrdiff_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL, fetch,
-                     sizeof(ptrdiff_t),
-                     shmemi_ctx_pe("shmem_ctx_ptrdiff_atomic_fetch_inc_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ptrdiff_atomic_fetch_inc_nbi", dest, BTL_AMO_ADD, &one, NULL,
+                         fetch, sizeof(ptrdiff_t),
+                         shmemi_ctx_pe("shmem_ctx_ptrdiff_atomic_fetch_inc_nbi", ctx, pe));
 }
 
 void shmem_ptrdiff_atomic_fetch_add_nbi(ptrdiff_t *fetch, ptrdiff_t *dest, ptrdiff_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ptrdiff_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL, fetch,
-                     sizeof(ptrdiff_t), pe);
+    shmemi_amo_typed_nbi("shmem_ptrdiff_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(ptrdiff_t), pe);
 }
 
 void shmem_ctx_ptrdiff_atomic_fetch_add_nbi(shmem_ctx_t ctx, ptrdiff_t *fetch, ptrdiff_t *dest,
                                             ptrdiff_t value, int pe)
 {
-    shmemi_amo_typed("shmem_ctx_ptrdiff_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
-                     fetch, sizeof(ptrdiff_t),
-                     shmemi_ctx_pe("shmem_ctx_ptrdiff_atomic_fetch_add_nbi", ctx, pe));
+    shmemi_amo_typed_nbi("shmem_ctx_ptrdiff_atomic_fetch_add_nbi", dest, BTL_AMO_ADD, &value, NULL,
+                         fetch, sizeof(ptrdiff_t),
+                         shmemi_ctx_pe("shmem_ctx_ptrdiff_atomic_fetch_add_nbi", ctx, pe));
 }
 
 /* deprecated names (OpenSHMEM 1.3): the 1.4 routines under their old names */

@@ -1071,6 +1071,7 @@ static const btl_ops_t btl_mpi_ops = {
     .get_flag = btl_mpi_get_flag,
     .amo_post = btl_mpi_amo_post,
     .amo_fetch = btl_mpi_amo_fetch,
+    .amo_fetch_nbi = btl_amo_fetch_nbi_at_once,
     .fence = btl_mpi_fence,
     .quiet = btl_mpi_quiet,
     .progress = btl_mpi_progress,

@@ -1586,6 +1586,7 @@ static const btl_ops_t btl_ofi_ops = {
     .get_flag = btl_ofi_get_flag,
     .amo_post = btl_ofi_amo_post,
     .amo_fetch = btl_ofi_amo_fetch,
+    .amo_fetch_nbi = btl_amo_fetch_nbi_at_once,
     .fence = btl_ofi_fence,
     .quiet = btl_ofi_quiet,
     .progress = btl_ofi_progress,

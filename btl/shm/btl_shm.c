@@ -849,6 +849,7 @@ static const btl_ops_t btl_shm_ops = {
     .get_flag = btl_shm_get_flag,
     .amo_post = btl_shm_amo_post,
     .amo_fetch = btl_shm_amo_fetch,
+    .amo_fetch_nbi = btl_amo_fetch_nbi_at_once,
     .fence = btl_shm_fence,
     .quiet = btl_shm_quiet,
     .progress = btl_shm_progress,

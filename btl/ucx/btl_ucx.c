@@ -113,6 +113,7 @@ typedef struct {
 typedef struct {
     void *request;
     btl_comp_t *comp;
+    void *owned; /* freed with the request: memory UCP reads until completion */
     uint64_t posted_ns;
     int peer;
 } btl_ucx_pending_t;
@@ -289,6 +290,7 @@ static util_status_t btl_ucx_pending_add(btl_ucx_iface_t *uif, void *request, bt
     p = &uif->pending[uif->num_pending++];
     p->request = request;
     p->comp = comp;
+    p->owned = NULL;
     p->peer = peer;
     p->posted_ns = uif->bound.timeout_ns != 0 ? btl_now_ns() : 0;
     if (comp != NULL) {
@@ -347,6 +349,7 @@ static void btl_ucx_reap(btl_ucx_iface_t *uif, int check_timeout)
             btl_ucx_comp_count(p->comp, btl_ucx_status(status));
         }
         ucp_request_free(p->request);
+        free(p->owned);
         *p = uif->pending[--uif->num_pending];
     }
 }
@@ -481,6 +484,55 @@ static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
                           "fetching atomic", ep->peer);
     if (status == UTIL_OK) {
         *result_p = btl_ucx_word_get(&reply, size);
+    }
+    return status;
+}
+
+/* The reply lands straight in *result (UCP writes size bytes there; for
+ * CSWAP it first reads the new value from it), and the request waits in
+ * the pending list: quiet's flush completes it, so fetches to several
+ * peers are in flight together. The operand lives until then in memory
+ * the pending entry owns (UCP may read it until completion). */
+static util_status_t btl_ucx_amo_fetch_nbi(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                           uint64_t raddr, btl_rkey_t *rkey, uint64_t operand,
+                                           uint64_t compare, void *result)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    ucp_request_param_t param;
+    ucs_status_ptr_t request;
+    uint64_t *value;
+    util_status_t status = btl_ucx_amo_check(op, size, raddr);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    value = calloc(1, sizeof(*value));
+    if (value == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    uif->unordered = 1; /* an active message after it needs a fence */
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    param.datatype = ucp_dt_make_contig(size);
+    param.reply_buffer = result;
+    if (op == BTL_AMO_CSWAP) {
+        btl_ucx_word_set(value, size, compare);
+        memcpy(result, &operand, size); /* little-endian: the low bytes */
+    } else if (op != BTL_AMO_FETCH) {
+        btl_ucx_word_set(value, size, operand);
+    }
+    btl_ucx_touch(uif);
+    request = ucp_atomic_op_nbx(btl_ucx_uep(ep), btl_ucx_amo_op[op], value, 1, raddr,
+                                btl_ucx_rkey(rkey), &param);
+    if (UCS_PTR_IS_PTR(request) && btl_ucx_pending_add(uif, request, NULL, ep->peer) == UTIL_OK) {
+        uif->pending[uif->num_pending - 1].owned = value;
+        return UTIL_OK;
+    }
+    status = btl_ucx_wait(uif, request, "fetching atomic", ep->peer); /* done, failed, or no room */
+    if (UCS_PTR_IS_PTR(request) && uif->num_pending > 0 &&
+        uif->pending[uif->num_pending - 1].request == request) {
+        uif->pending[uif->num_pending - 1].owned = value; /* timed out: kept pending */
+    } else {
+        free(value);
     }
     return status;
 }
@@ -1107,7 +1159,6 @@ static void btl_ucx_teardown(btl_ucx_iface_t *uif)
         ucp_request_cancel(uif->worker, uif->pending[i].request);
         ucp_request_free(uif->pending[i].request);
     }
-    free(uif->pending);
     free(uif->am_dirty);
     if (uif->address != NULL) {
         ucp_worker_release_address(uif->worker, uif->address);
@@ -1115,6 +1166,10 @@ static void btl_ucx_teardown(btl_ucx_iface_t *uif)
     if (uif->worker != NULL) {
         ucp_worker_destroy(uif->worker);
     }
+    for (unsigned i = 0; i < uif->num_pending; i++) {
+        free(uif->pending[i].owned); /* no longer read: the worker is gone */
+    }
+    free(uif->pending);
     if (uif->context != NULL) {
         ucp_cleanup(uif->context);
     }
@@ -1164,6 +1219,7 @@ static const btl_ops_t btl_ucx_ops = {
     .get_flag = btl_ucx_get_flag,
     .amo_post = btl_ucx_amo_post,
     .amo_fetch = btl_ucx_amo_fetch,
+    .amo_fetch_nbi = btl_ucx_amo_fetch_nbi,
     .fence = btl_ucx_fence,
     .quiet = btl_ucx_quiet,
     .progress = btl_ucx_progress,

@@ -1183,6 +1183,7 @@ static const btl_ops_t btl_verbs_ops = {
     .get_flag = btl_verbs_get_flag,
     .amo_post = btl_verbs_amo_post,
     .amo_fetch = btl_verbs_amo_fetch,
+    .amo_fetch_nbi = btl_amo_fetch_nbi_at_once,
     .fence = btl_verbs_fence,
     .quiet = btl_verbs_quiet,
     .progress = btl_verbs_progress,

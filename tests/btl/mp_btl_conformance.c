@@ -553,6 +553,12 @@ static void t_amo_run(t_backend_t *be, unsigned size, int iters)
     uint64_t old;
     uint64_t swap_in_xor = 0, swap_out_xor = 0, xs[2], *xall;
     uint8_t *mine = be->local + base_off;
+    /* amo_fetch_nbi results: a fetch-add and a failing compare-and-swap per
+     * target and round, valid only after the quiet */
+    uint64_t *nbi_add = calloc((size_t)iters * (size_t)t_size, sizeof(uint64_t));
+    uint64_t *nbi_cswap = calloc((size_t)iters * (size_t)t_size, sizeof(uint64_t));
+
+    T_ASSERT(nbi_add != NULL && nbi_cswap != NULL, "calloc");
 
     /* initial values: and slots all ones, others 0 */
     memset(mine, 0, 16 * size);
@@ -592,9 +598,49 @@ static void t_amo_run(t_backend_t *be, unsigned size, int iters)
             swap_out_xor ^= old;
             /* set: last writer wins; any PE's value is fine */
             T_OK(btl_amo_post(ep, BTL_AMO_SET, size, T_SLOT(p, 10), rk, (uint64_t)t_rank + 1));
+            /* slot 11 counts fetch-adds; slot 12 stays 0 (the compare never
+             * matches: a backend that returned its operand would show 7) */
+            T_OK(btl_amo_fetch_nbi(ep, BTL_AMO_ADD, size, T_SLOT(p, 11), rk, 1, 0,
+                                   (uint8_t *)&nbi_add[it * t_size + p]));
+            T_OK(btl_amo_fetch_nbi(ep, BTL_AMO_CSWAP, size, T_SLOT(p, 12), rk, 7, 5,
+                                   (uint8_t *)&nbi_cswap[it * t_size + p]));
         }
     }
     T_OK(btl_ctx_quiet(be->ctx));
+    {
+        /* every fetch-add's old value on one target is distinct: with n of
+         * them, 0..n-1, summed over the job n(n-1)/2 */
+        uint64_t n = (uint64_t)iters * (uint64_t)t_size, *sums, *all;
+
+        sums = calloc((size_t)t_size, sizeof(uint64_t));
+        all = calloc((size_t)t_size * (size_t)t_size, sizeof(uint64_t));
+        T_ASSERT(sums != NULL && all != NULL, "calloc");
+        for (int it = 0; it < iters; it++) {
+            for (int p = 0; p < t_size; p++) {
+                T_ASSERT(nbi_cswap[it * t_size + p] == 0,
+                         "%u-byte compare-and-swap nbi to PE %d returned 0x%llx, expected 0", size,
+                         p, (unsigned long long)nbi_cswap[it * t_size + p]);
+                T_ASSERT(nbi_add[it * t_size + p] < n,
+                         "%u-byte fetch-add nbi to PE %d returned %llu (of %llu)", size, p,
+                         (unsigned long long)nbi_add[it * t_size + p], (unsigned long long)n);
+                sums[p] += nbi_add[it * t_size + p];
+            }
+        }
+        T_OK(bootstrap_allgather(sums, all, (size_t)t_size * sizeof(uint64_t)));
+        for (int p = 0; p < t_size; p++) {
+            uint64_t total = 0;
+            for (int q = 0; q < t_size; q++) {
+                total += all[q * t_size + p];
+            }
+            T_ASSERT(total == n * (n - 1) / 2,
+                     "%u-byte fetch-add nbi on PE %d: old values sum to %llu, expected %llu", size,
+                     p, (unsigned long long)total, (unsigned long long)(n * (n - 1) / 2));
+        }
+        free(sums);
+        free(all);
+    }
+    free(nbi_add);
+    free(nbi_cswap);
     T_OK(bootstrap_barrier());
     /* check my slots through the btl too (fetch from self) */
     {
