@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define UTIL_WAIT_SPIN_ALONE  2000       /* polls (~10-50 µs) when every PE has a core */
+#define UTIL_WAIT_SPIN_ALONE  50000      /* polls (~0.3-1 ms) when every PE has a core */
 #define UTIL_WAIT_CHECK_EVERY 16         /* yields between clock reads */
 #define UTIL_WAIT_NAPPING     UINT64_MAX /* yield_since_ns once the wait naps */
 
