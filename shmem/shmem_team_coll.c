@@ -84,7 +84,7 @@
 #define SHMEMI_TC_XCHG_TEAM  16    /* teams up to this size use the exchange */
 #define SHMEMI_TC_CHUNK_MAX  512u  /* bytes one member contributes to an exchange */
 #define SHMEMI_TC_STAGE      4096u /* staging buffers of the large-message paths */
-#define SHMEMI_TC_RING       16    /* broadcast ring entries (a checkpoint every half) */
+#define SHMEMI_TC_RING       32    /* broadcast ring entries (a checkpoint every half) */
 #define SHMEMI_TC_RING_DATA  256u  /* bytes of a ring entry: larger broadcasts wait */
 
 /* The pool (same layout on every PE: allocated at init in the same order). */
