@@ -41,13 +41,7 @@ static inline void shmemi_amo_typed_nbi(const char *call, void *dest, btl_amo_op
     size_t off;
     rpipe_sym_t *seg;
 
-    shmemi_check_pe(call, pe);
-#ifdef RMB_ARG_CHECKS
-    if (__builtin_expect(((uintptr_t)dest & (size - 1)) != 0, 0)) {
-        shmemi_fatal("%s: %p is not aligned to %u bytes", call, dest, size);
-    }
-#endif
-    seg = shmemi_locate_fast(dest, size, &off);
+    seg = shmemi_amo_locate(call, dest, size, pe, &off);
     if (__builtin_expect(seg == NULL, 0)) {
         shmemi_amo_typed(call, dest, op, value, cond, fetch, size, pe); /* a space: at once */
         return;

@@ -260,6 +260,20 @@ static inline void shmemi_get(const char *call, void *dest, const void *src, siz
     shmemi_check_status(call, rpipe_sym_get(seg, pe, off, dest, len), pe);
 }
 
+/* An atomic's target: checks pe (and alignment with RMB_ARG_CHECKS); the
+ * heap segment holding dest, or NULL for a space. */
+static inline rpipe_sym_t *shmemi_amo_locate(const char *call, void *dest, unsigned size, int pe,
+                                             size_t *off_p)
+{
+    shmemi_check_pe(call, pe);
+#ifdef RMB_ARG_CHECKS
+    if (__builtin_expect(((uintptr_t)dest & (size - 1)) != 0, 0)) {
+        shmemi_fatal("%s: %p is not aligned to %u bytes", call, dest, size);
+    }
+#endif
+    return shmemi_locate_fast(dest, size, off_p);
+}
+
 static inline uint64_t shmemi_amo_fetch(const char *call, void *dest, btl_amo_op_t op,
                                         unsigned size, uint64_t operand, uint64_t compare, int pe)
 {
@@ -267,13 +281,7 @@ static inline uint64_t shmemi_amo_fetch(const char *call, void *dest, btl_amo_op
     rpipe_sym_t *seg;
     uint64_t old = 0;
 
-    shmemi_check_pe(call, pe);
-#ifdef RMB_ARG_CHECKS
-    if (__builtin_expect(((uintptr_t)dest & (size - 1)) != 0, 0)) {
-        shmemi_fatal("%s: %p is not aligned to %u bytes", call, dest, size);
-    }
-#endif
-    seg = shmemi_locate_fast(dest, size, &off);
+    seg = shmemi_amo_locate(call, dest, size, pe, &off);
     if (__builtin_expect(seg == NULL, 0)) {
         return shmemi_space_amo_fetch(call, dest, op, size, operand, compare, pe);
     }
@@ -288,13 +296,7 @@ static inline void shmemi_amo_post(const char *call, void *dest, btl_amo_op_t op
     size_t off;
     rpipe_sym_t *seg;
 
-    shmemi_check_pe(call, pe);
-#ifdef RMB_ARG_CHECKS
-    if (__builtin_expect(((uintptr_t)dest & (size - 1)) != 0, 0)) {
-        shmemi_fatal("%s: %p is not aligned to %u bytes", call, dest, size);
-    }
-#endif
-    seg = shmemi_locate_fast(dest, size, &off);
+    seg = shmemi_amo_locate(call, dest, size, pe, &off);
     if (__builtin_expect(seg == NULL, 0)) {
         shmemi_space_amo_post(call, dest, op, size, operand, pe);
         return;
