@@ -130,13 +130,13 @@ typedef struct {
     unsigned progress_calls;
     int rdma_device; /* an InfiniBand/RoCE device exists: atomics are the NIC's */
     btl_helper_t helper;
-    int event_fd;     /* the worker's event fd, or -1 */
-    int info;         /* RMB_INFO on PE 0: name the transports per peer class */
-    int info_told[2]; /* [off-node, on-node] */
-    int am_flag;      /* put_flag as one active message (no RDMA device) */
-    size_t
-        am_put_max; /* puts up to this size and non-fetching atomics as active messages (0: no) */
-    int unordered;  /* RMA or atomics issued since the last fence or flush */
+    int event_fd;                 /* the worker's event fd, or -1 */
+    int info;                     /* RMB_INFO on PE 0: name the transports per peer class */
+    int info_told[2];             /* [off-node, on-node] */
+    int am_flag;                  /* put_flag as one active message (no RDMA device) */
+    size_t am_put_max;            /* puts up to this size as active messages (0: none) */
+    int am_amo;                   /* non-fetching atomics as active messages */
+    int unordered;                /* RMA or atomics issued since the last fence or flush */
     uint64_t pings, pongs;        /* quiet's round trips behind the active messages */
     struct btl_ucx_ep **am_dirty; /* endpoints with active messages since the last quiet */
     int num_am_dirty;
@@ -552,7 +552,7 @@ static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
         util_error("btl/ucx: atomic op %d has no non-fetching form", (int)op);
         return UTIL_ERR_INVALID;
     }
-    if (uif->am_put_max > 0) {
+    if (uif->am_amo) {
         /* applied by the target's worker with CPU atomics, as UCX's own
          * emulation does, but without its completion message back */
         btl_ucx_am_amo_t hdr = {raddr, operand, (uint32_t)op, size};
@@ -696,12 +696,15 @@ static ucs_status_t btl_ucx_am_amo_recv(void *arg, const void *header, size_t he
     btl_ucx_am_amo_t hdr;
 
     (void)arg, (void)data, (void)param;
-    if (header_length != sizeof(hdr) || length != 0) {
+    if (header_length == sizeof(hdr)) {
+        memcpy(&hdr, header, sizeof(hdr));
+    }
+    if (header_length != sizeof(hdr) || length != 0 || (hdr.size != 4 && hdr.size != 8) ||
+        hdr.op >= BTL_AMO_LAST) {
         util_error("btl/ucx: malformed atomic message (%zu-byte header, %zu bytes)", header_length,
                    length);
         return UCS_OK;
     }
-    memcpy(&hdr, header, sizeof(hdr));
     btl_cpu_amo_post((btl_amo_op_t)hdr.op, hdr.size, (void *)(uintptr_t)hdr.raddr, hdr.operand);
     return UCS_OK;
 }
@@ -1341,8 +1344,9 @@ static util_status_t btl_ucx_am_flag_mode(int rdma_device, int *on_p)
 
 /* RMB_UCX_AM_PUT_MAX: -1 follows RMB_UCX_AM_FLAG (where the target's CPU
  * handles RMA anyway, a message the target applies needs no completion
- * message back). */
-static util_status_t btl_ucx_am_put_mode(int am_flag, size_t *max_p)
+ * message back). Atomics go as messages only without an RDMA device: a
+ * NIC's atomics are not atomic with the target CPU's. */
+static util_status_t btl_ucx_am_put_mode(btl_ucx_iface_t *uif)
 {
     long max = -1;
     util_status_t status = util_env_get_int("RMB_UCX_AM_PUT_MAX", &max);
@@ -1355,10 +1359,11 @@ static util_status_t btl_ucx_am_put_mode(int am_flag, size_t *max_p)
                    BTL_UCX_AM_MAX);
         return UTIL_ERR_INVALID;
     }
-    if (max != 0 && !am_flag) {
+    if (max != 0 && !uif->am_flag) {
         max = 0; /* one mechanism for ordering: active messages behind fences */
     }
-    *max_p = max < 0 ? BTL_UCX_AM_MAX : (size_t)max;
+    uif->am_put_max = max < 0 ? BTL_UCX_AM_MAX : (size_t)max;
+    uif->am_amo = uif->am_put_max > 0 && !uif->rdma_device;
     return UTIL_OK;
 }
 
@@ -1420,7 +1425,7 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = btl_ucx_am_flag_mode(uif->rdma_device, &uif->am_flag);
     }
     if (status == UTIL_OK) {
-        status = btl_ucx_am_put_mode(uif->am_flag, &uif->am_put_max);
+        status = btl_ucx_am_put_mode(uif);
     }
     if (status != UTIL_OK) {
         goto err;
