@@ -299,6 +299,27 @@ util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
     return ep->ops->free(ep, desc);
 }
 
+struct rmalloc_ring *rmalloc_sync_block_ring(const rmalloc_sync_ep_t *ep)
+{
+    uint64_t units;
+
+    if (ep->cfg.protocol != RMALLOC_SYNC_BLOCK) {
+        return NULL;
+    }
+    return rmalloc_vmem_ring_for(ep->vm, 1, &units);
+}
+
+int rmalloc_sync_block_alloc_ready(const rmalloc_sync_ep_t *ep)
+{
+    return ep->pending == RMALLOC_SYNC_PEND_NONE && ep->cfg.watermark >= 1.0;
+}
+
+void rmalloc_sync_block_released(rmalloc_sync_ep_t *ep, uint64_t units)
+{
+    ep->freed_total += units;
+    rmalloc_sync_store_word(ep, RMALLOC_SYNC_OFF_FREED, ep->freed_total);
+}
+
 const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep)
 {
     if (!rmalloc_sync_dq_empty(&ep->ready)) {

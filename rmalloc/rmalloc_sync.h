@@ -184,6 +184,25 @@ void rmalloc_sync_get_stats(const rmalloc_sync_ep_t *ep, rmalloc_sync_stats_t *s
 struct rmalloc_ring *rmalloc_sync_alloc_ring(const rmalloc_sync_ep_t *ep, uint64_t payload,
                                              uint64_t *units_p);
 
+/* Block protocol, either end: the instance's ring (a strict ring for the
+ * endpoint's life: RMALLOC_VMEM_RING); NULL in the other protocols. For
+ * rpipe's inline steps on it: rmalloc_ring_find() is the producer's post
+ * check and the consumer's liveness check, and rmalloc_ring_alloc_inl()
+ * with align 1 is the placement rmalloc_sync_accept() makes (where it
+ * refuses, call rmalloc_sync_accept(), which reports why). */
+struct rmalloc_ring *rmalloc_sync_block_ring(const rmalloc_sync_ep_t *ep);
+
+/* Block protocol, producer: rmalloc_sync_alloc_ring() would hand out the
+ * ring (rmalloc_sync_block_ring) now, for whatever size fits it: no read in
+ * flight and a watermark of FULL. */
+int rmalloc_sync_block_alloc_ready(const rmalloc_sync_ep_t *ep);
+
+/* Block protocol, consumer: `units` were released in allocation order by
+ * a free the caller made on the ring itself (rmalloc_ring_free_oldest_inl,
+ * instead of rmalloc_sync_free()): adds them to the count the producer
+ * reads. */
+void rmalloc_sync_block_released(rmalloc_sync_ep_t *ep, uint64_t units);
+
 /* Producer: allocates payload bytes (Alg. 3): pulls frees from the
  * consumer at the watermark and, when nothing fits, up to `retries` times.
  * Call rmalloc_sync_post() once the consumer may see the allocation. */

@@ -501,6 +501,7 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     if (status != UTIL_OK) {
         goto err_sync_mem;
     }
+    ch->block_ring = rmalloc_sync_block_ring(ch->sync);
 
     memset(&meta, 0, sizeof(meta));
     meta.magic = RPIPE_META_MAGIC;

@@ -94,7 +94,20 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
             return status;
         }
     }
-    if (ch->cfg.sync != CH_SYNC) {
+    if (ch->block_ring != NULL && rmalloc_sync_block_alloc_ready(ch->sync)) {
+        /* Block: the ring, inline, with the units of the last size */
+        uint64_t payload = size + RPIPE_UHDR_BYTES;
+
+        if (payload != ch->units_payload) {
+            ch->units = rmalloc_vmem_units_for(rmalloc_sync_vmem(ch->sync), payload);
+            ch->units_payload = payload;
+        }
+        if (ch->units != 0 &&
+            rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, payload, &desc) == UTIL_OK) {
+            *desc_p = rpipe_desc_to_user(desc);
+            return R_SUCCESS;
+        }
+    } else if (ch->cfg.sync != CH_SYNC) {
         /* Block and tag: while the producer's instance is a ring and no
          * sync step is due, place the message in the ring here, inline;
          * where it refuses (full), rmalloc_sync_alloc pulls frees. */
@@ -216,6 +229,11 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
             return status;
         }
     }
+    if (ch->block_ring != NULL && rmalloc_ring_find(ch->block_ring, &desc) == NULL) {
+        /* block mode's post is this check alone (rmalloc_sync_post): done
+         * here, inline, and before the flag */
+        return R_ERR_INVALID;
+    }
     if (ch->owner || ch->peer_region != NULL) {
         /* GET producer, or PUT into mapped memory: the message is in place. */
         __atomic_store_n((uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc)), flag,
@@ -231,6 +249,9 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
         }
     }
     ch->seq++;
+    if (ch->block_ring != NULL) {
+        return R_SUCCESS; /* nothing to publish: the consumer places the same sizes */
+    }
     return rpipe_post_or_defer(ch, &desc);
 }
 
@@ -249,7 +270,19 @@ int rwrite(rch_t ch, raddr_t desc)
 static util_status_t rpipe_next_desc(rch_t ch, size_t size, raddr_t *desc_p)
 {
     if (ch->cfg.sync == NET_SYNC_BLKS) {
-        return rmalloc_sync_accept(ch->sync, size + RPIPE_UHDR_BYTES, 0, desc_p);
+        uint64_t payload = size + RPIPE_UHDR_BYTES;
+
+        if (ch->block_ring != NULL) { /* the ring, inline, as rmalloc_sync_accept would */
+            if (payload != ch->units_payload) {
+                ch->units = rmalloc_vmem_units_for(rmalloc_sync_vmem(ch->sync), payload);
+                ch->units_payload = payload;
+            }
+            if (ch->units != 0 &&
+                rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, payload, desc_p) == UTIL_OK) {
+                return UTIL_OK;
+            }
+        }
+        return rmalloc_sync_accept(ch->sync, payload, 0, desc_p);
     }
     return rmalloc_sync_next(ch->sync, desc_p);
 }
@@ -464,6 +497,7 @@ int rfree(rch_t ch, raddr_t user_desc)
     util_status_t status = rpipe_check_side(ch, 0, "rfree");
     raddr_t desc;
     uint64_t zero = 0;
+    rmalloc_ring_ent_t *ring_ent = NULL; /* block mode: the ring's entry */
 
     if (status != UTIL_OK) {
         return status;
@@ -482,9 +516,11 @@ int rfree(rch_t ch, raddr_t user_desc)
         uint64_t peer_id;
         uint32_t peer_block;
 
-        /* the descriptor first: only then may its flag be read */
-        if (rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc, &peer_id, &peer_block) !=
-                UTIL_OK ||
+        /* the descriptor first: only then may its flag be read (block
+         * mode: the ring's lookup, inline) */
+        if ((ch->block_ring != NULL ? (ring_ent = rmalloc_ring_find(ch->block_ring, &desc)) == NULL
+                                    : rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc,
+                                                        &peer_id, &peer_block) != UTIL_OK) ||
             !rpipe_flag_live(ch, &desc, user_desc.payload)) {
             util_error("rfree: descriptor is not a live message of the channel with rank %d "
                        "(freed twice, or from another channel)",
@@ -515,6 +551,16 @@ int rfree(rch_t ch, raddr_t user_desc)
      * needs at once; done before this side next reads or waits, it is off
      * the path from this message to whatever the caller sends next. A few
      * are sent together. */
+    if (ch->block_ring != NULL && ch->deferred_n == 0) {
+        /* Block mode, the oldest message (frees in order): the release is
+         * a few instructions on the ring and a store of the count, here */
+        uint64_t released = rmalloc_ring_free_oldest_inl(ch->block_ring, ring_ent);
+
+        if (released != 0) {
+            rmalloc_sync_block_released(ch->sync, released);
+            return R_SUCCESS;
+        }
+    }
     if (ch->deferred_n < RPIPE_LAZY_FREES) {
         return rpipe_defer(ch, &desc);
     }
