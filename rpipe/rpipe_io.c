@@ -138,6 +138,14 @@ raddr_t rmalloc(rch_t ch, size_t size)
     raddr_t desc;
     int status;
 
+    /* Block mode, a size placed before (so checked), the ring serving: the
+     * placement inline, as rmalloc_nb would make it */
+    if (ch != NULL && ch->block_ring != NULL && ch->producer && ch->connected &&
+        size + RPIPE_UHDR_BYTES == ch->units_payload && ch->deferred_n == 0 &&
+        rmalloc_sync_block_alloc_ready(ch->sync) &&
+        rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, ch->units_payload, &desc) == UTIL_OK) {
+        return rpipe_desc_to_user(desc);
+    }
     status = rmalloc_nb(ch, size, &desc);
     if (status == R_PENDING) { /* a full channel: wait only now */
         rpipe_wait_init(&wait);
@@ -205,7 +213,7 @@ static util_status_t rpipe_apply_atomic(rch_t ch, const raddr_t *desc)
     return status == UTIL_OK ? btl_fence(ch->ep) : status; /* the update lands before the flag */
 }
 
-int rwrite_nb(rch_t ch, raddr_t user_desc)
+static inline __attribute__((always_inline)) int rpipe_write(rch_t ch, raddr_t user_desc)
 {
     util_status_t status = rpipe_check_side(ch, 1, "rwrite");
     raddr_t desc = rpipe_desc_from_user(user_desc);
@@ -229,11 +237,6 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
             return status;
         }
     }
-    if (ch->block_ring != NULL && rmalloc_ring_find(ch->block_ring, &desc) == NULL) {
-        /* block mode's post is this check alone (rmalloc_sync_post): done
-         * here, inline, and before the flag */
-        return R_ERR_INVALID;
-    }
     if (ch->owner || ch->peer_region != NULL) {
         /* GET producer, or PUT into mapped memory: the message is in place. */
         __atomic_store_n((uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc)), flag,
@@ -250,9 +253,16 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
     }
     ch->seq++;
     if (ch->block_ring != NULL) {
-        return R_SUCCESS; /* nothing to publish: the consumer places the same sizes */
+        /* block mode's post is this check alone (rmalloc_sync_post), here
+         * inline; nothing to publish: the consumer places the same sizes */
+        return rmalloc_ring_find(ch->block_ring, &desc) != NULL ? R_SUCCESS : R_ERR_INVALID;
     }
     return rpipe_post_or_defer(ch, &desc);
+}
+
+int rwrite_nb(rch_t ch, raddr_t user_desc)
+{
+    return rpipe_write(ch, user_desc);
 }
 
 /* The data transfer completes locally before rwrite_nb returns and the
@@ -260,7 +270,7 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
  * two forms are the same. */
 int rwrite(rch_t ch, raddr_t desc)
 {
-    return rwrite_nb(ch, desc);
+    return rpipe_write(ch, desc);
 }
 
 /* ---- consumer ----------------------------------------------------------------------------- */
@@ -497,7 +507,6 @@ int rfree(rch_t ch, raddr_t user_desc)
     util_status_t status = rpipe_check_side(ch, 0, "rfree");
     raddr_t desc;
     uint64_t zero = 0;
-    rmalloc_ring_ent_t *ring_ent = NULL; /* block mode: the ring's entry */
 
     if (status != UTIL_OK) {
         return status;
@@ -518,7 +527,7 @@ int rfree(rch_t ch, raddr_t user_desc)
 
         /* the descriptor first: only then may its flag be read (block
          * mode: the ring's lookup, inline) */
-        if ((ch->block_ring != NULL ? (ring_ent = rmalloc_ring_find(ch->block_ring, &desc)) == NULL
+        if ((ch->block_ring != NULL ? rmalloc_ring_find(ch->block_ring, &desc) == NULL
                                     : rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc,
                                                         &peer_id, &peer_block) != UTIL_OK) ||
             !rpipe_flag_live(ch, &desc, user_desc.payload)) {
@@ -551,16 +560,6 @@ int rfree(rch_t ch, raddr_t user_desc)
      * needs at once; done before this side next reads or waits, it is off
      * the path from this message to whatever the caller sends next. A few
      * are sent together. */
-    if (ch->block_ring != NULL && ch->deferred_n == 0) {
-        /* Block mode, the oldest message (frees in order): the release is
-         * a few instructions on the ring and a store of the count, here */
-        uint64_t released = rmalloc_ring_free_oldest_inl(ch->block_ring, ring_ent);
-
-        if (released != 0) {
-            rmalloc_sync_block_released(ch->sync, released);
-            return R_SUCCESS;
-        }
-    }
     if (ch->deferred_n < RPIPE_LAZY_FREES) {
         return rpipe_defer(ch, &desc);
     }
