@@ -63,7 +63,8 @@ struct rpipe_channel {
      * inline steps of rwrite, rread and rfree; NULL in the other modes */
     struct rmalloc_ring *block_ring;
     /* block mode: units of an allocation of units_payload bytes
-     * (rmalloc_vmem_units_for), kept for the next message of that size */
+     * (rmalloc_vmem_units_for), kept for the next message of that size;
+     * tag producer: units_payload is the last size rmalloc_nb checked */
     uint64_t units_payload, units;
 
     /* the peer, once connected */

@@ -115,6 +115,9 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
         struct rmalloc_ring *ring =
             rmalloc_sync_alloc_ring(ch->sync, size + RPIPE_UHDR_BYTES, &units);
 
+        if (ch->block_ring == NULL) { /* tag: checked, so rmalloc may skip the checks */
+            ch->units_payload = size + RPIPE_UHDR_BYTES;
+        }
         if (ring != NULL &&
             rmalloc_ring_alloc_inl(ring, units, 1, size + RPIPE_UHDR_BYTES, &desc) == UTIL_OK) {
             *desc_p = rpipe_desc_to_user(desc);
@@ -138,13 +141,26 @@ raddr_t rmalloc(rch_t ch, size_t size)
     raddr_t desc;
     int status;
 
-    /* Block mode, a size placed before (so checked), the ring serving: the
-     * placement inline, as rmalloc_nb would make it */
-    if (ch != NULL && ch->block_ring != NULL && ch->producer && ch->connected &&
-        size + RPIPE_UHDR_BYTES == ch->units_payload && ch->deferred_n == 0 &&
-        rmalloc_sync_block_alloc_ready(ch->sync) &&
-        rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, ch->units_payload, &desc) == UTIL_OK) {
-        return rpipe_desc_to_user(desc);
+    /* Block and tag, a size placed before (so checked), the ring serving:
+     * the placement inline, as rmalloc_nb would make it */
+    if (ch != NULL && ch->producer && ch->connected &&
+        size + RPIPE_UHDR_BYTES == ch->units_payload && ch->deferred_n == 0) {
+        if (ch->block_ring != NULL) {
+            if (ch->units != 0 && rmalloc_sync_block_alloc_ready(ch->sync) &&
+                rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, ch->units_payload, &desc) ==
+                    UTIL_OK) {
+                return rpipe_desc_to_user(desc);
+            }
+        } else if (ch->cfg.sync != CH_SYNC) {
+            uint64_t units;
+            struct rmalloc_ring *ring =
+                rmalloc_sync_alloc_ring(ch->sync, ch->units_payload, &units);
+
+            if (ring != NULL &&
+                rmalloc_ring_alloc_inl(ring, units, 1, ch->units_payload, &desc) == UTIL_OK) {
+                return rpipe_desc_to_user(desc);
+            }
+        }
     }
     status = rmalloc_nb(ch, size, &desc);
     if (status == R_PENDING) { /* a full channel: wait only now */
