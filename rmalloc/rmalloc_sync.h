@@ -175,12 +175,14 @@ const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep);
 /* Counters since creation. */
 void rmalloc_sync_get_stats(const rmalloc_sync_ep_t *ep, rmalloc_sync_stats_t *stats_p);
 
-/* Producer, block and tag protocols: the ring the next allocation of
- * `payload` bytes (no alignment) may be placed in directly, with the units
- * it takes; NULL when rmalloc_sync_alloc() must run its steps (a read in
- * flight, a watermark below FULL, no ring). An allocation placed there
- * (rmalloc_ring_alloc_inl) is the one rmalloc_sync_alloc() would have made;
- * where the ring refuses, call rmalloc_sync_alloc(), which pulls frees. */
+/* Producer: the ring the next allocation of `payload` bytes (no alignment)
+ * may be placed in directly, with the units it takes; NULL when
+ * rmalloc_sync_alloc() must run its steps (a read in flight, a watermark
+ * below FULL, no ring). An allocation placed there (rmalloc_ring_alloc_inl)
+ * is the one rmalloc_sync_alloc() would have made (channel protocol: made
+ * without applying the frees that arrived, which wait until the ring
+ * refuses; they would not have moved it); where the ring refuses, call
+ * rmalloc_sync_alloc(), which pulls frees. */
 struct rmalloc_ring *rmalloc_sync_alloc_ring(const rmalloc_sync_ep_t *ep, uint64_t payload,
                                              uint64_t *units_p);
 

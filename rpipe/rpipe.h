@@ -64,7 +64,8 @@ struct rpipe_channel {
     struct rmalloc_ring *block_ring;
     /* block mode: units of an allocation of units_payload bytes
      * (rmalloc_vmem_units_for), kept for the next message of that size;
-     * tag producer: units_payload is the last size rmalloc_nb checked */
+     * tag and channel producers: units_payload is the last size rmalloc_nb
+     * checked */
     uint64_t units_payload, units;
 
     /* the peer, once connected */

@@ -107,15 +107,15 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
             *desc_p = rpipe_desc_to_user(desc);
             return R_SUCCESS;
         }
-    } else if (ch->cfg.sync != CH_SYNC) {
-        /* Block and tag: while the producer's instance is a ring and no
+    } else {
+        /* Tag and channel: while the producer's instance is a ring and no
          * sync step is due, place the message in the ring here, inline;
          * where it refuses (full), rmalloc_sync_alloc pulls frees. */
         uint64_t units;
         struct rmalloc_ring *ring =
             rmalloc_sync_alloc_ring(ch->sync, size + RPIPE_UHDR_BYTES, &units);
 
-        if (ch->block_ring == NULL) { /* tag: checked, so rmalloc may skip the checks */
+        if (ch->block_ring == NULL) { /* checked, so rmalloc may skip the checks */
             ch->units_payload = size + RPIPE_UHDR_BYTES;
         }
         if (ring != NULL &&
@@ -141,7 +141,7 @@ raddr_t rmalloc(rch_t ch, size_t size)
     raddr_t desc;
     int status;
 
-    /* Block and tag, a size placed before (so checked), the ring serving:
+    /* A size placed before (so checked), the ring serving:
      * the placement inline, as rmalloc_nb would make it */
     if (ch != NULL && ch->producer && ch->connected &&
         size + RPIPE_UHDR_BYTES == ch->units_payload && ch->deferred_n == 0) {
@@ -151,7 +151,7 @@ raddr_t rmalloc(rch_t ch, size_t size)
                     UTIL_OK) {
                 return rpipe_desc_to_user(desc);
             }
-        } else if (ch->cfg.sync != CH_SYNC) {
+        } else {
             uint64_t units;
             struct rmalloc_ring *ring =
                 rmalloc_sync_alloc_ring(ch->sync, ch->units_payload, &units);
