@@ -1,9 +1,10 @@
 /*
  * Ring-mode allocator instance, the inline part: its layout and the
- * per-message steps (allocation, lookup), so that a small message is placed
- * without the calls in between: rmalloc_vmem.c, and rpipe's rmalloc_nb on
- * the ring rmalloc_sync_alloc_ring() hands it. Nothing else includes this;
- * everyone else uses rmalloc_ring.h.
+ * per-message steps (allocation, lookup, the release of the oldest), so
+ * that a small message is placed and freed without the calls in between:
+ * rmalloc_vmem.c, and rpipe (rpipe_io.c, rpipe.c) on the ring
+ * rmalloc_sync_alloc_ring() or rmalloc_sync_block_ring() hands it. Nothing
+ * else includes this; everyone else uses rmalloc_ring.h.
  */
 #ifndef RMALLOC_RING_INL_H
 #define RMALLOC_RING_INL_H
