@@ -1,9 +1,10 @@
 /*
  * Ring-mode allocator instance, the inline part: its layout and the
- * per-message steps (allocation, lookup), so that a small message is placed
- * without the calls in between: rmalloc_vmem.c, and rpipe's rmalloc_nb on
- * the ring rmalloc_sync_alloc_ring() hands it. Nothing else includes this;
- * everyone else uses rmalloc_ring.h.
+ * per-message steps (allocation, lookup, the release of the oldest), so
+ * that a small message is placed and freed without the calls in between:
+ * rmalloc_vmem.c, and rpipe (rpipe_io.c, rpipe.c) on the ring
+ * rmalloc_sync_alloc_ring() or rmalloc_sync_block_ring() hands it. Nothing
+ * else includes this; everyone else uses rmalloc_ring.h.
  */
 #ifndef RMALLOC_RING_INL_H
 #define RMALLOC_RING_INL_H
@@ -53,9 +54,9 @@ static inline rmalloc_ring_ent_t *rmalloc_ring_push(rmalloc_ring_t *ring, uint64
     return e;
 }
 
-static inline util_status_t rmalloc_ring_alloc_inl(rmalloc_ring_t *ring, uint64_t units,
-                                                   uint64_t align_units, uint64_t payload,
-                                                   raddr_t *desc_p)
+static inline __attribute__((always_inline)) util_status_t
+rmalloc_ring_alloc_inl(rmalloc_ring_t *ring, uint64_t units, uint64_t align_units, uint64_t payload,
+                       raddr_t *desc_p)
 {
     uint64_t cursor = ring->cursor;
     uint64_t s = (cursor + align_units - 1) & ~(align_units - 1);
@@ -106,7 +107,8 @@ static inline util_status_t rmalloc_ring_alloc_inl(rmalloc_ring_t *ring, uint64_
 }
 
 /* The live entry desc names, or NULL. */
-static inline rmalloc_ring_ent_t *rmalloc_ring_find(const rmalloc_ring_t *ring, const raddr_t *desc)
+static inline __attribute__((always_inline)) rmalloc_ring_ent_t *
+rmalloc_ring_find(const rmalloc_ring_t *ring, const raddr_t *desc)
 {
     uint32_t off = desc->block - (uint32_t)ring->head;
 
@@ -116,6 +118,36 @@ static inline rmalloc_ring_ent_t *rmalloc_ring_find(const rmalloc_ring_t *ring, 
         e->start + e->units != desc->end)
         return NULL;
     return e;
+}
+
+/* Frees e (a live allocation rmalloc_ring_find() returned) if it is the
+ * oldest one, as rmalloc_ring_free() would, and returns the units that frees
+ * in allocation order (> 0: the allocation, a dummy before it, and later
+ * allocations freed before it), without adding them to ring->released; 0,
+ * with nothing changed, where e is not the oldest (use rmalloc_ring_free()). */
+static inline __attribute__((always_inline)) uint64_t
+rmalloc_ring_free_oldest_inl(rmalloc_ring_t *ring, rmalloc_ring_ent_t *e)
+{
+    rmalloc_ring_ent_t *fifo = ring->fifo;
+    uint64_t mask = ring->mask, head = ring->head, tail = ring->tail;
+    uint64_t used = ring->used, released = 0;
+
+    /* only a wrap into an empty ring leaves a dummy in front of the oldest */
+    if (e != &fifo[head & mask] &&
+        (fifo[head & mask].state != RMALLOC_RING_ENT_DUMMY || e != &fifo[(head + 1) & mask]))
+        return 0;
+    e->state = RMALLOC_RING_ENT_RELEASED;
+    used -= e->units;
+    for (; head != tail; head++) {
+        e = &fifo[head & mask];
+        if (e->state == RMALLOC_RING_ENT_ALLOC) break;
+        if (e->state == RMALLOC_RING_ENT_DUMMY) used -= e->units;
+        released += e->units;
+    }
+    ring->head = head;
+    ring->used = used;
+    ring->live--;
+    return released;
 }
 
 #endif

@@ -250,9 +250,19 @@ struct rmalloc_ring *rmalloc_sync_alloc_ring(const rmalloc_sync_ep_t *ep, uint64
                                              uint64_t *units_p)
 {
     /* rmalloc_sync_alloc_deferred's steps before its first placement are
-     * then no-ops: nothing to complete, no pull at a watermark */
-    if (ep->ops->alloc != rmalloc_sync_alloc_deferred || ep->pending != RMALLOC_SYNC_PEND_NONE ||
-        ep->cfg.watermark < 1.0) {
+     * then no-ops: nothing to complete, no pull at a watermark. A channel
+     * producer's allocation applies the frees that arrived first; a ring
+     * that places the message without them places it where it would with
+     * them (they only move the ring's oldest end), so they wait until the
+     * ring refuses, and the record line the consumer just wrote is not
+     * loaded on the way to every message. */
+    if (ep->pending != RMALLOC_SYNC_PEND_NONE) {
+        return NULL;
+    }
+    if (ep->ops == &rmalloc_sync_channel_producer_ops) {
+        return rmalloc_vmem_ring_for(ep->vm, payload, units_p);
+    }
+    if (ep->ops->alloc != rmalloc_sync_alloc_deferred || ep->cfg.watermark < 1.0) {
         return NULL;
     }
     return rmalloc_vmem_ring_for(ep->vm, payload, units_p);
@@ -297,6 +307,27 @@ util_status_t rmalloc_sync_accept(rmalloc_sync_ep_t *ep, uint64_t payload, uint6
 util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc)
 {
     return ep->ops->free(ep, desc);
+}
+
+struct rmalloc_ring *rmalloc_sync_block_ring(const rmalloc_sync_ep_t *ep)
+{
+    uint64_t units;
+
+    if (ep->cfg.protocol != RMALLOC_SYNC_BLOCK) {
+        return NULL;
+    }
+    return rmalloc_vmem_ring_for(ep->vm, 1, &units);
+}
+
+int rmalloc_sync_block_alloc_ready(const rmalloc_sync_ep_t *ep)
+{
+    return ep->pending == RMALLOC_SYNC_PEND_NONE && ep->cfg.watermark >= 1.0;
+}
+
+void rmalloc_sync_block_released(rmalloc_sync_ep_t *ep, uint64_t units)
+{
+    ep->freed_total += units;
+    rmalloc_sync_store_word(ep, RMALLOC_SYNC_OFF_FREED, ep->freed_total);
 }
 
 const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep)

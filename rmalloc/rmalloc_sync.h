@@ -175,14 +175,35 @@ const uint64_t *rmalloc_sync_poll_word(const rmalloc_sync_ep_t *ep);
 /* Counters since creation. */
 void rmalloc_sync_get_stats(const rmalloc_sync_ep_t *ep, rmalloc_sync_stats_t *stats_p);
 
-/* Producer, block and tag protocols: the ring the next allocation of
- * `payload` bytes (no alignment) may be placed in directly, with the units
- * it takes; NULL when rmalloc_sync_alloc() must run its steps (a read in
- * flight, a watermark below FULL, no ring). An allocation placed there
- * (rmalloc_ring_alloc_inl) is the one rmalloc_sync_alloc() would have made;
- * where the ring refuses, call rmalloc_sync_alloc(), which pulls frees. */
+/* Producer: the ring the next allocation of `payload` bytes (no alignment)
+ * may be placed in directly, with the units it takes; NULL when
+ * rmalloc_sync_alloc() must run its steps (a read in flight, a watermark
+ * below FULL, no ring). An allocation placed there (rmalloc_ring_alloc_inl)
+ * is the one rmalloc_sync_alloc() would have made (channel protocol: made
+ * without applying the frees that arrived, which wait until the ring
+ * refuses; they would not have moved it); where the ring refuses, call
+ * rmalloc_sync_alloc(), which pulls frees. */
 struct rmalloc_ring *rmalloc_sync_alloc_ring(const rmalloc_sync_ep_t *ep, uint64_t payload,
                                              uint64_t *units_p);
+
+/* Block protocol, either end: the instance's ring (a strict ring for the
+ * endpoint's life: RMALLOC_VMEM_RING); NULL in the other protocols. For
+ * rpipe's inline steps on it: rmalloc_ring_find() is the producer's post
+ * check and the consumer's liveness check, and rmalloc_ring_alloc_inl()
+ * with align 1 is the placement rmalloc_sync_accept() makes (where it
+ * refuses, call rmalloc_sync_accept(), which reports why). */
+struct rmalloc_ring *rmalloc_sync_block_ring(const rmalloc_sync_ep_t *ep);
+
+/* Block protocol, producer: rmalloc_sync_alloc_ring() would hand out the
+ * ring (rmalloc_sync_block_ring) now, for whatever size fits it: no read in
+ * flight and a watermark of FULL. */
+int rmalloc_sync_block_alloc_ready(const rmalloc_sync_ep_t *ep);
+
+/* Block protocol, consumer: `units` were released in allocation order by
+ * a free the caller made on the ring itself (rmalloc_ring_free_oldest_inl,
+ * instead of rmalloc_sync_free()): adds them to the count the producer
+ * reads. */
+void rmalloc_sync_block_released(rmalloc_sync_ep_t *ep, uint64_t units);
 
 /* Producer: allocates payload bytes (Alg. 3): pulls frees from the
  * consumer at the watermark and, when nothing fits, up to `retries` times.

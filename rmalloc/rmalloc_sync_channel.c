@@ -167,6 +167,59 @@ static util_status_t rmalloc_sync_channel_sync_in(rmalloc_sync_ep_t *ep)
 
 /* ---- producer ------------------------------------------------------------ */
 
+/* Frees applied per batch (rmalloc_sync_channel_producer_sync_in). */
+#define RMALLOC_SYNC_CHANNEL_FREE_BATCH 64
+
+/* Applies every free record that arrived, a batch at a time: the frees of
+ * a ring-first instance's oldest allocations are one release
+ * (rmalloc_vmem_free_n), and my tail is stored once per batch. The same
+ * frees in the same order as rmalloc_sync_channel_take() one by one. */
+static util_status_t rmalloc_sync_channel_producer_sync_in(rmalloc_sync_ep_t *ep)
+{
+    raddr_t d[RMALLOC_SYNC_CHANNEL_FREE_BATCH];
+    uint64_t mask = ep->cfg.queue_len - 1;
+    const rmalloc_sync_rec_t *ring =
+        (const rmalloc_sync_rec_t *)(const void *)(ep->buf + ep->ring_off);
+
+    for (;;) {
+        util_status_t status;
+        size_t n = 0, done;
+
+        while (n < RMALLOC_SYNC_CHANNEL_FREE_BATCH) {
+            const rmalloc_sync_rec_t *slot = &ring[(ep->ch_tail + n) & mask];
+            rmalloc_sync_rec_t r;
+
+            if (__atomic_load_n(&slot->stamp, __ATOMIC_ACQUIRE) != ep->ch_tail + n + 1) {
+                break;
+            }
+            memcpy(&r, slot, sizeof(r));
+            if (!rmalloc_sync_rec_valid(&r, ep->ch_tail + n + 1)) {
+                break; /* not wholly landed yet */
+            }
+            d[n++] = (raddr_t){
+                .start = r.start, .end = r.start + r.units, .id = r.peer_id, .block = r.peer_block};
+        }
+        if (n == 0) {
+            return UTIL_OK;
+        }
+        status = rmalloc_vmem_free_n(ep->vm, d, n, &done);
+        if (done > 0) {
+            ep->stats.applied += done;
+            ep->ch_tail += done;
+            ep->pulled_new = 1;
+            rmalloc_sync_store_word(ep, RMALLOC_SYNC_OFF_CH_TAIL, ep->ch_tail);
+        }
+        if (status != UTIL_OK) {
+            rmalloc_sync_rec_t r = {.start = d[done].start, .units = d[done].end - d[done].start};
+
+            return (status == UTIL_ERR_INVALID) ? rmalloc_sync_peer_mismatch(ep, &r) : status;
+        }
+        if (n < RMALLOC_SYNC_CHANNEL_FREE_BATCH) {
+            return UTIL_OK;
+        }
+    }
+}
+
 /* Immediate: apply every free the consumer pushed (Alg. 2 l. 14). */
 static util_status_t rmalloc_sync_channel_alloc(rmalloc_sync_ep_t *ep, uint64_t payload,
                                                 uint64_t align, raddr_t *desc_p)
@@ -310,7 +363,7 @@ const rmalloc_sync_protocol_ops_t rmalloc_sync_channel_producer_ops = {
     .check = rmalloc_sync_check_any,
     .peer_view = rmalloc_sync_no_peer_view,
     .read_done = rmalloc_sync_channel_read_done,
-    .sync_in = rmalloc_sync_channel_sync_in,
+    .sync_in = rmalloc_sync_channel_producer_sync_in,
     .alloc = rmalloc_sync_channel_alloc,
     .post = rmalloc_sync_channel_post,
     .pull = rmalloc_sync_pull_producer,

@@ -12,6 +12,7 @@
  */
 #include "rpipe/rpipe.h"
 #include "rpipe/rpipe_inl.h"
+#include "rmalloc/rmalloc_ring_inl.h"
 #include "btl/btl_inl.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -118,11 +119,37 @@ static util_status_t rpipe_sync_send(rch_t ch, const raddr_t *desc)
     return ch->producer ? rmalloc_sync_post(ch->sync, desc) : rmalloc_sync_free(ch->sync, desc);
 }
 
+/* Block consumer: the deferred frees of the oldest messages in turn (frees
+ * in order), on the ring inline, and one store of the units they release;
+ * how many. The rest go through rmalloc_sync_free(). */
+static uint32_t rpipe_flush_block_frees(rch_t ch)
+{
+    uint64_t released = 0;
+    uint32_t done;
+
+    for (done = 0; done < ch->deferred_n; done++) {
+        rmalloc_ring_ent_t *e = rmalloc_ring_find(ch->block_ring, &ch->deferred[done]);
+        uint64_t units = (e != NULL) ? rmalloc_ring_free_oldest_inl(ch->block_ring, e) : 0;
+
+        if (units == 0) {
+            break;
+        }
+        released += units;
+    }
+    if (released != 0) {
+        rmalloc_sync_block_released(ch->sync, released);
+    }
+    return done;
+}
+
 util_status_t rpipe_flush_deferred(rch_t ch)
 {
     uint32_t done = 0;
     util_status_t status = UTIL_OK;
 
+    if (ch->block_ring != NULL && !ch->producer) {
+        done = rpipe_flush_block_frees(ch);
+    }
     while (done < ch->deferred_n) {
         status = rpipe_sync_send(ch, &ch->deferred[done]);
         if (rpipe_sync_not_now(status)) {
@@ -135,7 +162,9 @@ util_status_t rpipe_flush_deferred(rch_t ch)
         done++;
     }
     if (done > 0) {
-        memmove(ch->deferred, ch->deferred + done, (ch->deferred_n - done) * sizeof(raddr_t));
+        if (done < ch->deferred_n) {
+            memmove(ch->deferred, ch->deferred + done, (ch->deferred_n - done) * sizeof(raddr_t));
+        }
         ch->deferred_n -= done;
         rpipe_state.deferred -= done;
     }
@@ -501,6 +530,7 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     if (status != UTIL_OK) {
         goto err_sync_mem;
     }
+    ch->block_ring = rmalloc_sync_block_ring(ch->sync);
 
     memset(&meta, 0, sizeof(meta));
     meta.magic = RPIPE_META_MAGIC;

@@ -59,6 +59,14 @@ struct rpipe_channel {
     btl_mem_t *sync_mem;   /* this side's sync buffer */
     rmalloc_sync_config_t sync_cfg;
     rmalloc_sync_ep_t *sync;
+    /* block mode: the instance's ring (rmalloc_sync_block_ring), for the
+     * inline steps of rwrite, rread and rfree; NULL in the other modes */
+    struct rmalloc_ring *block_ring;
+    /* block mode: units of an allocation of units_payload bytes
+     * (rmalloc_vmem_units_for), kept for the next message of that size;
+     * tag and channel producers: units_payload is the last size rmalloc_nb
+     * checked */
+    uint64_t units_payload, units;
 
     /* the peer, once connected */
     btl_ep_t *ep;

@@ -94,14 +94,30 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
             return status;
         }
     }
-    if (ch->cfg.sync != CH_SYNC) {
-        /* Block and tag: while the producer's instance is a ring and no
+    if (ch->block_ring != NULL && rmalloc_sync_block_alloc_ready(ch->sync)) {
+        /* Block: the ring, inline, with the units of the last size */
+        uint64_t payload = size + RPIPE_UHDR_BYTES;
+
+        if (payload != ch->units_payload) {
+            ch->units = rmalloc_vmem_units_for(rmalloc_sync_vmem(ch->sync), payload);
+            ch->units_payload = payload;
+        }
+        if (ch->units != 0 &&
+            rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, payload, &desc) == UTIL_OK) {
+            *desc_p = rpipe_desc_to_user(desc);
+            return R_SUCCESS;
+        }
+    } else {
+        /* Tag and channel: while the producer's instance is a ring and no
          * sync step is due, place the message in the ring here, inline;
          * where it refuses (full), rmalloc_sync_alloc pulls frees. */
         uint64_t units;
         struct rmalloc_ring *ring =
             rmalloc_sync_alloc_ring(ch->sync, size + RPIPE_UHDR_BYTES, &units);
 
+        if (ch->block_ring == NULL) { /* checked, so rmalloc may skip the checks */
+            ch->units_payload = size + RPIPE_UHDR_BYTES;
+        }
         if (ring != NULL &&
             rmalloc_ring_alloc_inl(ring, units, 1, size + RPIPE_UHDR_BYTES, &desc) == UTIL_OK) {
             *desc_p = rpipe_desc_to_user(desc);
@@ -125,6 +141,27 @@ raddr_t rmalloc(rch_t ch, size_t size)
     raddr_t desc;
     int status;
 
+    /* A size placed before (so checked), the ring serving:
+     * the placement inline, as rmalloc_nb would make it */
+    if (ch != NULL && ch->producer && ch->connected &&
+        size + RPIPE_UHDR_BYTES == ch->units_payload && ch->deferred_n == 0) {
+        if (ch->block_ring != NULL) {
+            if (ch->units != 0 && rmalloc_sync_block_alloc_ready(ch->sync) &&
+                rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, ch->units_payload, &desc) ==
+                    UTIL_OK) {
+                return rpipe_desc_to_user(desc);
+            }
+        } else {
+            uint64_t units;
+            struct rmalloc_ring *ring =
+                rmalloc_sync_alloc_ring(ch->sync, ch->units_payload, &units);
+
+            if (ring != NULL &&
+                rmalloc_ring_alloc_inl(ring, units, 1, ch->units_payload, &desc) == UTIL_OK) {
+                return rpipe_desc_to_user(desc);
+            }
+        }
+    }
     status = rmalloc_nb(ch, size, &desc);
     if (status == R_PENDING) { /* a full channel: wait only now */
         rpipe_wait_init(&wait);
@@ -192,7 +229,7 @@ static util_status_t rpipe_apply_atomic(rch_t ch, const raddr_t *desc)
     return status == UTIL_OK ? btl_fence(ch->ep) : status; /* the update lands before the flag */
 }
 
-int rwrite_nb(rch_t ch, raddr_t user_desc)
+static inline __attribute__((always_inline)) int rpipe_write(rch_t ch, raddr_t user_desc)
 {
     util_status_t status = rpipe_check_side(ch, 1, "rwrite");
     raddr_t desc = rpipe_desc_from_user(user_desc);
@@ -231,7 +268,17 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
         }
     }
     ch->seq++;
+    if (ch->block_ring != NULL) {
+        /* block mode's post is this check alone (rmalloc_sync_post), here
+         * inline; nothing to publish: the consumer places the same sizes */
+        return rmalloc_ring_find(ch->block_ring, &desc) != NULL ? R_SUCCESS : R_ERR_INVALID;
+    }
     return rpipe_post_or_defer(ch, &desc);
+}
+
+int rwrite_nb(rch_t ch, raddr_t user_desc)
+{
+    return rpipe_write(ch, user_desc);
 }
 
 /* The data transfer completes locally before rwrite_nb returns and the
@@ -239,7 +286,7 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
  * two forms are the same. */
 int rwrite(rch_t ch, raddr_t desc)
 {
-    return rwrite_nb(ch, desc);
+    return rpipe_write(ch, desc);
 }
 
 /* ---- consumer ----------------------------------------------------------------------------- */
@@ -249,7 +296,19 @@ int rwrite(rch_t ch, raddr_t desc)
 static util_status_t rpipe_next_desc(rch_t ch, size_t size, raddr_t *desc_p)
 {
     if (ch->cfg.sync == NET_SYNC_BLKS) {
-        return rmalloc_sync_accept(ch->sync, size + RPIPE_UHDR_BYTES, 0, desc_p);
+        uint64_t payload = size + RPIPE_UHDR_BYTES;
+
+        if (ch->block_ring != NULL) { /* the ring, inline, as rmalloc_sync_accept would */
+            if (payload != ch->units_payload) {
+                ch->units = rmalloc_vmem_units_for(rmalloc_sync_vmem(ch->sync), payload);
+                ch->units_payload = payload;
+            }
+            if (ch->units != 0 &&
+                rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, payload, desc_p) == UTIL_OK) {
+                return UTIL_OK;
+            }
+        }
+        return rmalloc_sync_accept(ch->sync, payload, 0, desc_p);
     }
     return rmalloc_sync_next(ch->sync, desc_p);
 }
@@ -482,9 +541,11 @@ int rfree(rch_t ch, raddr_t user_desc)
         uint64_t peer_id;
         uint32_t peer_block;
 
-        /* the descriptor first: only then may its flag be read */
-        if (rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc, &peer_id, &peer_block) !=
-                UTIL_OK ||
+        /* the descriptor first: only then may its flag be read (block
+         * mode: the ring's lookup, inline) */
+        if ((ch->block_ring != NULL ? rmalloc_ring_find(ch->block_ring, &desc) == NULL
+                                    : rmalloc_vmem_peer(rmalloc_sync_vmem(ch->sync), &desc,
+                                                        &peer_id, &peer_block) != UTIL_OK) ||
             !rpipe_flag_live(ch, &desc, user_desc.payload)) {
             util_error("rfree: descriptor is not a live message of the channel with rank %d "
                        "(freed twice, or from another channel)",
