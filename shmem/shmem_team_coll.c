@@ -40,7 +40,8 @@
  * signal of exchange k + 1, sent after I finished reading exchange k.
  * Small broadcasts do not wait for the others: the root puts its data with
  * the entry's flag into ring entry seq % R of every member and returns, so
- * consecutive broadcasts overlap. A root reuses an entry R broadcasts
+ * consecutive broadcasts overlap (on a team spanning nodes: of its node's
+ * members and of each other node's leader, which forwards to its node). A root reuses an entry R broadcasts
  * later, so it must know that everybody has read it: after broadcast
  * c * R/2 - 1 (checkpoint c) each member m adds 1 to ring_ack[m] of
  * every other member, without waiting, and the root of broadcast s >= R
@@ -713,6 +714,52 @@ int shmemi_tc_allgather(struct shmemi_team *team, const void *in, size_t len, vo
 
 /* ---- broadcast ------------------------------------------------------------------------- */
 
+/* Is member m a target of sender `from` in broadcast `root`'s ring step?
+ * Flat: the root sends to everyone. On a team spanning nodes (hier): the
+ * root to its node's members and to every other node's leader, each such
+ * leader to its own node's members: one network message per node, not
+ * per member. */
+static inline int shmemi_tc_ring_target(const struct shmemi_tc_hier *h, int root, int from, int m)
+{
+    if (m == from || m == root) {
+        return 0;
+    }
+    if (h == NULL) {
+        return from == root;
+    }
+    if (from == root) {
+        return h->leader_of[m] == h->leader_of[root] || h->leader_of[m] == m;
+    }
+    return h->leader_of[m] == from; /* a leader forwarding on its node */
+}
+
+/* Puts data with entry seq's flag into the ring of my targets, each once
+ * it has read the entry's previous use (its checkpoint covers seq - R). */
+static void shmemi_tc_ring_send(const char *call, struct shmemi_team *team, const void *data,
+                                size_t bytes, uint64_t seq, int root)
+{
+    struct shmemi_team_coll *c = team->coll;
+    int n = team->size, me = team->my_pe;
+
+    if (seq >= SHMEMI_TC_RING) {
+        uint64_t checkpoint = (seq - SHMEMI_TC_RING + SHMEMI_TC_RING / 2) / (SHMEMI_TC_RING / 2);
+        for (int i = 1; i < n; i++) {
+            int m = (me + i) % n;
+            if (shmemi_tc_ring_target(c->hier, root, me, m)) {
+                shmemi_tc_wait_ge(shmemi_tc_ring_ack(c, m), checkpoint);
+            }
+        }
+    }
+    for (int i = 1; i < n; i++) {
+        int m = (me + i) % n;
+        if (shmemi_tc_ring_target(c->hier, root, me, m)) {
+            shmemi_put_signal(call, shmemi_tc_ring_data(c, seq), data, bytes,
+                              shmemi_tc_ring_flag(c, seq), seq + 1,
+                              SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL, shmemi_tc_pe(team, m));
+        }
+    }
+}
+
 /* A small broadcast through the ring (see the top of the file). */
 static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team, void *dest,
                                      const void *source, size_t bytes, int root, int update_root)
@@ -723,23 +770,16 @@ static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team,
     int n = team->size, me = team->my_pe;
 
     if (me == root) {
-        if (seq >= SHMEMI_TC_RING) {
-            uint64_t checkpoint =
-                (seq - SHMEMI_TC_RING + SHMEMI_TC_RING / 2) / (SHMEMI_TC_RING / 2);
-            for (int i = 1; i < n; i++) {
-                shmemi_tc_wait_ge(shmemi_tc_ring_ack(c, (me + i) % n), checkpoint);
-            }
-        }
-        for (int i = 1; i < n; i++) {
-            shmemi_put_signal(call, data, source, bytes, flag, seq + 1,
-                              SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
-                              shmemi_tc_pe(team, (me + i) % n));
-        }
+        shmemi_tc_ring_send(call, team, source, bytes, seq, root);
         if (update_root && dest != source) {
             memmove(dest, source, bytes);
         }
     } else {
         shmemi_tc_wait_ge(flag, seq + 1);
+        if (c->hier != NULL && c->hier->leader == me &&
+            c->hier->leader_of[root] != me) { /* my node's leader, the root elsewhere */
+            shmemi_tc_ring_send(call, team, data, bytes, seq, root);
+        }
         memcpy(dest, data, bytes);
     }
     if ((seq + 1) % (SHMEMI_TC_RING / 2) == 0) {
