@@ -134,14 +134,19 @@ rmalloc_ring_free_oldest_inl(rmalloc_ring_t *ring, rmalloc_ring_ent_t *e)
 
     /* only a wrap into an empty ring leaves a dummy in front of the oldest */
     if (e != &fifo[head & mask] &&
-        (fifo[head & mask].state != RMALLOC_RING_ENT_DUMMY || e != &fifo[(head + 1) & mask]))
+        (fifo[head & mask].state != RMALLOC_RING_ENT_DUMMY || e != &fifo[(head + 1) & mask])) {
         return 0;
+    }
     e->state = RMALLOC_RING_ENT_RELEASED;
     used -= e->units;
     for (; head != tail; head++) {
         e = &fifo[head & mask];
-        if (e->state == RMALLOC_RING_ENT_ALLOC) break;
-        if (e->state == RMALLOC_RING_ENT_DUMMY) used -= e->units;
+        if (e->state == RMALLOC_RING_ENT_ALLOC) {
+            break;
+        }
+        if (e->state == RMALLOC_RING_ENT_DUMMY) {
+            used -= e->units;
+        }
         released += e->units;
     }
     ring->head = head;
