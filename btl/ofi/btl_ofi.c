@@ -485,14 +485,15 @@ static inline void *btl_ofi_desc(btl_ofi_iface_t *oif, btl_mem_t *lmem)
 
 /* ---- writes ---- */
 
-/* Posts one write. Small writes are injected (the source is free at once);
- * every write asks for delivery completion and is counted in wr_posted.
- * With req, the write also reports to the CQ with req as its context. */
-static util_status_t btl_ofi_write_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src,
-                                        size_t len, void *desc, uint64_t raddr, btl_rkey_t *rkey,
-                                        uint64_t extra_flags, btl_ofi_req_t *req)
+/* Posts one write or read. Small writes are injected (the source is free
+ * at once); every write asks for delivery completion. Counted in
+ * wr_posted / rd_posted; with req, the operation also reports to the CQ
+ * with req as its context. */
+static util_status_t btl_ofi_rma_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int is_write,
+                                      void *buf, size_t len, void *desc, uint64_t raddr,
+                                      btl_rkey_t *rkey, uint64_t extra_flags, btl_ofi_req_t *req)
 {
-    struct iovec iov = {(void *)(uintptr_t)src, len};
+    struct iovec iov = {buf, len};
     struct fi_rma_iov rma = {btl_ofi_raddr(rkey, raddr), len, btl_ofi_rkey(rkey)->key};
     struct fi_msg_rma msg = {.msg_iov = &iov,
                              .desc = &desc,
@@ -502,25 +503,41 @@ static util_status_t btl_ofi_write_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
                              .rma_iov_count = 1,
                              .context = req,
                              .data = 0};
-    uint64_t flags = oif->comp_flag | extra_flags | btl_ofi_take_fence(oep);
+    uint64_t flags = extra_flags | btl_ofi_take_fence(oep);
     btl_wait_t w = BTL_WAIT_INIT;
     util_status_t status;
     ssize_t ret;
 
     if (req != NULL) {
         flags |= FI_COMPLETION;
-    } else if (len <= oif->inject_size) {
+    } else if (is_write && len <= oif->inject_size) {
         flags |= FI_INJECT;
     }
-    while ((ret = fi_writemsg(oif->ep, &msg, flags)) != 0) {
-        status = btl_ofi_retry(oif, &w, "fi_writemsg", ret, oep);
+    if (is_write) {
+        flags |= oif->comp_flag;
+    }
+    while ((ret = is_write ? fi_writemsg(oif->ep, &msg, flags)
+                           : fi_readmsg(oif->ep, &msg, flags)) != 0) {
+        status = btl_ofi_retry(oif, &w, is_write ? "fi_writemsg" : "fi_readmsg", ret, oep);
         if (status != UTIL_OK) {
             return status;
         }
     }
-    oif->wr_posted++;
+    if (is_write) {
+        oif->wr_posted++;
+    } else {
+        oif->rd_posted++;
+    }
     btl_ofi_mark(oif, oep);
     return UTIL_OK;
+}
+
+static util_status_t btl_ofi_write_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src,
+                                        size_t len, void *desc, uint64_t raddr, btl_rkey_t *rkey,
+                                        uint64_t extra_flags, btl_ofi_req_t *req)
+{
+    return btl_ofi_rma_post(oif, oep, 1, (void *)(uintptr_t)src, len, desc, raddr, rkey,
+                            extra_flags, req);
 }
 
 /* A put staged in a bounce-ring slot: the source is free on return, the
@@ -563,88 +580,20 @@ static util_status_t btl_ofi_write_eager(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep
     return btl_ofi_write_staged(oif, oep, src, len, raddr, rkey, extra_flags);
 }
 
-/* A write that is locally complete on return. Large sources without a
- * registration on FI_MR_LOCAL providers go through the bounce buffer. */
-static util_status_t btl_ofi_write(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src,
-                                   size_t len, btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey)
+/* A write or read that is locally complete on return (a read's data is in
+ * buf). Buffers without a registration on FI_MR_LOCAL providers go through
+ * the bounce buffer, a chunk at a time. */
+static util_status_t btl_ofi_rma(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int is_write, void *buf,
+                                 size_t len, btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey)
 {
     void *desc = btl_ofi_desc(oif, lmem);
     int peer = oep->super.peer;
+    const char *what = is_write ? "put" : "get";
     util_status_t status;
 
-    if (btl_ofi_write_is_eager(oif, len)) {
-        return btl_ofi_write_eager(oif, oep, src, len, raddr, rkey, 0);
+    if (is_write && btl_ofi_write_is_eager(oif, len)) {
+        return btl_ofi_write_eager(oif, oep, buf, len, raddr, rkey, 0);
     }
-    if (desc != NULL || !(oif->mr_mode & FI_MR_LOCAL)) {
-        while (len > 0) {
-            size_t chunk = len < oif->max_msg ? len : oif->max_msg;
-
-            status = btl_ofi_write_post(oif, oep, src, chunk, desc, raddr, rkey, 0, NULL);
-            if (status != UTIL_OK) {
-                return status;
-            }
-            src = (const char *)src + chunk;
-            raddr += chunk;
-            len -= chunk;
-        }
-        return btl_ofi_wait_writes(oif, "put", peer);
-    }
-    while (len > 0) {
-        size_t chunk = len < oif->bounce_size ? len : oif->bounce_size;
-
-        memcpy(oif->bounce, src, chunk);
-        status = btl_ofi_write_post(oif, oep, oif->bounce, chunk, oif->bounce_mr->desc, raddr, rkey,
-                                    0, NULL);
-        if (status == UTIL_OK) {
-            status = btl_ofi_wait_writes(oif, "put", peer);
-        }
-        if (status != UTIL_OK) {
-            return status;
-        }
-        src = (const char *)src + chunk;
-        raddr += chunk;
-        len -= chunk;
-    }
-    return UTIL_OK;
-}
-
-static util_status_t btl_ofi_read_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void *dst,
-                                       size_t len, void *desc, uint64_t raddr, btl_rkey_t *rkey,
-                                       btl_ofi_req_t *req)
-{
-    struct iovec iov = {dst, len};
-    struct fi_rma_iov rma = {btl_ofi_raddr(rkey, raddr), len, btl_ofi_rkey(rkey)->key};
-    struct fi_msg_rma msg = {.msg_iov = &iov,
-                             .desc = &desc,
-                             .iov_count = 1,
-                             .addr = oep->addr,
-                             .rma_iov = &rma,
-                             .rma_iov_count = 1,
-                             .context = req,
-                             .data = 0};
-    uint64_t flags = btl_ofi_take_fence(oep) | (req != NULL ? FI_COMPLETION : 0);
-    btl_wait_t w = BTL_WAIT_INIT;
-    util_status_t status;
-    ssize_t ret;
-
-    while ((ret = fi_readmsg(oif->ep, &msg, flags)) != 0) {
-        status = btl_ofi_retry(oif, &w, "fi_readmsg", ret, oep);
-        if (status != UTIL_OK) {
-            return status;
-        }
-    }
-    oif->rd_posted++;
-    btl_ofi_mark(oif, oep);
-    return UTIL_OK;
-}
-
-static util_status_t btl_ofi_read(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void *dst, size_t len,
-                                  btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey)
-{
-    void *desc = btl_ofi_desc(oif, lmem);
-    int peer = oep->super.peer;
-    util_status_t status;
-
     if (len == 0) {
         return UTIL_OK;
     }
@@ -652,33 +601,46 @@ static util_status_t btl_ofi_read(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, void 
         while (len > 0) {
             size_t chunk = len < oif->max_msg ? len : oif->max_msg;
 
-            status = btl_ofi_read_post(oif, oep, dst, chunk, desc, raddr, rkey, NULL);
+            status = btl_ofi_rma_post(oif, oep, is_write, buf, chunk, desc, raddr, rkey, 0, NULL);
             if (status != UTIL_OK) {
                 return status;
             }
-            dst = (char *)dst + chunk;
+            buf = (char *)buf + chunk;
             raddr += chunk;
             len -= chunk;
         }
-        return btl_ofi_wait_reads(oif, "get", peer);
+        return is_write ? btl_ofi_wait_writes(oif, what, peer)
+                        : btl_ofi_wait_reads(oif, what, peer);
     }
     while (len > 0) {
         size_t chunk = len < oif->bounce_size ? len : oif->bounce_size;
 
-        status = btl_ofi_read_post(oif, oep, oif->bounce, chunk, oif->bounce_mr->desc, raddr, rkey,
-                                   NULL);
+        if (is_write) {
+            memcpy(oif->bounce, buf, chunk);
+        }
+        status = btl_ofi_rma_post(oif, oep, is_write, oif->bounce, chunk, oif->bounce_mr->desc,
+                                  raddr, rkey, 0, NULL);
         if (status == UTIL_OK) {
-            status = btl_ofi_wait_reads(oif, "get", peer);
+            status = is_write ? btl_ofi_wait_writes(oif, what, peer)
+                              : btl_ofi_wait_reads(oif, what, peer);
         }
         if (status != UTIL_OK) {
             return status;
         }
-        memcpy(dst, oif->bounce, chunk);
-        dst = (char *)dst + chunk;
+        if (!is_write) {
+            memcpy(buf, oif->bounce, chunk);
+        }
+        buf = (char *)buf + chunk;
         raddr += chunk;
         len -= chunk;
     }
     return UTIL_OK;
+}
+
+static util_status_t btl_ofi_write(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src,
+                                   size_t len, btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey)
+{
+    return btl_ofi_rma(oif, oep, 1, (void *)(uintptr_t)src, len, lmem, raddr, rkey);
 }
 
 /* Non-blocking put or get of a buffer the provider can use in place: one
@@ -700,8 +662,7 @@ static util_status_t btl_ofi_rma_nb(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int
         }
         req->comp = comp;
         req->posted_ns = now;
-        status = is_write ? btl_ofi_write_post(oif, oep, buf, chunk, desc, raddr, rkey, 0, req)
-                          : btl_ofi_read_post(oif, oep, buf, chunk, desc, raddr, rkey, req);
+        status = btl_ofi_rma_post(oif, oep, is_write, buf, chunk, desc, raddr, rkey, 0, req);
         if (status != UTIL_OK) {
             btl_ofi_req_release(oif, req);
             break;
@@ -751,7 +712,7 @@ static util_status_t btl_ofi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
         return UTIL_OK;
     }
     if (comp == NULL || (desc == NULL && (oif->mr_mode & FI_MR_LOCAL))) {
-        return btl_ofi_read(oif, btl_ofi_ep(ep), dst, len, lmem, raddr, rkey);
+        return btl_ofi_rma(oif, btl_ofi_ep(ep), 0, dst, len, lmem, raddr, rkey);
     }
     return btl_ofi_rma_nb(oif, btl_ofi_ep(ep), 0, dst, len, desc, raddr, rkey, comp);
 }
@@ -827,7 +788,7 @@ static util_status_t btl_ofi_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_m
                                       btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)
 {
     btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
-    util_status_t status = btl_ofi_read(oif, btl_ofi_ep(ep), dst, len, lmem, raddr, rkey);
+    util_status_t status = btl_ofi_rma(oif, btl_ofi_ep(ep), 0, dst, len, lmem, raddr, rkey);
 
     (void)comp; /* always complete on return */
     if (status != UTIL_OK) {
