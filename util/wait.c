@@ -9,9 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define UTIL_WAIT_SPIN_ALONE  50000      /* polls (~0.3-1 ms) when every PE has a core */
-#define UTIL_WAIT_CHECK_EVERY 16         /* yields between clock reads */
-#define UTIL_WAIT_NAPPING     UINT64_MAX /* yield_since_ns once the wait naps */
+#define UTIL_WAIT_SPIN_ALONE  50000    /* polls (~0.3-1 ms) when every PE has a core */
+#define UTIL_WAIT_CHECK_EVERY 16       /* yields between clock reads */
+#define UTIL_WAIT_YIELD_OVER  1000     /* us of yielding before naps, PEs outnumbering cores */
+#define UTIL_WAIT_NAP_MAX_NS  1000000u /* naps grow to 1 ms (or RMB_WAIT_SLEEP_USEC) */
 
 /* Until the bootstrap knows the node: spin a little, yield, never sleep. */
 util_wait_policy_t util_wait_policy = {UTIL_WAIT_SPIN_ALONE, 0, 0, 0};
@@ -36,11 +37,23 @@ static int util_wait_cores(void)
     return online > 0 ? (int)online : 1;
 }
 
+static int util_wait_procs = 1, util_wait_threads = 1; /* the last setup's arguments */
+
+void util_wait_busy_threads(int threads_each)
+{
+    if (threads_each > util_wait_threads) {
+        util_wait_setup(util_wait_procs, threads_each);
+    }
+}
+
 void util_wait_setup(int procs_here, int threads_each)
 {
-    long spin = -1, yield_usec = 0, sleep_usec = 50;
+    long spin = -1, yield_usec = -1, sleep_usec = 50;
     long host_procs = 0;
     int cores = util_wait_cores();
+
+    util_wait_procs = procs_here;
+    util_wait_threads = threads_each;
 
     /* Emulated nodes (oshrun --nodes, several slurmd on one host) share
      * this machine's cores. */
@@ -59,9 +72,10 @@ void util_wait_setup(int procs_here, int threads_each)
         util_warn("RMB_WAIT_SPIN must be -1 (auto) or 0..1e9 polls; using auto");
         spin = -1;
     }
-    if (util_env_get_int("RMB_WAIT_YIELD_USEC", &yield_usec) != UTIL_OK || yield_usec < 0) {
-        util_warn("RMB_WAIT_YIELD_USEC must be >= 0 (0: never sleep); using 0");
-        yield_usec = 0;
+    if (util_env_get_int("RMB_WAIT_YIELD_USEC", &yield_usec) != UTIL_OK || yield_usec < -1 ||
+        yield_usec > 1000000000L) {
+        util_warn("RMB_WAIT_YIELD_USEC must be -1 (auto) or 0..1e9 us; using auto");
+        yield_usec = -1;
     }
     if (util_env_get_int("RMB_WAIT_SLEEP_USEC", &sleep_usec) != UTIL_OK || sleep_usec < 1 ||
         sleep_usec > 1000000) {
@@ -70,6 +84,9 @@ void util_wait_setup(int procs_here, int threads_each)
     }
     if (spin < 0) {
         spin = util_wait_policy.oversubscribed ? 0 : UTIL_WAIT_SPIN_ALONE;
+    }
+    if (yield_usec < 0) {
+        yield_usec = util_wait_policy.oversubscribed ? UTIL_WAIT_YIELD_OVER : 0;
     }
     util_wait_policy.spin = (uint32_t)spin;
     util_wait_policy.yield_ns = (uint64_t)yield_usec * 1000u;
@@ -80,35 +97,52 @@ void util_wait_setup(int procs_here, int threads_each)
 }
 
 int util_wait_nappers;
+uint64_t util_wait_served;
 
-static void util_wait_nap(void)
+/* Naps grow by an eighth each (about an eighth of the time napped so far:
+ * a wait that ends is noticed at most ~12% late), from RMB_WAIT_SLEEP_USEC
+ * to 1 ms: a PE waiting for a slow one for long wakes up rarely, and does
+ * not preempt the PEs that work every 50 us. */
+static void util_wait_nap(util_wait_t *w)
 {
-    struct timespec nap = {(time_t)(util_wait_policy.sleep_ns / 1000000000u),
-                           (long)(util_wait_policy.sleep_ns % 1000000000u)};
+    uint64_t cap = util_wait_policy.sleep_ns > UTIL_WAIT_NAP_MAX_NS ? util_wait_policy.sleep_ns
+                                                                    : UTIL_WAIT_NAP_MAX_NS;
+    struct timespec nap = {(time_t)(w->nap_ns / 1000000000u), (long)(w->nap_ns % 1000000000u)};
 
     __atomic_add_fetch(&util_wait_nappers, 1, __ATOMIC_RELAXED);
     nanosleep(&nap, NULL);
     __atomic_sub_fetch(&util_wait_nappers, 1, __ATOMIC_RELAXED);
+    w->nap_ns += w->nap_ns / 8;
+    if (w->nap_ns > cap) {
+        w->nap_ns = cap;
+    }
 }
 
 void util_wait_relax_slow(util_wait_t *w)
 {
-    uint64_t now;
+    uint64_t now, served = __atomic_load_n(&util_wait_served, __ATOMIC_RELAXED);
 
-    if (w->yield_since_ns == UTIL_WAIT_NAPPING) {
-        util_wait_nap();
-        return;
+    if (w->nap_ns != 0) {
+        if (served == w->served) {
+            util_wait_nap(w);
+            return;
+        }
+        /* Peers' traffic came in (the helper thread served it): serve it
+         * ourselves from now on. */
+        w->nap_ns = 0;
+        w->yield_since_ns = 0;
     }
     if (util_wait_policy.yield_ns == 0 || ++w->yields % UTIL_WAIT_CHECK_EVERY != 0) {
         sched_yield();
         return;
     }
     now = util_wait_now_ns();
-    if (w->yield_since_ns == 0) {
+    if (w->yield_since_ns == 0 || served != w->served) {
         w->yield_since_ns = now;
+        w->served = served;
     } else if (now - w->yield_since_ns >= util_wait_policy.yield_ns) {
-        w->yield_since_ns = UTIL_WAIT_NAPPING;
-        util_wait_nap();
+        w->nap_ns = util_wait_policy.sleep_ns;
+        util_wait_nap(w);
         return;
     }
     sched_yield();

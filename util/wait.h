@@ -5,10 +5,12 @@
  * sleep. Spinning is right when every PE has a core: the event comes
  * within a wire round trip and a yield or a sleep would only add to it.
  * When PEs outnumber cores the PE we wait for needs our core, so we yield
- * at once. With RMB_WAIT_YIELD_USEC set, a wait that has yielded that long
- * sleeps in short naps, so that a PE stuck behind a slow one stops taking
- * CPU from those that work; off by default: a napping PE answers its
- * peers' operations late (its btl's helper thread takes over while it naps).
+ * at once, and a wait that has yielded RMB_WAIT_YIELD_USEC (1 ms there; off
+ * where every PE has a core) sleeps in short naps, so that PEs stuck behind
+ * a slow one stop taking CPU from those that work. A wait whose btl serves
+ * peers' traffic meanwhile (util_wait_note_served: their gets and atomics
+ * need our progress over TCP) does not nap: a napping PE would answer them
+ * late, through its btl's helper thread.
  *
  * Usage: util_wait_t w = UTIL_WAIT_INIT; while (!done) { poll...; util_wait_relax(&w); }
  */
@@ -21,17 +23,19 @@ typedef struct {
     uint32_t polls;
     uint32_t yields;
     uint64_t yield_since_ns; /* when the wait started yielding; 0 until known */
+    uint64_t served;         /* util_wait_served when last looked at */
+    uint64_t nap_ns;         /* the next nap; 0 while the wait does not nap */
 } util_wait_t;
 
 #define UTIL_WAIT_INIT                                                                             \
     {                                                                                              \
-        0, 0, 0                                                                                    \
+        0, 0, 0, 0, 0                                                                              \
     }
 
 typedef struct {
     uint32_t spin;     /* polls before the first yield */
     uint64_t yield_ns; /* yielding this long before sleeping */
-    uint64_t sleep_ns; /* one nap */
+    uint64_t sleep_ns; /* the first nap */
     int oversubscribed;
 } util_wait_policy_t;
 
@@ -44,6 +48,11 @@ extern util_wait_policy_t util_wait_policy;
  * may run on. Called by the bootstrap once it knows the node's processes. */
 void util_wait_setup(int procs_here, int threads_each);
 
+/* A transport whose own threads move the data (libfabric's sockets
+ * provider) takes CPU while we wait: with threads_each busy threads per
+ * process the policy is set again (PEs may now outnumber cores). */
+void util_wait_busy_threads(int threads_each);
+
 /* Threads of this process napping in a wait now: a btl helper thread
  * serves the peers meanwhile (the PE is not polling). */
 extern int util_wait_nappers;
@@ -51,6 +60,18 @@ extern int util_wait_nappers;
 static inline int util_wait_someone_naps(void)
 {
     return __atomic_load_n(&util_wait_nappers, __ATOMIC_RELAXED) != 0;
+}
+
+/* Bumped by the network backends when their progress (the PE's or the
+ * helper thread's) handled peers' traffic: waits that see it move stay
+ * awake. Any change counts, so a lost increment between threads is
+ * harmless. */
+extern uint64_t util_wait_served;
+
+static inline void util_wait_note_served(void)
+{
+    __atomic_store_n(&util_wait_served, __atomic_load_n(&util_wait_served, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
 }
 
 /* The yield/sleep phase of util_wait_relax (out of line). */
@@ -70,6 +91,8 @@ static inline void util_wait_init(util_wait_t *w)
     w->polls = 0;
     w->yields = 0;
     w->yield_since_ns = 0;
+    w->served = 0;
+    w->nap_ns = 0;
 }
 
 /* True while the wait is still in its spin phase. */

@@ -1095,7 +1095,9 @@ static int btl_ofi_block(void *arg, int timeout_ms)
     if (oif->wait_fd < 0 || fi_trywait(oif->fabric, fids, 1) != FI_SUCCESS) {
         return 0;
     }
-    (void)poll(&pfd, 1, timeout_ms);
+    if (poll(&pfd, 1, timeout_ms) > 0) {
+        util_wait_note_served(); /* peers' traffic: a napping PE serves it itself next */
+    }
     return 1;
 }
 

@@ -854,7 +854,9 @@ static util_status_t btl_ucx_progress(btl_iface_t *iface)
     btl_ucx_iface_t *uif = btl_ucx_iface(iface);
 
     btl_ucx_touch(uif);
-    ucp_worker_progress(uif->worker);
+    if (ucp_worker_progress(uif->worker) != 0) {
+        util_wait_note_served();
+    }
     if (uif->num_pending > 0) {
         uif->progress_calls++;
         btl_ucx_reap(uif, uif->progress_calls % BTL_UCX_REAP_EVERY == 0);
@@ -873,8 +875,11 @@ static void btl_ucx_drain(void *arg)
     uint64_t activity = btl_helper_activity(&uif->helper);
 
     for (int pass = 0; pass < BTL_UCX_DRAIN_PASSES; pass++) {
-        if (ucp_worker_progress(uif->worker) == 0 ||
-            btl_helper_activity(&uif->helper) != activity) {
+        if (ucp_worker_progress(uif->worker) == 0) {
+            return;
+        }
+        util_wait_note_served();
+        if (btl_helper_activity(&uif->helper) != activity) {
             return;
         }
     }

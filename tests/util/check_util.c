@@ -1,6 +1,8 @@
-/* Unit tests of util/: status strings and the strict environment parsers. */
+/* Unit tests of util/: status strings, the strict environment parsers and
+ * the waiting policy. */
 #include "util/env.h"
 #include "util/status.h"
+#include "util/wait.h"
 
 #include <check.h>
 #include <stdint.h>
@@ -110,6 +112,74 @@ START_TEST(test_env_getters)
 }
 END_TEST
 
+/* Yields until the wait naps; the number of relax steps it took, or -1. */
+static int wait_until_nap(util_wait_t *w, int serve)
+{
+    for (int i = 0; i < 100000; i++) {
+        if (serve) {
+            util_wait_note_served();
+        }
+        util_wait_relax(w);
+        if (w->nap_ns != 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+START_TEST(test_wait_policy)
+{
+    util_wait_t w = UTIL_WAIT_INIT;
+    uint64_t first;
+
+    unsetenv("RMB_WAIT_SPIN");
+    unsetenv("RMB_WAIT_YIELD_USEC");
+    unsetenv("RMB_WAIT_SLEEP_USEC");
+    unsetenv("RMB_HOST_PROCS");
+    /* One process: spins long, never naps. */
+    util_wait_setup(1, 1);
+    ck_assert_int_eq(util_wait_policy.oversubscribed, 0);
+    ck_assert_uint_eq(util_wait_policy.spin, 50000);
+    ck_assert_uint_eq(util_wait_policy.yield_ns, 0);
+    /* More processes than any machine's cores: yields at once, naps after 1 ms. */
+    util_wait_setup(1 << 20, 1);
+    ck_assert_int_eq(util_wait_policy.oversubscribed, 1);
+    ck_assert_uint_eq(util_wait_policy.spin, 0);
+    ck_assert_uint_eq(util_wait_policy.yield_ns, 1000000);
+    ck_assert_uint_eq(util_wait_policy.sleep_ns, 50000);
+
+    /* A wait that yields past RMB_WAIT_YIELD_USEC naps, in naps that grow
+     * to 1 ms; one whose btl serves peers meanwhile does not nap. */
+    setenv("RMB_WAIT_YIELD_USEC", "5", 1);
+    setenv("RMB_WAIT_SLEEP_USEC", "10", 1);
+    util_wait_setup(1 << 20, 1);
+    ck_assert_uint_eq(util_wait_policy.yield_ns, 5000);
+    ck_assert_int_eq(wait_until_nap(&w, 1), -1);
+    ck_assert_int_ge(wait_until_nap(&w, 0), 0);
+    first = w.nap_ns;
+    ck_assert_uint_eq(first, 10000 + 10000 / 8); /* one nap taken, the next longer */
+    for (int i = 0; i < 100; i++) {
+        util_wait_relax(&w);
+    }
+    ck_assert_uint_eq(w.nap_ns, 1000000);
+    /* Traffic served while it naps: it wakes to yielding (and serving). */
+    util_wait_note_served();
+    util_wait_relax(&w);
+    ck_assert_uint_eq(w.nap_ns, 0);
+
+    /* Bad values fall back to the automatic policy. */
+    setenv("RMB_WAIT_YIELD_USEC", "-7", 1);
+    util_wait_setup(1 << 20, 1);
+    ck_assert_uint_eq(util_wait_policy.yield_ns, 1000000);
+    setenv("RMB_WAIT_YIELD_USEC", "0", 1);
+    util_wait_setup(1 << 20, 1);
+    ck_assert_uint_eq(util_wait_policy.yield_ns, 0); /* 0: yield, never nap */
+    unsetenv("RMB_WAIT_YIELD_USEC");
+    unsetenv("RMB_WAIT_SLEEP_USEC");
+    util_wait_setup(1, 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("util");
@@ -122,6 +192,7 @@ int main(void)
     tcase_add_test(tc, test_parse_size);
     tcase_add_test(tc, test_parse_int);
     tcase_add_test(tc, test_env_getters);
+    tcase_add_test(tc, test_wait_policy);
     suite_add_tcase(s, tc);
     srunner_run_all(r, CK_NORMAL);
     failed = srunner_ntests_failed(r);
