@@ -26,10 +26,10 @@ echo "# round  pingpong_rtt_us  put_quiet_us  get_us  amo_fadd_us  put_us  load1
 r=1
 while [ "$r" -le "$rounds" ]; do
     p=$((port + r))
-    timeout 60 fi_pingpong -p "$prov" -e rdm -I "$iters" -S 8 -B "$p" >/dev/null 2>&1 &
+    FI_SOCKETS_PE_WAITTIME=0 timeout 60 fi_pingpong -p "$prov" -e rdm -I "$iters" -S 8 -B "$p" >/dev/null 2>&1 &
     srv=$!
     sleep 0.5
-    xfer=$(timeout 60 fi_pingpong -p "$prov" -e rdm -I "$iters" -S 8 -P "$p" 127.0.0.1 2>/dev/null |
+    xfer=$(FI_SOCKETS_PE_WAITTIME=0 timeout 60 fi_pingpong -p "$prov" -e rdm -I "$iters" -S 8 -P "$p" 127.0.0.1 2>/dev/null |
            awk '$1 == 8 {print $7}')
     wait "$srv" || true
     rtt=$(awk -v x="${xfer:-nan}" 'BEGIN {printf "%.1f", 2 * x}')

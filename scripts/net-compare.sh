@@ -14,7 +14,7 @@
 #   --prefix DIR   use DIR/bin/oshcc and DIR/bin/oshrun (an installed rmb)
 #   --build DIR    else this build tree (default ./build), built with make first
 #   --btl B        our network backend between the nodes: ucx (default) or ofi
-#   --provider P   libfabric provider for ours (--btl ofi) and fi_pingpong (default tcp;ofi_rxm)
+#   --provider P   libfabric provider for ours (--btl ofi) and its floor (default tcp;ofi_rxm)
 #
 # Builds bench/net_probe.c and bench/gups.c with our compiler and with Open MPI's
 # oshcc, runs ours over btl/ucx (UCX_TLS=tcp,self, the wire OSHMEM gets) or
@@ -34,7 +34,7 @@ set -u
 np=2 nodes=2 netns="" rounds=3 iters=20000 updates=20000 prefix="" provider="tcp;ofi_rxm" btl=ucx
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$here/build
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
     -n) np=${2:?}; shift 2 ;;
@@ -111,10 +111,12 @@ oshmem() {  # oshmem PROGRAM ARGS... (OSHMEM 4.1.4 may crash in finalize after p
 floor_fi() {  # fi_pingpong one-way µs for 8 B
     command -v fi_pingpong >/dev/null || return 0
     local port=$((20000 + RANDOM % 20000)) out
-    timeout 60 fi_pingpong -p "$provider" -e rdm -S 8 -I 2000 -B "$port" >/dev/null 2>&1 &
+    # sockets' progress threads spin 10 ms before they sleep (FI_SOCKETS_PE_WAITTIME):
+    # on 2 cores they starve the pinging processes (4.8 ms one-way); btl/ofi sets 0 too
+    FI_SOCKETS_PE_WAITTIME=0 timeout 60 fi_pingpong -p "$provider" -e rdm -S 8 -I 2000 -B "$port" >/dev/null 2>&1 &
     pids=$!
     sleep 0.5
-    out=$(timeout 60 fi_pingpong -p "$provider" -e rdm -S 8 -I 2000 -P "$port" 127.0.0.1 2>/dev/null)
+    out=$(FI_SOCKETS_PE_WAITTIME=0 timeout 60 fi_pingpong -p "$provider" -e rdm -S 8 -I 2000 -P "$port" 127.0.0.1 2>/dev/null)
     wait $pids 2>/dev/null; pids=""
     echo "$out" | awk '$1 == "8" && NF >= 8 { print "floor_fi_oneway", $(NF-1) }'
 }

@@ -1807,6 +1807,14 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
                 caps |= BTL_CAP_AMO_CPU;
             }
         }
+        /* A software provider with automatic progress runs its own thread
+         * (sockets): our waits must leave it a core, or every message
+         * waits for a time slice (barrier over sockets: 1 ms, 8 round
+         * trips, while PEs spun). */
+        if ((caps & BTL_CAP_AMO_CPU) != 0 &&
+            oif->info->domain_attr->data_progress == FI_PROGRESS_AUTO) {
+            util_wait_busy_threads(2);
+        }
     }
     oif->super.caps = caps;
 
