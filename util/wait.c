@@ -38,11 +38,20 @@ static int util_wait_cores(void)
 }
 
 static int util_wait_procs = 1, util_wait_threads = 1; /* the last setup's arguments */
+static int util_wait_unseen;                           /* util_wait_serves_unseen called */
 
 void util_wait_busy_threads(int threads_each)
 {
     if (threads_each > util_wait_threads) {
         util_wait_setup(util_wait_procs, threads_each);
+    }
+}
+
+void util_wait_serves_unseen(void)
+{
+    if (!util_wait_unseen) {
+        util_wait_unseen = 1;
+        util_wait_setup(util_wait_procs, util_wait_threads);
     }
 }
 
@@ -86,7 +95,8 @@ void util_wait_setup(int procs_here, int threads_each)
         spin = util_wait_policy.oversubscribed ? 0 : UTIL_WAIT_SPIN_ALONE;
     }
     if (yield_usec < 0) {
-        yield_usec = util_wait_policy.oversubscribed ? UTIL_WAIT_YIELD_OVER : 0;
+        yield_usec =
+            util_wait_policy.oversubscribed && !util_wait_unseen ? UTIL_WAIT_YIELD_OVER : 0;
     }
     util_wait_policy.spin = (uint32_t)spin;
     util_wait_policy.yield_ns = (uint64_t)yield_usec * 1000u;

@@ -10,7 +10,8 @@
  * a slow one stop taking CPU from those that work. A wait whose btl serves
  * peers' traffic meanwhile (util_wait_note_served: their gets and atomics
  * need our progress over TCP) does not nap: a napping PE would answer them
- * late, through its btl's helper thread.
+ * late, through its btl's helper thread. Where a btl cannot tell when it
+ * served (util_wait_serves_unseen) the automatic naps are off.
  *
  * Usage: util_wait_t w = UTIL_WAIT_INIT; while (!done) { poll...; util_wait_relax(&w); }
  */
@@ -52,6 +53,11 @@ void util_wait_setup(int procs_here, int threads_each);
  * provider) takes CPU while we wait: with threads_each busy threads per
  * process the policy is set again (PEs may now outnumber cores). */
 void util_wait_busy_threads(int threads_each);
+
+/* A transport that serves peers' operations through our progress calls
+ * and cannot tell when it did (libfabric's rxm, MPI): automatic naps are
+ * off, or a PE in a long wait would answer its peers late. */
+void util_wait_serves_unseen(void);
 
 /* Threads of this process napping in a wait now: a btl helper thread
  * serves the peers meanwhile (the PE is not polling). */

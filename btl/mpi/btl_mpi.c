@@ -90,6 +90,7 @@
 #include "bootstrap/bootstrap_mpi.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/wait.h"
 
 #include <sched.h>
 #include <stdint.h>
@@ -1241,6 +1242,9 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         goto err;
     }
     mif->oversubscribed = bootstrap_local_size() > sysconf(_SC_NPROCESSORS_ONLN);
+    /* Peers' RMA may need our MPI calls to land, and nothing tells us when
+     * one did: no naps (util/wait.h). */
+    util_wait_serves_unseen();
     mif->helper.interval_usec = btl_mpi_progress_interval();
     if (mif->helper.interval_usec != 0 && bootstrap_mpi_thread_allowed()) {
         mif->helper.drain = btl_mpi_drain;

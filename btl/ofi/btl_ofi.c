@@ -1816,6 +1816,12 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
             util_wait_busy_threads(2);
         }
     }
+    /* Manual progress (rxm): peers' operations land in our progress calls,
+     * which cannot tell that they did; a napping PE would answer them late
+     * (4 PEs on 2 nodes, fetch_add 25 -> 31 us with naps). */
+    if (oif->info->domain_attr->data_progress == FI_PROGRESS_MANUAL) {
+        util_wait_serves_unseen();
+    }
     oif->super.caps = caps;
 
     status = btl_iface_key(&oif->super, "addr", key, sizeof(key));

@@ -176,6 +176,15 @@ START_TEST(test_wait_policy)
     ck_assert_uint_eq(util_wait_policy.yield_ns, 0); /* 0: yield, never nap */
     unsetenv("RMB_WAIT_YIELD_USEC");
     unsetenv("RMB_WAIT_SLEEP_USEC");
+    /* A btl that cannot tell when it served peers (rxm, MPI): no naps; its
+     * own busy threads make PEs outnumber cores. */
+    util_wait_setup(1, 1);
+    util_wait_busy_threads(1 << 20);
+    ck_assert_int_eq(util_wait_policy.oversubscribed, 1);
+    ck_assert_uint_eq(util_wait_policy.yield_ns, 1000000);
+    util_wait_serves_unseen();
+    ck_assert_int_eq(util_wait_policy.oversubscribed, 1);
+    ck_assert_uint_eq(util_wait_policy.yield_ns, 0);
     util_wait_setup(1, 1);
 }
 END_TEST
