@@ -5,13 +5,14 @@
  * progress for RMA and atomics to land (TCP, wire-up).
  *
  * While the PE's own thread drives the transport (every wait and progress
- * call bumps `activity`), the helper only looks every `interval_usec`, so
- * the two do not fight over the transport's lock or the cores. Once the PE
- * has stayed away for a whole interval, the helper drains the transport
- * and then sleeps in its wait fd until traffic arrives: an idle PE costs no
- * wake-ups, a busy one gets its peers served at once. A PE napping in a
- * long wait (util/wait.h) counts as away. Negative interval: poll
- * continuously.
+ * call bumps `activity`), the helper only looks every `interval_usec`, and
+ * less often the longer the PE stays busy (twice the time after each look,
+ * up to BTL_HELPER_BACKOFF intervals), so the two do not fight over the
+ * transport's lock or the cores. Once the PE has stayed away for a whole
+ * interval, the helper drains the transport and then sleeps in its wait fd
+ * until traffic arrives: an idle PE costs no wake-ups, a busy one gets its
+ * peers served at once. A PE napping in a long wait (util/wait.h) counts as
+ * away. Negative interval: poll continuously.
  */
 #ifndef BTL_HELPER_H
 #define BTL_HELPER_H
@@ -59,5 +60,6 @@ util_status_t btl_helper_start(btl_helper_t *helper, const char *backend);
 void btl_helper_stop(btl_helper_t *helper);
 
 #define BTL_HELPER_BLOCK_MS 100 /* the helper's longest block: how soon it sees stop */
+#define BTL_HELPER_BACKOFF  8   /* looks at a busy PE grow to this many intervals apart */
 
 #endif
