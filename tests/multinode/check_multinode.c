@@ -134,7 +134,7 @@ START_TEST(test_rcoll)
 }
 END_TEST
 
-static const char *const shmem_modes[] = {"rma", "amo", "sync", "coll", "heap"};
+static const char *const shmem_modes[] = {"rma", "amo", "sync", "coll", "heap", "away"};
 
 START_TEST(test_shmem)
 {

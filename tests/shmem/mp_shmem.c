@@ -1,6 +1,6 @@
 /*
  * OpenSHMEM tests, launched as N PEs under oshrun; one mode per run.
- *   mp_shmem rma|amo|sync|coll|heap|threads|badpe|badaddr|exitN
+ *   mp_shmem rma|amo|sync|coll|heap|threads|away|badpe|badaddr|exitN
  * Every mode checks real values and exits 0 only if all matched.
  * badpe and badaddr must end the job with a clear error (non-zero).
  */
@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/common/mp_check.h"
 
@@ -384,6 +385,58 @@ static void mode_threads(void)
     shmem_free(t_slots);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A PE that computes (no library call for AWAY_SEC) right after a busy
+ * phase still has its memory served to PEs on other nodes, where the
+ * network needs the target's progress (TCP): its btl's helper thread takes
+ * over, within a few of its intervals (btl_helper.h). The last PE computes;
+ * every other PE updates and reads its counter AWAY_OPS times meanwhile; the
+ * computing PE finds every update with a plain load before calling the
+ * library again. */
+#define AWAY_SEC 1.5
+#define AWAY_OPS 50
+static void mode_away(void)
+{
+    long *counter = shmem_malloc(sizeof(long)), *done = shmem_malloc(sizeof(long));
+    int target = npes - 1, partner = (me + 1) % npes;
+    long sum = 0;
+
+    *counter = 0;
+    *done = 0;
+    shmem_barrier_all();
+    /* busy phase: the helper threads see their PEs drive the network */
+    for (int i = 0; i < 2000; i++) sum += shmem_long_atomic_fetch_add(done, 0, partner);
+    CHECK(sum == 0, "busy phase: fetch_add of 0 returned %ld in total", sum);
+    shmem_barrier_all();
+    if (me == target) {
+        double end = now_s() + AWAY_SEC;
+        while (now_s() < end) {
+        }
+        long seen = __atomic_load_n(counter, __ATOMIC_ACQUIRE);
+        CHECK(seen == (long)(npes - 1) * AWAY_OPS,
+              "after %.1f s away: %ld of %ld updates landed (nobody served my memory)", AWAY_SEC,
+              seen, (long)(npes - 1) * AWAY_OPS);
+    } else {
+        for (int i = 0; i < AWAY_OPS; i++) {
+            long old = shmem_long_atomic_fetch_add(counter, 1, target);
+            CHECK(old >= 0 && old < (long)(npes - 1) * AWAY_OPS, "fetch_add returned %ld", old);
+            CHECK(shmem_long_g(counter, target) > old, "get after fetch_add");
+        }
+    }
+    shmem_barrier_all();
+    CHECK(shmem_long_g(counter, target) == (long)(npes - 1) * AWAY_OPS, "final count");
+    shmem_barrier_all();
+    shmem_free(done);
+    shmem_free(counter);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "rma";
@@ -410,6 +463,8 @@ int main(int argc, char **argv)
         mode_heap();
     else if (!strcmp(mode, "threads"))
         mode_threads();
+    else if (!strcmp(mode, "away"))
+        mode_away();
     else if (!strcmp(mode, "badpe"))
         shmem_long_p(&static_counter, 1, npes + 3);
     else if (!strcmp(mode, "badaddr")) {
@@ -422,7 +477,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "mp_shmem: PE %d passed a barrier PE %d never entered\n", me, npes - 1);
         return 3;
     } else {
-        fprintf(stderr, "usage: mp_shmem rma|amo|sync|coll|heap|badpe|badaddr|exitN\n");
+        fprintf(stderr,
+                "usage: mp_shmem rma|amo|sync|coll|heap|threads|away|badpe|badaddr|exitN\n");
         return 2;
     }
 
