@@ -402,30 +402,19 @@ util_status_t rpipe_sym_amo_fetch_nbi(rpipe_sym_t *sym, int pe, size_t offset, b
                                       unsigned size, uint64_t operand, uint64_t compare,
                                       void *result)
 {
-    rpipe_sym_peer_t *peer;
-    btl_ep_t *ep;
-    btl_rkey_t *rkey;
-    util_status_t status;
+    rpipe_sym_amo_route_t r;
+    util_status_t status = rpipe_sym_amo_route(sym, pe, offset, &r);
 
-    if (rpipe_sym_amo_network) {
-        status = rpipe_sym_amo_peer(sym, pe, &peer);
-        ep = status == UTIL_OK ? peer->amo_ep : NULL;
-        rkey = status == UTIL_OK ? peer->amo_rkey : NULL;
-    } else {
-        status = rpipe_sym_peer(sym, pe, &peer);
-        if (peer->ptr != NULL) {
-            uint64_t old = btl_cpu_amo_fetch(op, size, peer->ptr + offset, operand, compare);
-            memcpy(result, &old, size); /* little-endian: the low bytes */
-            return UTIL_OK;
-        }
-        ep = peer->ep;
-        rkey = peer->rkey;
+    if (r.ptr != NULL) {
+        uint64_t old = btl_cpu_amo_fetch(op, size, r.ptr, operand, compare);
+        memcpy(result, &old, size); /* little-endian: the low bytes */
+        return UTIL_OK;
     }
     if (status != UTIL_OK) {
         return status;
     }
     rpipe_sym_enter();
-    status = btl_amo_fetch_nbi(ep, op, size, peer->base + offset, rkey, operand, compare, result);
+    status = btl_amo_fetch_nbi(r.ep, op, size, r.raddr, r.rkey, operand, compare, result);
     rpipe_sym_leave();
     return status;
 }

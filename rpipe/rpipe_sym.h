@@ -194,34 +194,37 @@ static inline util_status_t rpipe_sym_amo_peer(rpipe_sym_t *sym, int pe, rpipe_s
     return rpipe_sym_amo_connect(sym, pe, peer_p);
 }
 
-static inline util_status_t rpipe_sym_amo_fetch_net(rpipe_sym_t *sym, int pe, size_t offset,
-                                                    btl_amo_op_t op, unsigned size,
-                                                    uint64_t operand, uint64_t compare,
-                                                    uint64_t *old_p)
+/* Where an atomic on offset of pe's segment goes: a mapping here (*ptr_p,
+ * CPU atomics), else a btl endpoint, key and address (the network
+ * endpoint under rpipe_sym_amo_network). */
+typedef struct {
+    char *ptr;
+    btl_ep_t *ep;
+    btl_rkey_t *rkey;
+    uint64_t raddr;
+} rpipe_sym_amo_route_t;
+
+static inline util_status_t rpipe_sym_amo_route(rpipe_sym_t *sym, int pe, size_t offset,
+                                                rpipe_sym_amo_route_t *r)
 {
     rpipe_sym_peer_t *peer;
-    util_status_t status = rpipe_sym_amo_peer(sym, pe, &peer);
+    util_status_t status;
 
-    if (status == UTIL_OK) {
-        rpipe_sym_enter();
-        status = btl_amo_fetch(peer->amo_ep, op, size, peer->base + offset, peer->amo_rkey, operand,
-                               compare, old_p);
-        rpipe_sym_leave();
+    r->ptr = NULL;
+    if (__builtin_expect(rpipe_sym_amo_network, 0)) {
+        status = rpipe_sym_amo_peer(sym, pe, &peer);
+        r->ep = peer->amo_ep;
+        r->rkey = peer->amo_rkey;
+    } else {
+        status = rpipe_sym_peer(sym, pe, &peer);
+        if (__builtin_expect(peer->ptr != NULL, 1)) {
+            r->ptr = peer->ptr + offset;
+            return UTIL_OK;
+        }
+        r->ep = peer->ep;
+        r->rkey = peer->rkey;
     }
-    return status;
-}
-
-static inline util_status_t rpipe_sym_amo_post_net(rpipe_sym_t *sym, int pe, size_t offset,
-                                                   btl_amo_op_t op, unsigned size, uint64_t operand)
-{
-    rpipe_sym_peer_t *peer;
-    util_status_t status = rpipe_sym_amo_peer(sym, pe, &peer);
-
-    if (status == UTIL_OK) {
-        rpipe_sym_enter();
-        status = btl_amo_post(peer->amo_ep, op, size, peer->base + offset, peer->amo_rkey, operand);
-        rpipe_sym_leave();
-    }
+    r->raddr = peer->base + offset;
     return status;
 }
 
@@ -229,23 +232,18 @@ static inline util_status_t rpipe_sym_amo_fetch(rpipe_sym_t *sym, int pe, size_t
                                                 btl_amo_op_t op, unsigned size, uint64_t operand,
                                                 uint64_t compare, uint64_t *old_p)
 {
-    rpipe_sym_peer_t *peer;
-    util_status_t status;
+    rpipe_sym_amo_route_t r;
+    util_status_t status = rpipe_sym_amo_route(sym, pe, offset, &r);
 
-    if (__builtin_expect(rpipe_sym_amo_network, 0)) {
-        return rpipe_sym_amo_fetch_net(sym, pe, offset, op, size, operand, compare, old_p);
-    }
-    status = rpipe_sym_peer(sym, pe, &peer);
-    if (__builtin_expect(peer->ptr != NULL, 1)) {
-        *old_p = btl_cpu_amo_fetch(op, size, peer->ptr + offset, operand, compare);
+    if (__builtin_expect(r.ptr != NULL, 1)) {
+        *old_p = btl_cpu_amo_fetch(op, size, r.ptr, operand, compare);
         return UTIL_OK;
     }
     if (status != UTIL_OK) {
         return status;
     }
     rpipe_sym_enter();
-    status =
-        btl_amo_fetch(peer->ep, op, size, peer->base + offset, peer->rkey, operand, compare, old_p);
+    status = btl_amo_fetch(r.ep, op, size, r.raddr, r.rkey, operand, compare, old_p);
     rpipe_sym_leave();
     return status;
 }
@@ -253,22 +251,18 @@ static inline util_status_t rpipe_sym_amo_fetch(rpipe_sym_t *sym, int pe, size_t
 static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t offset,
                                                btl_amo_op_t op, unsigned size, uint64_t operand)
 {
-    rpipe_sym_peer_t *peer;
-    util_status_t status;
+    rpipe_sym_amo_route_t r;
+    util_status_t status = rpipe_sym_amo_route(sym, pe, offset, &r);
 
-    if (__builtin_expect(rpipe_sym_amo_network, 0)) {
-        return rpipe_sym_amo_post_net(sym, pe, offset, op, size, operand);
-    }
-    status = rpipe_sym_peer(sym, pe, &peer);
-    if (__builtin_expect(peer->ptr != NULL, 1)) {
-        btl_cpu_amo_post(op, size, peer->ptr + offset, operand);
+    if (__builtin_expect(r.ptr != NULL, 1)) {
+        btl_cpu_amo_post(op, size, r.ptr, operand);
         return UTIL_OK;
     }
     if (status != UTIL_OK) {
         return status;
     }
     rpipe_sym_enter();
-    status = btl_amo_post(peer->ep, op, size, peer->base + offset, peer->rkey, operand);
+    status = btl_amo_post(r.ep, op, size, r.raddr, r.rkey, operand);
     rpipe_sym_leave();
     return status;
 }

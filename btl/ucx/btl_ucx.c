@@ -88,7 +88,7 @@ enum {
 
 /* Header of a put_flag active message; the payload is the data. */
 typedef struct {
-    uint64_t raddr;      /* where the data goes, in the target */
+    uint64_t raddr;      /* where the data goes, in the target (a put's whole header) */
     uint64_t flag_raddr; /* the 8-byte flag, stored after the data */
     uint64_t flag_value;
 } btl_ucx_am_put_flag_t;
@@ -654,39 +654,28 @@ static util_status_t btl_ucx_am_put_flag(btl_ucx_iface_t *uif, btl_ep_t *ep, con
                            "put_flag");
 }
 
-static ucs_status_t btl_ucx_am_put_flag_recv(void *arg, const void *header, size_t header_length,
-                                             void *data, size_t length,
-                                             const ucp_am_recv_param_t *param)
+/* A put (header: the target address) or a put_flag (btl_ucx_am_put_flag_t,
+ * whose first field is that address): the data, then the flag with
+ * release order. */
+static ucs_status_t btl_ucx_am_put_recv(void *arg, const void *header, size_t header_length,
+                                        void *data, size_t length, const ucp_am_recv_param_t *param)
 {
     btl_ucx_am_put_flag_t hdr;
 
     (void)arg;
-    if (header_length != sizeof(hdr) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-        util_error("btl/ucx: malformed put_flag message (%zu-byte header, %zu bytes)",
-                   header_length, length);
-        return UCS_OK;
-    }
-    memcpy(&hdr, header, sizeof(hdr));
-    if (length > 0) {
-        memcpy((void *)(uintptr_t)hdr.raddr, data, length);
-    }
-    __atomic_store_n((uint64_t *)(uintptr_t)hdr.flag_raddr, hdr.flag_value, __ATOMIC_RELEASE);
-    return UCS_OK;
-}
-
-static ucs_status_t btl_ucx_am_put_recv(void *arg, const void *header, size_t header_length,
-                                        void *data, size_t length, const ucp_am_recv_param_t *param)
-{
-    uint64_t raddr;
-
-    (void)arg;
-    if (header_length != sizeof(raddr) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    if ((header_length != sizeof(hdr.raddr) && header_length != sizeof(hdr)) ||
+        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
         util_error("btl/ucx: malformed put message (%zu-byte header, %zu bytes)", header_length,
                    length);
         return UCS_OK;
     }
-    memcpy(&raddr, header, sizeof(raddr));
-    memcpy((void *)(uintptr_t)raddr, data, length);
+    memcpy(&hdr, header, header_length);
+    if (length > 0) {
+        memcpy((void *)(uintptr_t)hdr.raddr, data, length);
+    }
+    if (header_length == sizeof(hdr)) {
+        __atomic_store_n((uint64_t *)(uintptr_t)hdr.flag_raddr, hdr.flag_value, __ATOMIC_RELEASE);
+    }
     return UCS_OK;
 }
 
@@ -1377,7 +1366,7 @@ static util_status_t btl_ucx_am_handlers(btl_ucx_iface_t *uif)
     static const struct {
         unsigned id;
         ucp_am_recv_callback_t cb;
-    } handlers[] = {{BTL_UCX_AM_PUT_FLAG, btl_ucx_am_put_flag_recv},
+    } handlers[] = {{BTL_UCX_AM_PUT_FLAG, btl_ucx_am_put_recv},
                     {BTL_UCX_AM_PUT, btl_ucx_am_put_recv},
                     {BTL_UCX_AM_AMO, btl_ucx_am_amo_recv},
                     {BTL_UCX_AM_PING, btl_ucx_am_ping_recv},
