@@ -218,7 +218,7 @@ util_status_t rpipe_defer(rch_t ch, const raddr_t *desc)
 int rinit(int *rank, int *nranks)
 {
     util_status_t status;
-    long spin, timeout;
+    long spin, timeout, slots;
 
     if (rpipe_state.refcount > 0) {
         rpipe_state.refcount++;
@@ -233,6 +233,13 @@ int rinit(int *rank, int *nranks)
             btl_ctx_destroy(rpipe_state.btl);
             return UTIL_ERR_INVALID;
         }
+        if (util_env_get_int("RMB_RPIPE_SLOTS", &slots) != UTIL_OK || slots < 0 ||
+            slots > RPIPE_SLOTS_MAX || (slots & (slots - 1)) != 0) {
+            util_error("RMB_RPIPE_SLOTS must be 0 or a power of two up to %u", RPIPE_SLOTS_MAX);
+            btl_ctx_destroy(rpipe_state.btl);
+            return UTIL_ERR_INVALID;
+        }
+        rpipe_state.slots = (uint32_t)slots;
         rpipe_state.spin = spin >= 0 ? (uint64_t)spin : util_wait_policy.spin;
         rpipe_state.connect_timeout = (double)timeout;
         rpipe_state.rank = bootstrap_rank();
@@ -439,6 +446,29 @@ static uint64_t rpipe_region_bytes(const rmalloc_config_t *cfg, uint64_t unit)
     return (bytes + unit - 1) / unit * unit;
 }
 
+/* Small-message slots of a channel: RMB_RPIPE_SLOTS, fewer where the
+ * capacity is small (their payload stays below it), none for RDMA_ATOMIC
+ * (a message is an operation on the accumulator), for units above a slot,
+ * or where flags carry no sequence (the tag-mode reader needs it). */
+static uint32_t rpipe_channel_slots(const rch_t ch)
+{
+    uint32_t n = rpipe_state.slots;
+
+    if (ch->cfg.op == RDMA_ATOMIC || ch->unit > RPIPE_SLOT_BYTES || !rpipe_flag_has_seq(ch)) {
+        return 0;
+    }
+    while (n > 1 && (uint64_t)n * RPIPE_SLOT_BYTES > ch->cfg.alloc_size) {
+        n >>= 1;
+    }
+    return n >= 2 ? n : 0;
+}
+
+/* Byte offset of the slot header line (the consumer's free count). */
+static uint64_t rpipe_slot_header_offset(const rch_t ch)
+{
+    return (ch->region_bytes + RPIPE_SLOT_BYTES - 1) & ~(uint64_t)(RPIPE_SLOT_BYTES - 1);
+}
+
 int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
 {
     rmalloc_sync_transport_t transport = {&rpipe_sync_ops, NULL};
@@ -463,6 +493,13 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     ch->owner = (cfg->op == RDMA_GET) ? ch->producer : !ch->producer;
     ch->unit = cfg->unit_size < 8 ? 8 : cfg->unit_size;
     ch->region_bytes = rpipe_region_bytes(cfg, ch->unit);
+    ch->nslots = rpipe_channel_slots(ch);
+    ch->unit_shift = (uint16_t)__builtin_ctzll(ch->unit);
+    ch->slot_header = rpipe_slot_header_offset(ch);
+    ch->slot_start0 = (ch->slot_header + RPIPE_SLOT_BYTES) >> ch->unit_shift;
+    ch->view_bytes = ch->nslots == 0
+                         ? ch->region_bytes
+                         : ch->slot_header + (uint64_t)(ch->nslots + 1) * RPIPE_SLOT_BYTES;
     rpipe_channel_keys(ch);
     for (rch_t other = rpipe_state.channels; other != NULL; other = other->next) {
         if (strcmp(other->key_mine, ch->key_mine) == 0) {
@@ -505,12 +542,12 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     /* The owner's region holds messages; the other side's mirror is only
      * allocated at connect time, when we know whether it is needed. */
     if (ch->owner) {
-        status = btl_mem_alloc(rpipe_state.btl, ch->region_bytes, &ch->region_mem);
+        status = btl_mem_alloc(rpipe_state.btl, ch->view_bytes, &ch->region_mem);
         if (status != UTIL_OK) {
             goto err_free;
         }
         ch->region = btl_mem_addr(ch->region_mem);
-        memset(ch->region, 0, ch->region_bytes);
+        memset(ch->region, 0, ch->view_bytes);
         ch->sync_cfg.base = ch->region;
     }
     if (cfg->op == RDMA_ATOMIC && !ch->producer) {
@@ -545,6 +582,7 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     status = btl_mem_pack(ch->sync_mem, meta.sync_key, sizeof(meta.sync_key), &key_len);
     meta.sync_key_len = (uint32_t)key_len;
     meta.atomic_type = cfg->op == RDMA_ATOMIC ? cfg->atomic_type : 0;
+    meta.slots = ch->nslots;
     if (status == UTIL_OK && ch->cell_mem != NULL) {
         meta.cell_addr = (uint64_t)(uintptr_t)ch->cell;
         status = btl_mem_pack(ch->cell_mem, meta.cell_key, sizeof(meta.cell_key), &key_len);
@@ -631,6 +669,12 @@ util_status_t rpipe_connect(rch_t ch)
                    ch->key_mine, rpipe_state.rank, ch->cfg.peer);
         return UTIL_ERR_INVALID;
     }
+    if (meta.slots != ch->nslots) {
+        util_error("rpipe: the two ends of channel %s disagree on small-message slots (%u on "
+                   "rank %d, %u on rank %d: set RMB_RPIPE_SLOTS alike)",
+                   ch->key_mine, ch->nslots, rpipe_state.rank, meta.slots, ch->cfg.peer);
+        return UTIL_ERR_INVALID;
+    }
     status = btl_ctx_ep(rpipe_state.btl, ch->cfg.peer, &ch->ep);
     if (status != UTIL_OK) {
         return status;
@@ -642,6 +686,12 @@ util_status_t rpipe_connect(rch_t ch)
     }
     if (btl_rkey_ptr(ch->peer_sync_rkey, meta.sync_addr, &ptr) == UTIL_OK) {
         rmalloc_sync_set_peer_view(ch->sync, ptr); /* sync reads become loads */
+        ch->slots_on = ch->nslots != 0;
+    } else {
+        /* Across the network only PUT uses the slots: its reader polls its
+         * own memory, where a GET reader would poll the peer's. Both ends
+         * see the same (a peer's memory is mapped both ways or neither). */
+        ch->slots_on = ch->nslots != 0 && ch->cfg.op == RDMA_PUT;
     }
     if (ch->cfg.op == RDMA_ATOMIC && ch->producer) {
         ch->peer_cell_addr = meta.cell_addr;
@@ -662,13 +712,22 @@ util_status_t rpipe_connect(rch_t ch)
         }
         if (btl_rkey_ptr(ch->peer_region_rkey, meta.region_addr, &ptr) == UTIL_OK) {
             ch->peer_region = ptr; /* messages are written/read in place */
+        } else if (ch->slots_on && ch->cfg.op == RDMA_GET) {
+            util_error("rpipe: channel %s: rank %d's sync memory is mapped here but its message "
+                       "region is not",
+                       ch->key_mine, ch->cfg.peer);
+            status = UTIL_ERR_STATE;
+            goto err_region_rkey;
         } else {
-            status = btl_mem_alloc(rpipe_state.btl, ch->region_bytes, &ch->region_mem);
+            status = btl_mem_alloc(rpipe_state.btl, ch->view_bytes, &ch->region_mem);
             if (status != UTIL_OK) {
                 goto err_region_rkey;
             }
             ch->region = btl_mem_addr(ch->region_mem);
         }
+    }
+    if (ch->slots_on) {
+        ch->slot_mem = (ch->peer_region != NULL ? ch->peer_region : ch->region) + ch->slot_header;
     }
     ch->connected = 1;
     return UTIL_OK;

@@ -17,6 +17,19 @@
  * rmalloc sees "payload + 8" as its payload and reserves 8 header bytes for
  * the flag, so rmalloc_desc_flag_offset() is exactly flag_offset. The user
  * sees desc.payload without the 8 header bytes (rpipe_desc_to_user()).
+ *
+ * Small-message slots. Messages of up to RPIPE_SLOT_PAYLOAD bytes go to a
+ * ring of one-line slots after the region, outside the allocator: user
+ * header, payload, and the flag in the line's last 8 bytes, so a reader
+ * polls a slot without knowing the size. The consumer frees slots by
+ * publishing how many it freed in order (the slot header line before the
+ * first slot); the producer reads that count only when the ring looks
+ * full. Block mode: both ends pick the slots by size (their sizes agree),
+ * and the flag's sequence is the slot's number. Tag and channel modes: a
+ * slot is taken only while no other slot is allocated and unwritten, so
+ * slots are written in ring order; the flag carries the write sequence
+ * shared with region messages, and the reader takes whichever of the next
+ * slot and the next region message carries the sequence it expects.
  */
 #ifndef RPIPE_H
 #define RPIPE_H
@@ -31,6 +44,13 @@
 #define RPIPE_UHDR_BYTES 8u
 #define RPIPE_FLAG_MARK  0xA5u /* low byte of a set flag; then payload size and sequence */
 
+#define RPIPE_SLOT_BYTES   64u /* one cache line */
+#define RPIPE_SLOT_FLAG    (RPIPE_SLOT_BYTES - 8u)
+#define RPIPE_SLOT_PAYLOAD (RPIPE_SLOT_FLAG - RPIPE_UHDR_BYTES)
+#define RPIPE_SLOTS_MAX    64u /* the consumer's free mask is one word */
+/* raddr_t.flags of a slot message (rmalloc's own flags are the low bits) */
+#define RPIPE_DESC_SLOT (1u << 15)
+
 /* What a side publishes for its peer (bootstrap key per channel side). */
 typedef struct rpipe_meta {
     uint32_t magic;
@@ -41,7 +61,7 @@ typedef struct rpipe_meta {
     uint8_t region_key[BTL_RKEY_PACKED_MAX];
     uint8_t sync_key[BTL_RKEY_PACKED_MAX];
     uint64_t atomic_type, cell_addr; /* RDMA_ATOMIC: the consumer's accumulator */
-    uint32_t cell_key_len, pad_;
+    uint32_t cell_key_len, slots;
     uint8_t cell_key[BTL_RKEY_PACKED_MAX];
 } rpipe_meta_t;
 
@@ -50,7 +70,8 @@ struct rpipe_channel {
     int producer; /* this side writes messages */
     int owner;    /* messages live in this side's memory */
     int connected;
-    uint64_t region_bytes; /* same on both sides */
+    uint64_t region_bytes; /* same on both sides: the allocator's part */
+    uint64_t view_bytes;   /* the region, then the slot header line and the slots */
     uint64_t unit;         /* allocator granularity (>= 8) */
     uint64_t flag_salt;    /* same on both ends (rpipe_flag_mask) */
 
@@ -96,6 +117,23 @@ struct rpipe_channel {
     /* messages written (producer) / taken (consumer): the flag's sequence in
      * tag and channel modes (rpipe_msg_seq) */
     uint64_t seq;
+
+    /* Small-message slots (nslots a power of two, 0: none; slots_on once
+     * connected and usable). slot_next: slots allocated (producer) or taken
+     * (consumer); slot_freed: the consumer's in-order free count (producer:
+     * as last read); slot_free_mask: consumer, bit k = slot slot_freed + k
+     * freed out of order; slot_unwritten: tag/channel producer, a slot is
+     * allocated and not written yet. */
+    uint32_t nslots;
+    int slots_on;
+    uint64_t slot_header; /* byte offset of the slot header line in the view */
+    char *slot_mem;       /* that line where this side sees it (set at connect) */
+    uint64_t slot_start0; /* unit of the first slot */
+    uint16_t unit_shift;
+    uint32_t slot_skip; /* producer across the network: rmallocs left before the
+                           * next look at a full ring's free count */
+    uint64_t slot_next, slot_freed, slot_free_mask;
+    int slot_unwritten;
 
     char key_mine[BOOTSTRAP_KEY_MAX];
     char key_peer[BOOTSTRAP_KEY_MAX];

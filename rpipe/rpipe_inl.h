@@ -20,6 +20,7 @@ typedef struct rpipe_state {
     btl_ctx_t *btl;
     uint64_t spin;                 /* polls before yielding (RMB_RPIPE_SPIN) */
     double connect_timeout;        /* seconds (RMB_RPIPE_CONNECT_TIMEOUT) */
+    uint32_t slots;                /* small-message slots per channel (RMB_RPIPE_SLOTS) */
     rch_t channels;                /* every open channel */
     uint64_t deferred;             /* posts/frees deferred over all channels */
     int exiting;                   /* rexit past its barrier: peers may have unmapped */

@@ -6,6 +6,7 @@
  * (put-with-flag for PUT, get then flag-clear for GET).
  */
 #include "rpipe/rpipe_inl.h"
+#include "rpipe/rpipe_slot.h"
 #include "rmalloc/rmalloc_ring_inl.h"
 #include "btl/btl_cpu_amo.h"
 #include "btl/btl_inl.h"
@@ -47,7 +48,7 @@ static inline int rpipe_desc_fits(rch_t ch, const raddr_t *user_desc)
     const raddr_t *d = user_desc;
 
     return d->unit_shift < 64 && ((uint64_t)1 << d->unit_shift) == ch->unit && d->start < d->end &&
-           d->end <= (ch->region_bytes >> d->unit_shift) &&
+           d->end <= (ch->view_bytes >> d->unit_shift) &&
            d->payload <= ((d->end - d->start) << d->unit_shift) &&
            ((d->payload + RPIPE_UHDR_BYTES + 7) & ~(uint64_t)7) + 8 <=
                ((d->end - d->start) << d->unit_shift);
@@ -59,6 +60,17 @@ static __attribute__((unused, cold)) int rpipe_desc_foreign(rch_t ch, const char
                "or of another granularity)",
                call, ch->cfg.peer);
     return R_ERR_INVALID;
+}
+
+/* The flag of a message rread handed out and rfree has not cleared: set,
+ * for a message of `payload` bytes. */
+static inline int rpipe_flag_live(rch_t ch, const raddr_t *desc, uint64_t payload)
+{
+    uint64_t seen = __atomic_load_n((const uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(desc)),
+                                    __ATOMIC_RELAXED) ^
+                    rpipe_flag_mask(ch, desc);
+
+    return (seen & 0xffu) == RPIPE_FLAG_MARK && rpipe_flag_payload(ch, seen) == payload;
 }
 
 /* ---- producer ----------------------------------------------------------------------------- */
@@ -92,6 +104,13 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
         status = rpipe_flush_deferred(ch); /* only a real failure: refusals stay deferred */
         if (status != UTIL_OK) {
             return status;
+        }
+    }
+    if (size <= RPIPE_SLOT_PAYLOAD && ch->slots_on) {
+        int placed = rpipe_slot_alloc(ch, size, desc_p);
+
+        if (placed != R_ERR_NOT_FOUND) {
+            return placed;
         }
     }
     if (ch->block_ring != NULL && rmalloc_sync_block_alloc_ready(ch->sync)) {
@@ -135,7 +154,7 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
     return R_SUCCESS;
 }
 
-raddr_t rmalloc(rch_t ch, size_t size)
+static __attribute__((noinline)) raddr_t rpipe_malloc(rch_t ch, size_t size)
 {
     rpipe_wait_t wait;
     raddr_t desc;
@@ -172,8 +191,24 @@ raddr_t rmalloc(rch_t ch, size_t size)
     return (status == R_SUCCESS) ? desc : RADDR_NULL;
 }
 
+/* Each call's common case (a slot) inline, the rest out of line, so that
+ * the common case pays no frame of the general one. */
+raddr_t rmalloc(rch_t ch, size_t size)
+{
+    raddr_t desc;
+
+    if (ch != NULL && ch->producer && ch->slots_on && size <= RPIPE_SLOT_PAYLOAD &&
+        ch->deferred_n == 0 && rpipe_slot_alloc(ch, size, &desc) == R_SUCCESS) {
+        return desc;
+    }
+    return rpipe_malloc(ch, size);
+}
+
 void *rmem(rch_t ch, raddr_t desc)
 {
+    if (ch != NULL && (desc.flags & RPIPE_DESC_SLOT) && ch->slots_on && desc.id != 0) {
+        return rpipe_slot_mem(ch, &desc);
+    }
     if (ch == NULL || raddr_is_null(desc) || !ch->connected || !rpipe_desc_fits(ch, &desc)) {
         return NULL;
     }
@@ -229,7 +264,7 @@ static util_status_t rpipe_apply_atomic(rch_t ch, const raddr_t *desc)
     return status == UTIL_OK ? btl_fence(ch->ep) : status; /* the update lands before the flag */
 }
 
-static inline __attribute__((always_inline)) int rpipe_write(rch_t ch, raddr_t user_desc)
+static __attribute__((noinline)) int rpipe_write(rch_t ch, raddr_t user_desc)
 {
     util_status_t status = rpipe_check_side(ch, 1, "rwrite");
     raddr_t desc = rpipe_desc_from_user(user_desc);
@@ -240,6 +275,9 @@ static inline __attribute__((always_inline)) int rpipe_write(rch_t ch, raddr_t u
     }
     if (raddr_is_null(user_desc) || !ch->connected) {
         return R_ERR_INVALID;
+    }
+    if (user_desc.flags & RPIPE_DESC_SLOT) {
+        return rpipe_slot_write(ch, &user_desc); /* nothing to post: the reader polls it */
     }
     flag = rpipe_flag_value(ch, &desc, user_desc.payload, rpipe_msg_seq(ch, &desc));
 #ifdef RMB_ARG_CHECKS
@@ -276,8 +314,16 @@ static inline __attribute__((always_inline)) int rpipe_write(rch_t ch, raddr_t u
     return rpipe_post_or_defer(ch, &desc);
 }
 
+static inline int rpipe_slot_writer(rch_t ch, const raddr_t *d)
+{
+    return ch != NULL && (d->flags & RPIPE_DESC_SLOT) && ch->producer && ch->slots_on && d->id != 0;
+}
+
 int rwrite_nb(rch_t ch, raddr_t user_desc)
 {
+    if (rpipe_slot_writer(ch, &user_desc)) {
+        return rpipe_slot_write(ch, &user_desc);
+    }
     return rpipe_write(ch, user_desc);
 }
 
@@ -286,6 +332,9 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
  * two forms are the same. */
 int rwrite(rch_t ch, raddr_t desc)
 {
+    if (rpipe_slot_writer(ch, &desc)) {
+        return rpipe_slot_write(ch, &desc);
+    }
     return rpipe_write(ch, desc);
 }
 
@@ -401,6 +450,15 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
             return status;
         }
     }
+    if (ch->slots_on && (rpipe_slot_block(ch) ? !ch->pending && size <= RPIPE_SLOT_PAYLOAD : 1)) {
+        /* block: small sizes are the slots' alone; tag/channel: the next
+         * slot or the next region message, whichever has the sequence */
+        int taken = rpipe_slot_take(ch, size, desc_p, ptr_p);
+
+        if (taken != R_PENDING || rpipe_slot_block(ch)) {
+            return taken;
+        }
+    }
     if (!ch->pending && rpipe_take_guessed(ch)) {
         /* its flag was just read as expected: place, size and sequence */
         ch->pending = 1;
@@ -457,42 +515,89 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
 /* Waits for the pending message's flag word (or, before its place is
  * known, the sync word that announces it) to change, where it is in memory
  * this side can load: one load per poll instead of a full rread_nb,
- * so the flag is seen about as soon as it lands. Each round of loads counts
- * as one poll of the general wait, which runs between rounds (the word may
- * hold stale bytes that never change) and alone once deferred posts or
- * frees need it or the wait has begun to yield the core. */
-static void rpipe_wait_flag(rch_t ch, rpipe_wait_t *wait)
+ * so the flag is seen about as soon as it lands. Tag/channel modes also
+ * watch where rread_nb may take the next message at once (the guessed
+ * place, rpipe_take_guessed; the next slot), block mode the next slot alone
+ * for a small size. Each round of loads counts as one poll of the general
+ * wait, which runs between rounds (a word may hold stale bytes that never
+ * change) and alone once deferred posts or frees need it or the wait has
+ * begun to yield the core. */
+static void rpipe_wait_flag(rch_t ch, size_t size, rpipe_wait_t *wait)
 {
-    const uint64_t *flag = NULL;
-    /* tag/channel: where rread_nb may take the next message at once
-     * (rpipe_take_guessed), so a change there also ends the round */
-    const uint64_t *guess = NULL;
+    const uint64_t *word[3];
+    uint64_t seen[3];
+    unsigned nw = 0;
     raddr_t g;
 
     if (rpipe_state.deferred == 0 && wait->polls < rpipe_state.spin) {
-        if (!ch->pending) { /* tag/channel: the next descriptor is not known yet */
-            flag = rmalloc_sync_poll_word(ch->sync);
-            if (flag != NULL) {
-                guess = rpipe_guessed_flag(ch, &g);
+        int block = rpipe_slot_block(ch);
+
+        if (ch->slots_on && (!block || (!ch->pending && size <= RPIPE_SLOT_PAYLOAD))) {
+            word[nw++] = rpipe_slot_next_flag(ch);
+        }
+        if (block && nw > 0) {
+            /* the slot alone */
+        } else if (!ch->pending) { /* tag/channel: the next descriptor is not known yet */
+            const uint64_t *poll = rmalloc_sync_poll_word(ch->sync);
+
+            if (poll != NULL) {
+                const uint64_t *guess = rpipe_guessed_flag(ch, &g);
+
+                word[nw++] = poll;
+                if (guess != NULL) {
+                    word[nw++] = guess;
+                }
             }
         } else if (ch->owner || ch->peer_region != NULL) {
-            flag = (const uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&ch->pending_desc));
+            word[nw++] = (const uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&ch->pending_desc));
         }
     }
-    if (flag != NULL) { /* not once the wait yields the core */
-        uint64_t seen = __atomic_load_n(flag, __ATOMIC_RELAXED);
-        uint64_t seen_guess = (guess != NULL) ? __atomic_load_n(guess, __ATOMIC_RELAXED) : 0;
-
+    if (nw > 0) { /* not once the wait yields the core */
+        for (unsigned i = 0; i < nw; i++) {
+            seen[i] = __atomic_load_n(word[i], __ATOMIC_RELAXED);
+        }
         /* No pause here: it would delay seeing the flag by its own length
          * (tens of ns on recent x86); rpipe_wait_step pauses between rounds. */
         for (unsigned n = 0; n < RPIPE_FLAG_SPIN; n++) {
-            if (__atomic_load_n(flag, __ATOMIC_RELAXED) != seen ||
-                (guess != NULL && __atomic_load_n(guess, __ATOMIC_RELAXED) != seen_guess)) {
-                return;
+            for (unsigned i = 0; i < nw; i++) {
+                if (__atomic_load_n(word[i], __ATOMIC_RELAXED) != seen[i]) {
+                    return;
+                }
             }
         }
     }
     rpipe_wait_step(wait);
+}
+
+/* rread of a block-mode slot: the next slot's flag is the one word to
+ * watch, so a wait is the floor's loop on it, with the general wait step
+ * between rounds. */
+static __attribute__((noinline)) int rpipe_slot_read(rch_t ch, raddr_t *desc_p, void **ptr_p,
+                                                     size_t size)
+{
+    const uint64_t *flag = rpipe_slot_next_flag(ch);
+    uint64_t want = rpipe_slot_flag(ch->slot_next, 0); /* block: the slot's number */
+    rpipe_wait_t wait;
+    int status;
+
+    rpipe_wait_init(&wait);
+    while ((status = rpipe_slot_take(ch, size, desc_p, ptr_p)) == R_PENDING) {
+        if (rpipe_state.deferred == 0 && wait.polls < rpipe_state.spin) {
+            unsigned n;
+
+            for (n = 0; n < RPIPE_FLAG_SPIN; n++) {
+                if ((__atomic_load_n(flag, __ATOMIC_RELAXED) & (RPIPE_SLOT_SEQ_BITS | 0xffu)) ==
+                    want) {
+                    break;
+                }
+            }
+            if (n < RPIPE_FLAG_SPIN) {
+                continue; /* seen: take it now */
+            }
+        }
+        rpipe_wait_step(&wait);
+    }
+    return status;
 }
 
 int rread(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
@@ -500,25 +605,30 @@ int rread(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
     rpipe_wait_t wait;
     int status;
 
+    if (ch != NULL && !ch->producer && ch->slots_on && rpipe_slot_block(ch) && !ch->pending &&
+        size <= RPIPE_SLOT_PAYLOAD && ch->deferred_n == 0 && desc_p != NULL && ptr_p != NULL) {
+        status = rpipe_slot_take(ch, size, desc_p, ptr_p);
+        return status != R_PENDING ? status : rpipe_slot_read(ch, desc_p, ptr_p, size);
+    }
     rpipe_wait_init(&wait);
     while ((status = rread_nb(ch, desc_p, ptr_p, size)) == R_PENDING) {
-        rpipe_wait_flag(ch, &wait);
+        rpipe_wait_flag(ch, size, &wait);
     }
     return status;
 }
 
-/* The flag of a message rread handed out and rfree has not cleared: set,
- * for a message of `payload` bytes. */
-static inline int rpipe_flag_live(rch_t ch, const raddr_t *desc, uint64_t payload)
-{
-    uint64_t seen = __atomic_load_n((const uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(desc)),
-                                    __ATOMIC_RELAXED) ^
-                    rpipe_flag_mask(ch, desc);
-
-    return (seen & 0xffu) == RPIPE_FLAG_MARK && rpipe_flag_payload(ch, seen) == payload;
-}
+static __attribute__((noinline)) int rpipe_free(rch_t ch, raddr_t user_desc);
 
 int rfree(rch_t ch, raddr_t user_desc)
+{
+    if (ch != NULL && (user_desc.flags & RPIPE_DESC_SLOT) && !ch->producer && ch->slots_on &&
+        user_desc.id != 0) {
+        return rpipe_slot_free(ch, &user_desc);
+    }
+    return rpipe_free(ch, user_desc);
+}
+
+static int rpipe_free(rch_t ch, raddr_t user_desc)
 {
     util_status_t status = rpipe_check_side(ch, 0, "rfree");
     raddr_t desc;
@@ -529,6 +639,9 @@ int rfree(rch_t ch, raddr_t user_desc)
     }
     if (raddr_is_null(user_desc) || !ch->connected) {
         return R_ERR_INVALID;
+    }
+    if (user_desc.flags & RPIPE_DESC_SLOT) {
+        return rpipe_slot_free(ch, &user_desc); /* slots off: refused there */
     }
     desc = rpipe_desc_from_user(user_desc);
     /* Validate before touching memory: a stale descriptor's slot may hold

@@ -75,6 +75,18 @@ START_TEST(test_stale)
 }
 END_TEST
 
+/* small-message slots, every sync mode and direction, shm and ofi */
+START_TEST(test_slots)
+{
+    const char *args[] = {"slots", ops[_i % 2], syncs[_i / 2], "next", "2000", NULL};
+
+    run(2, "auto", NULL, PROG, args);
+    if (btl_component_find("ofi") != NULL) { /* PUT: slots across the network; GET: none */
+        run(2, "ofi", "tcp;ofi_rxm", PROG, args);
+    }
+}
+END_TEST
+
 /* all PEs streaming to all, 2..8 PEs */
 START_TEST(test_pe_counts)
 {
@@ -171,6 +183,7 @@ int main(void)
     tcase_add_loop_test(tc, test_heuristics, 0, 16);
     tcase_add_loop_test(tc, test_reorder, 0, 4);
     tcase_add_loop_test(tc, test_stale, 0, 2);
+    tcase_add_loop_test(tc, test_slots, 0, 6);
     tcase_add_loop_test(tc, test_pe_counts, 2, 9);
     tcase_add_loop_test(tc, test_misuse, 0, 6);
     tcase_add_test(tc, test_messages);

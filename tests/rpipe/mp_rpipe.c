@@ -13,7 +13,10 @@
  *                 message's payload, forged to look like a flag with the
  *                 wrong sequence number; rread_nb must not take it (2 PEs);
  *       misuse    bad configurations and calls get error codes (2 PEs);
- *       messages  network_send/recv between every pair.
+ *       messages  network_send/recv between every pair;
+ *       slots     small-message slots: held, freed out of order, full
+ *                 (block waits, tag/channel use the region), written out
+ *                 of order, misused, ends that disagree (2 PEs).
  * OP put|get, SYNC block|tag|channel, ALG next|first|best|worst|random.
  * Every payload byte is checked; exits 0 only if all arrived in order.
  */
@@ -273,7 +276,9 @@ static void mode_reorder(rmalloc_config_t cfg, long count)
  * reader must wait for the real one. */
 static void mode_stale(rmalloc_config_t cfg)
 {
-    enum { CAP = 256, BIG = CAP - 2 * 8, SMALL = 16 };
+    /* SMALL: the smallest message the region takes (smaller ones use the
+     * slots, whose flags carry a sequence that never wraps) */
+    enum { CAP = 256, BIG = CAP - 2 * 8, SMALL = RPIPE_SLOT_PAYLOAD + 8 };
     rch_t ch;
     raddr_t d;
     unsigned char *p;
@@ -295,7 +300,7 @@ static void mode_stale(rmalloc_config_t cfg)
     }
     if (me == 0) {
         raddr_t next = {.start = 0,
-                        .end = 4,
+                        .end = (SMALL + 2 * 8) / 8,
                         .payload = SMALL + RPIPE_UHDR_BYTES,
                         .unit_shift = 3}; /* where the small message will be */
 
@@ -315,7 +320,7 @@ static void mode_stale(rmalloc_config_t cfg)
         }
         EXPECT_RC(network_recv(1, &token, sizeof(token)), R_SUCCESS); /* all freed */
         d = rmalloc(ch, SMALL);
-        if (raddr_is_null(d) || d.start != 0 || d.end != 4) {
+        if (raddr_is_null(d) || d.start != 0 || d.end != next.end) {
             FAIL("the small message did not wrap onto the first one ([%llu, %llu))",
                  (unsigned long long)d.start, (unsigned long long)d.end);
         }
@@ -455,6 +460,192 @@ static void mode_alltoall(rmalloc_config_t cfg, long count)
 }
 
 /* Bad input gets an error code, never a crash or a hang (2 PEs). */
+/* Small-message slots (2 PEs, PE 0 -> PE 1). Round 1: as many small
+ * messages as there are slots, all held by the reader; the next small one
+ * waits (block) or goes to the region (tag/channel); the held ones are
+ * freed in a seeded random order. Round 2 (tag/channel): a small message
+ * allocated while another is unwritten goes to the region, and the two
+ * written in reverse order arrive in write order. Round 3: count messages
+ * of 1..96 bytes, a slot or the region by size. Misuse: a slot freed twice,
+ * written twice (tag/channel), a forged slot descriptor. Last: ends that
+ * disagree on RMB_RPIPE_SLOTS, and a bad value, are refused. */
+/* Receives message i of exactly size bytes from PE 0 (context 3). */
+static void recv_exact(rch_t ch, long i, size_t size, raddr_t *d_p)
+{
+    void *p;
+    int rc = rread(ch, d_p, &p, size);
+
+    if (rc != R_SUCCESS) {
+        FAIL("rread of message %ld: %s", i, rstrerror(rc));
+        *d_p = RADDR_NULL;
+        return;
+    }
+    check_message(0, 3, i, d_p, p, size, network_header(ch, *d_p));
+}
+
+static void mode_slots(rmalloc_config_t cfg, long count)
+{
+    enum { CAP = 1024 };
+    int block = cfg.sync == NET_SYNC_BLKS, on;
+    long token = 0, n = 0, i = 0;
+    uint64_t rng = 0x51075107u;
+    raddr_t held[RPIPE_SLOTS_MAX], d;
+    rch_t ch;
+    void *p;
+
+    if (npes != 2) {
+        FAIL("slots runs on 2 PEs");
+        return;
+    }
+    ch = open_channel(cfg, 0, 1, 3, CAP);
+    if (ch == NULL) {
+        return;
+    }
+    if (me == 0) {
+        send_one(ch, 1, 3, n++, 8); /* connects: slots_on is known now */
+    } else {
+        recv_one(ch, 0, 3, i++, 8, &held[0]);
+    }
+    /* GET across the network has none: its reader would poll the peer */
+    on = ch->slots_on;
+    if (!on && (cfg.op == RDMA_PUT || ch->peer_region != NULL)) {
+        FAIL("a 1 KiB channel has no slots here (nslots %u)", ch->nslots);
+    }
+    if (me == 0 && on) {
+        /* round 1: fill the slots (one is in use already) */
+        for (; n < (long)ch->nslots; n++) {
+            send_one(ch, 1, 3, n, RPIPE_SLOT_PAYLOAD);
+        }
+        EXPECT_RC(network_recv(1, &token, sizeof(token)), R_SUCCESS); /* all read, held */
+        if (block) {
+            EXPECT_RC(rmalloc_nb(ch, 8, &d), R_PENDING);
+        } else {
+            EXPECT_RC(rmalloc_nb(ch, 8, &d), R_SUCCESS);
+            if (d.flags & RPIPE_DESC_SLOT) {
+                FAIL("a small message took a slot while every slot was held");
+            }
+            EXPECT_RC(rfree(ch, d), R_ERR_STATE); /* the producer's end */
+            for (int k = 0; k < 8; k++) ((unsigned char *)rmem(ch, d))[k] = msg_byte(0, n, k);
+            *(uint64_t *)network_header(ch, d) = (uint64_t)n;
+            EXPECT_RC(rwrite(ch, d), R_SUCCESS);
+            n++;
+        }
+        EXPECT_RC(network_send(1, &token, sizeof(token)), R_SUCCESS);
+        EXPECT_RC(network_recv(1, &token, sizeof(token)), R_SUCCESS); /* all freed */
+        if (block) {
+            send_one(ch, 1, 3, n++, RPIPE_SLOT_PAYLOAD);
+        }
+        /* round 2 */
+        if (!block) {
+            raddr_t a = rmalloc(ch, 8), b = rmalloc(ch, 8);
+
+            /* across the network a producer that found the slots full
+             * looks again only a few messages later: a may be the region's */
+            if ((a.flags & RPIPE_DESC_SLOT) && (b.flags & RPIPE_DESC_SLOT)) {
+                FAIL("with a slot unwritten the next small message took a slot too");
+            }
+            if (!(a.flags & RPIPE_DESC_SLOT) && ch->peer_region != NULL) {
+                FAIL("a small message went to the region with the slots free");
+            }
+            for (int k = 0; k < 8; k++) {
+                ((unsigned char *)rmem(ch, b))[k] = msg_byte(0, n, k);
+                ((unsigned char *)rmem(ch, a))[k] = msg_byte(0, n + 1, k);
+            }
+            *(uint64_t *)network_header(ch, b) = (uint64_t)n;
+            *(uint64_t *)network_header(ch, a) = (uint64_t)n + 1;
+            EXPECT_RC(rwrite(ch, b), R_SUCCESS);
+            EXPECT_RC(rwrite(ch, a), R_SUCCESS);
+            if (a.flags & RPIPE_DESC_SLOT) {
+                EXPECT_RC(rwrite(ch, a), R_ERR_INVALID); /* written already */
+            }
+            n += 2;
+        }
+    } else if (on) {
+        for (; i < (long)ch->nslots; i++) {
+            recv_exact(ch, i, msg_size(0, 1, 3, i, RPIPE_SLOT_PAYLOAD), &held[i]);
+            if (raddr_is_null(held[i])) {
+                return;
+            }
+        }
+        EXPECT_RC(network_send(0, &token, sizeof(token)), R_SUCCESS);
+        EXPECT_RC(network_recv(0, &token, sizeof(token)), R_SUCCESS);
+        if (!block) { /* the region's message is next */
+            recv_exact(ch, i++, 8, &d);
+            EXPECT_RC(rfree(ch, d), R_SUCCESS);
+        }
+        for (long k = (long)ch->nslots - 1; k > 0; k--) { /* a seeded random order */
+            long j = (long)(rng_next(&rng) % (uint64_t)(k + 1));
+            raddr_t t = held[k];
+            held[k] = held[j];
+            held[j] = t;
+        }
+        for (long k = 0; k < (long)ch->nslots; k++) {
+            EXPECT_RC(rfree(ch, held[k]), R_SUCCESS);
+        }
+        EXPECT_RC(rfree(ch, held[0]), R_ERR_INVALID); /* freed twice */
+        EXPECT_RC(network_send(0, &token, sizeof(token)), R_SUCCESS);
+        if (block) {
+            recv_exact(ch, i, msg_size(0, 1, 3, i, RPIPE_SLOT_PAYLOAD), &d);
+            i++;
+            EXPECT_RC(rfree(ch, d), R_SUCCESS);
+        } else {
+            for (int k = 0; k < 2; k++, i++) {
+                recv_exact(ch, i, 8, &d);
+                EXPECT_RC(rfree(ch, d), R_SUCCESS);
+            }
+        }
+    } else if (me == 1) {
+        EXPECT_RC(rfree(ch, held[0]), R_SUCCESS);
+    }
+    /* round 3: a slot or the region by size */
+    for (long k = 0; k < count; k++) {
+        if (me == 0) {
+            send_one(ch, 1, 3, n++, 96);
+            continue;
+        }
+        recv_one(ch, 0, 3, i, 96, &d);
+        if (!raddr_is_null(d)) {
+            if (on && block && (d.payload <= RPIPE_SLOT_PAYLOAD) != !!(d.flags & RPIPE_DESC_SLOT)) {
+                FAIL("block message %ld of %llu bytes: slot %d", i, (unsigned long long)d.payload,
+                     !!(d.flags & RPIPE_DESC_SLOT));
+            }
+            EXPECT_RC(rfree(ch, d), R_SUCCESS);
+        }
+        i++;
+    }
+    if (me == 0 && on) { /* misuse: a slot the producer never allocated */
+        d = rmalloc(ch, 8);
+        d.block += 5;
+        d.start = ch->slot_start0 + (ch->nslots << 6 >> ch->unit_shift); /* past the last */
+        if (rmem(ch, d) != NULL) {
+            FAIL("rmem gave a pointer for a slot outside the channel");
+        }
+        EXPECT_RC(rwrite(ch, d), R_ERR_INVALID);
+    }
+    network_barrier();
+    rpipe_close(ch);
+
+    /* the ends disagree on the slots: refused on both, with a message */
+    EXPECT_RC(rexit(), R_SUCCESS);
+    if (me == 1) {
+        setenv("RMB_RPIPE_SLOTS", "8", 1);
+    }
+    EXPECT_RC(rinit(NULL, NULL), R_SUCCESS);
+    ch = open_channel(cfg, 0, 1, 4, CAP);
+    if (ch != NULL) {
+        if (me == 0) {
+            EXPECT_RC(rmalloc_nb(ch, 8, &d), R_ERR_INVALID);
+        } else {
+            EXPECT_RC(rread_nb(ch, &d, &p, 8), R_ERR_INVALID);
+        }
+    }
+    EXPECT_RC(rexit(), R_SUCCESS);
+    setenv("RMB_RPIPE_SLOTS", "3", 1);
+    EXPECT_RC(rinit(NULL, NULL), R_ERR_INVALID);
+    unsetenv("RMB_RPIPE_SLOTS");
+    EXPECT_RC(rinit(NULL, NULL), R_SUCCESS);
+}
+
 static void mode_misuse(rmalloc_config_t base)
 {
     rmalloc_config_t cfg;
@@ -700,6 +891,8 @@ int main(int argc, char **argv)
         mode_stale(cfg);
     else if (!strcmp(mode, "messages"))
         mode_messages();
+    else if (!strcmp(mode, "slots"))
+        mode_slots(cfg, count);
     else if (!strcmp(mode, "atomic"))
         mode_atomic(cfg, count);
     else {
