@@ -16,7 +16,7 @@
  *   [flag_offset, +8)      notified flag, flag_offset = 8 + round8(payload)
  * rmalloc sees "payload + 8" as its payload and reserves 8 header bytes for
  * the flag, so rmalloc_desc_flag_offset() is exactly flag_offset. The user
- * sees desc.payload without the 8 header bytes (rpipe_desc_to_user()).
+ * sees desc.payload without the 8 header bytes (rpipe_desc_store_user()).
  *
  * Small-message slots. Messages of up to RPIPE_SLOT_PAYLOAD bytes go to a
  * ring of one-line slots after the region, outside the allocator: user

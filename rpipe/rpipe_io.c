@@ -123,7 +123,7 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
         }
         if (ch->units != 0 &&
             rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, payload, &desc) == UTIL_OK) {
-            *desc_p = rpipe_desc_to_user(desc);
+            rpipe_desc_store_user(desc_p, &desc);
             return R_SUCCESS;
         }
     } else {
@@ -139,7 +139,7 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
         }
         if (ring != NULL &&
             rmalloc_ring_alloc_inl(ring, units, 1, size + RPIPE_UHDR_BYTES, &desc) == UTIL_OK) {
-            *desc_p = rpipe_desc_to_user(desc);
+            rpipe_desc_store_user(desc_p, &desc);
             return R_SUCCESS;
         }
     }
@@ -150,7 +150,7 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
     if (status != UTIL_OK) {
         return status;
     }
-    *desc_p = rpipe_desc_to_user(desc);
+    rpipe_desc_store_user(desc_p, &desc);
     return R_SUCCESS;
 }
 
@@ -168,7 +168,10 @@ static __attribute__((noinline)) raddr_t rpipe_malloc(rch_t ch, size_t size)
             if (ch->units != 0 && rmalloc_sync_block_alloc_ready(ch->sync) &&
                 rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, ch->units_payload, &desc) ==
                     UTIL_OK) {
-                return rpipe_desc_to_user(desc);
+                raddr_t user;
+
+                rpipe_desc_store_user(&user, &desc);
+                return user;
             }
         } else {
             uint64_t units;
@@ -177,7 +180,10 @@ static __attribute__((noinline)) raddr_t rpipe_malloc(rch_t ch, size_t size)
 
             if (ring != NULL &&
                 rmalloc_ring_alloc_inl(ring, units, 1, ch->units_payload, &desc) == UTIL_OK) {
-                return rpipe_desc_to_user(desc);
+                raddr_t user;
+
+                rpipe_desc_store_user(&user, &desc);
+                return user;
             }
         }
     }
@@ -423,7 +429,7 @@ static inline int rpipe_read_done(rch_t ch, raddr_t desc, uint64_t payload, radd
     ch->pending = 0;
     ch->seq++;
     desc.payload = payload + RPIPE_UHDR_BYTES;
-    *desc_p = rpipe_desc_to_user(desc);
+    rpipe_desc_store_user(desc_p, &desc);
     *ptr_p = rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES;
     return R_SUCCESS;
 }

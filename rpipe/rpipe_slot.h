@@ -19,8 +19,6 @@
 #include "btl/btl_inl.h"
 #include "util/log.h"
 
-#include <stddef.h>
-
 #define RPIPE_SLOT_SEQ_BITS (~UINT64_C(0xffff))
 
 static inline int rpipe_slot_block(const struct rpipe_channel *ch)
@@ -44,37 +42,14 @@ static inline uint64_t rpipe_slot_start(const struct rpipe_channel *ch, uint64_t
     return ch->slot_start0 + ((n & (ch->nslots - 1)) << (6 - ch->unit_shift));
 }
 
-/* Writes the user's descriptor of slot n holding user_payload bytes. The
- * caller copies it in 16-byte loads (it is passed by value), and a wide
- * load of narrower stores stalls on store forwarding: so where the layout
- * allows, three 16-byte stores. */
+/* Writes the user's descriptor of slot n holding user_payload bytes. */
 static inline void rpipe_slot_desc(const struct rpipe_channel *ch, uint64_t n,
                                    uint64_t user_payload, raddr_t *d)
 {
     uint64_t start = rpipe_slot_start(ch, n);
-    uint64_t end = start + (RPIPE_SLOT_BYTES >> ch->unit_shift);
-    uint64_t id = (UINT64_C(1) << 63) | n;
 
-#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    typedef uint64_t rpipe_u64x2_t __attribute__((vector_size(16), aligned(8)));
-    _Static_assert(offsetof(raddr_t, block) == 40 && offsetof(raddr_t, unit_shift) == 44 &&
-                       offsetof(raddr_t, flags) == 46 && sizeof(raddr_t) == 48,
-                   "raddr_t layout");
-    rpipe_u64x2_t *v = (rpipe_u64x2_t *)(void *)d;
-
-    v[0] = (rpipe_u64x2_t){start, end};
-    v[1] = (rpipe_u64x2_t){id, 0};
-    v[2] = (rpipe_u64x2_t){user_payload, (uint32_t)n | (uint64_t)ch->unit_shift << 32 |
-                                             (uint64_t)RPIPE_DESC_SLOT << 48};
-#else
-    *d = (raddr_t){.start = start,
-                   .end = end,
-                   .id = id,
-                   .payload = user_payload,
-                   .block = (uint32_t)n,
-                   .unit_shift = ch->unit_shift,
-                   .flags = RPIPE_DESC_SLOT};
-#endif
+    rpipe_desc_pack(d, start, start + (RPIPE_SLOT_BYTES >> ch->unit_shift), (UINT64_C(1) << 63) | n,
+                    0, user_payload, (uint32_t)n, ch->unit_shift, RPIPE_DESC_SLOT);
 }
 
 static __attribute__((noinline, cold)) int rpipe_slot_invalid(const struct rpipe_channel *ch,
