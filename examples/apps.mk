@@ -77,4 +77,4 @@ tests_check_apps_SOURCES = tests/apps/check_apps.c
 tests_check_apps_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_check_apps_LDADD = $(TEST_LDADD)
 endif
-noinst_HEADERS += examples/app_common.h
+noinst_HEADERS += examples/app_common.h examples/app_rpipe.h

@@ -15,7 +15,7 @@
  */
 #include "dht.h"
 
-#include <rmalloc.h>
+#include "../app_rpipe.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -153,13 +153,13 @@ int main(int argc, char **argv)
         check(rpipe(&in[q], &cfg), "rpipe");
     }
 
+    app_rpipe_clock_init();
     /* warm-up: one empty message each way connects every channel */
     for (int q = 0; q < np; q++) {
         if (q != me) send_control(q, 0);
     }
     while (warm < np - 1) serve();
-    network_barrier();
-
+    app_rpipe_clock_sync();
     t0 = app_now();
     for (long i = 0; i < p.inserts; i++) {
         dht_req_t r = dht_make(&p, me, i);
@@ -181,6 +181,7 @@ int main(int argc, char **argv)
     }
     while (done < np - 1) serve();
     t1 = app_now();
+    app_rpipe_clock_sync(); /* every PE has had every insert served */
 
     struct {
         long errs;
@@ -198,6 +199,7 @@ int main(int argc, char **argv)
         free(errs);
         free(times);
     }
+    app_rpipe_clock_free();
     rexit();
     free(all);
     free(mem);

@@ -13,7 +13,7 @@
  */
 #include "em3d.h"
 
-#include <rmalloc.h>
+#include "../app_rpipe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,10 +88,11 @@ int main(int argc, char **argv)
     }
     if (hd == NULL || seg == NULL) network_abort(1);
 
+    app_rpipe_clock_init();
     network_barrier();
     for (long s = 0; s < p.total; s++) {
         if (s == p.warm) { /* the clock starts after the untimed warm-up steps */
-            network_barrier();
+            app_rpipe_clock_sync();
             t0 = app_now();
         }
         for (int K = 0; K < 2; K++) { /* E nodes from H values, then H from E */
@@ -119,6 +120,7 @@ int main(int argc, char **argv)
         }
     }
     t1 = app_now();
+    app_rpipe_clock_sync();
 
     double mine[2] = {em3d_checksum(val[EM3D_E], val[EM3D_H], p.n), t1 - t0};
     double *all = malloc(2 * (size_t)np * sizeof(double));
@@ -127,6 +129,7 @@ int main(int argc, char **argv)
     if (me == 0) {
         rc = em3d_report(&p, "rpipe", np, all);
     }
+    app_rpipe_clock_free();
     rexit();
     free(all);
     for (int V = 0; V < 2; V++) {

@@ -13,7 +13,7 @@
  */
 #include "halo.h"
 
-#include <rmalloc.h>
+#include "../app_rpipe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +94,7 @@ int main(int argc, char **argv)
         in[k] = open_channel(nb[k], 0, row_bytes);
     }
 
+    app_rpipe_clock_init();
     network_barrier();
     /* state 0's boundary rows */
     for (int k = 0; k < 2; k++) {
@@ -104,7 +105,7 @@ int main(int argc, char **argv)
     }
     for (long s = 0; s < p.total; s++) {
         if (s == p.warm) { /* the clock starts after the untimed warm-up steps */
-            network_barrier();
+            app_rpipe_clock_sync();
             t0 = app_now();
         }
         const double *halo[2];
@@ -143,6 +144,7 @@ int main(int argc, char **argv)
         nxt = t;
     }
     t1 = app_now();
+    app_rpipe_clock_sync();
 
     double mine[2] = {halo_checksum(cur, R, C, (long)me * R), t1 - t0};
     int rc = 0;
@@ -152,6 +154,7 @@ int main(int argc, char **argv)
     if (me == 0) {
         rc = halo_report(&p, "rpipe", np, all);
     }
+    app_rpipe_clock_free();
     rexit();
     free(all);
     free(cur);
