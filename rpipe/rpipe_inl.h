@@ -79,7 +79,7 @@ rpipe_desc_pack(raddr_t *d, uint64_t start, uint64_t end, uint64_t id, uint64_t 
                 uint64_t payload, uint32_t block, uint16_t unit_shift, uint16_t flags)
 {
 #if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    typedef uint64_t rpipe_u64x2_t __attribute__((vector_size(16), aligned(8)));
+    typedef uint64_t rpipe_u64x2_t __attribute__((vector_size(16), aligned(8), may_alias));
     _Static_assert(offsetof(raddr_t, wrap_from) == 24 && offsetof(raddr_t, block) == 40 &&
                        offsetof(raddr_t, unit_shift) == 44 && offsetof(raddr_t, flags) == 46 &&
                        sizeof(raddr_t) == 48,
