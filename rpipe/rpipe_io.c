@@ -418,19 +418,21 @@ static util_status_t rpipe_load_flag(rch_t ch, const raddr_t *desc, uint64_t *fl
 
 /* rread_nb's last step: the pending message of `payload` bytes is the
  * caller's. */
-static inline int rpipe_read_done(rch_t ch, raddr_t desc, uint64_t payload, raddr_t *desc_p,
+static inline int rpipe_read_done(rch_t ch, const raddr_t *desc, uint64_t payload, raddr_t *desc_p,
                                   void **ptr_p)
 {
+    char *msg = rpipe_view(ch) + rpipe_offset(desc);
+
     if (ch->cfg.op == RDMA_ATOMIC) {
         /* the accumulator as of this update (later ones may be in too) */
         uint64_t value = __atomic_load_n(ch->cell, __ATOMIC_ACQUIRE);
-        memcpy(rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES, &value, 8);
+        memcpy(msg + RPIPE_UHDR_BYTES, &value, 8);
     }
     ch->pending = 0;
     ch->seq++;
-    desc.payload = payload + RPIPE_UHDR_BYTES;
-    rpipe_desc_store_user(desc_p, &desc);
-    *ptr_p = rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES;
+    rpipe_desc_pack(desc_p, desc->start, desc->end, desc->id, desc->wrap_from, payload, desc->block,
+                    desc->unit_shift, desc->flags);
+    *ptr_p = msg + RPIPE_UHDR_BYTES;
     return R_SUCCESS;
 }
 
@@ -438,7 +440,7 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
 {
     util_status_t status = rpipe_check_side(ch, 0, "rread");
     uint64_t flag, payload;
-    raddr_t desc;
+    const raddr_t *desc;
 
     if (status != UTIL_OK) {
         return status;
@@ -472,7 +474,7 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         if (payload > size) {
             return R_ERR_TRUNCATED; /* stays pending: a larger read can take it */
         }
-        return rpipe_read_done(ch, ch->pending_desc, payload, desc_p, ptr_p);
+        return rpipe_read_done(ch, &ch->pending_desc, payload, desc_p, ptr_p);
     }
     if (!ch->pending) {
         status = rpipe_next_desc(ch, size, &ch->pending_desc);
@@ -485,20 +487,21 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         }
         ch->pending = 1;
     }
-    desc = ch->pending_desc;
-    status = rpipe_load_flag(ch, &desc, &flag);
+    /* in place: a copy of the descriptor just stored would stall (rpipe_desc_pack) */
+    desc = &ch->pending_desc;
+    status = rpipe_load_flag(ch, desc, &flag);
     if (status != UTIL_OK) {
         return status;
     }
-    flag ^= rpipe_flag_mask(ch, &desc);
+    flag ^= rpipe_flag_mask(ch, desc);
     payload = rpipe_flag_payload(ch, flag);
-    if (!rpipe_flag_expected(ch, flag, rpipe_msg_seq(ch, &desc)) || payload > ch->cfg.alloc_size) {
+    if (!rpipe_flag_expected(ch, flag, rpipe_msg_seq(ch, desc)) || payload > ch->cfg.alloc_size) {
         return R_PENDING; /* not written yet (0, or old bytes of freed messages) */
     }
-    if (payload + RPIPE_UHDR_BYTES > desc.payload) {
+    if (payload + RPIPE_UHDR_BYTES > desc->payload) {
         util_error("rread: message of %llu bytes in a slot of %llu (peers disagree on sizes)",
                    (unsigned long long)payload,
-                   (unsigned long long)(desc.payload - RPIPE_UHDR_BYTES));
+                   (unsigned long long)(desc->payload - RPIPE_UHDR_BYTES));
         return R_ERR_STATE;
     }
     if (payload > size) {
@@ -506,14 +509,14 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
     }
     if (!ch->owner && ch->peer_region == NULL) {
         /* GET through the network: fetch header and payload into the mirror. */
-        uint64_t off = rpipe_offset(&desc);
+        uint64_t off = rpipe_offset(desc);
         status = btl_get(ch->ep, ch->region + off, RPIPE_UHDR_BYTES + payload, ch->region_mem,
                          ch->peer_region_addr + off, ch->peer_region_rkey);
         if (status != UTIL_OK) {
             return status;
         }
         /* The mirror's flag slot marks the message live until rfree. */
-        *(uint64_t *)(ch->region + rpipe_flag_offset(&desc)) = flag ^ rpipe_flag_mask(ch, &desc);
+        *(uint64_t *)(ch->region + rpipe_flag_offset(desc)) = flag ^ rpipe_flag_mask(ch, desc);
     }
     return rpipe_read_done(ch, desc, payload, desc_p, ptr_p);
 }
