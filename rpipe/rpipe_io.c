@@ -562,12 +562,18 @@ static void rpipe_wait_flag(rch_t ch, size_t size, rpipe_wait_t *wait)
         }
     }
     if (nw > 0) { /* not once the wait yields the core */
+        /* Watching a slot and the region (tag/channel): the full rread_nb
+         * between rounds takes long enough to hide a slot's flag for a
+         * while, so longer rounds, each counted as that many polls. */
+        unsigned rounds = (nw > 1 && ch->slots_on) ? 8 : 1;
+
         for (unsigned i = 0; i < nw; i++) {
             seen[i] = __atomic_load_n(word[i], __ATOMIC_RELAXED);
         }
+        wait->polls += rounds - 1;
         /* No pause here: it would delay seeing the flag by its own length
          * (tens of ns on recent x86); rpipe_wait_step pauses between rounds. */
-        for (unsigned n = 0; n < RPIPE_FLAG_SPIN; n++) {
+        for (unsigned n = 0; n < rounds * RPIPE_FLAG_SPIN; n++) {
             for (unsigned i = 0; i < nw; i++) {
                 if (__atomic_load_n(word[i], __ATOMIC_RELAXED) != seen[i]) {
                     return;
@@ -587,11 +593,13 @@ static __attribute__((noinline)) int rpipe_slot_read(rch_t ch, raddr_t *desc_p, 
     const uint64_t *flag = rpipe_slot_next_flag(ch);
     uint64_t want = rpipe_slot_flag(ch->slot_next, 0); /* block: the slot's number */
     rpipe_wait_t wait;
-    int status;
+    int status, seen = 0;
 
     rpipe_wait_init(&wait);
     while ((status = rpipe_slot_take(ch, size, desc_p, ptr_p)) == R_PENDING) {
-        if (rpipe_state.deferred == 0 && wait.polls < rpipe_state.spin) {
+        /* seen and still not taken (a flag with a size no slot holds):
+         * the general step, as for any word that never turns */
+        if (!seen && rpipe_state.deferred == 0 && wait.polls < rpipe_state.spin) {
             unsigned n;
 
             for (n = 0; n < RPIPE_FLAG_SPIN; n++) {
@@ -601,9 +609,11 @@ static __attribute__((noinline)) int rpipe_slot_read(rch_t ch, raddr_t *desc_p, 
                 }
             }
             if (n < RPIPE_FLAG_SPIN) {
-                continue; /* seen: take it now */
+                seen = 1;
+                continue; /* take it now */
             }
         }
+        seen = 0;
         rpipe_wait_step(&wait);
     }
     return status;
