@@ -320,17 +320,18 @@ static __attribute__((noinline)) int rpipe_write(rch_t ch, raddr_t user_desc)
     return rpipe_post_or_defer(ch, &desc);
 }
 
-static inline int rpipe_slot_writer(rch_t ch, const raddr_t *d)
+/* A slot (a small message, the common case) inline, the rest out of line. */
+static inline __attribute__((always_inline)) int rpipe_write_any(rch_t ch, raddr_t *d)
 {
-    return ch != NULL && (d->flags & RPIPE_DESC_SLOT) && ch->producer && ch->slots_on && d->id != 0;
+    if (ch != NULL && (d->flags & RPIPE_DESC_SLOT) && ch->producer && ch->slots_on && d->id != 0) {
+        return rpipe_slot_write(ch, d);
+    }
+    return rpipe_write(ch, *d);
 }
 
 int rwrite_nb(rch_t ch, raddr_t user_desc)
 {
-    if (rpipe_slot_writer(ch, &user_desc)) {
-        return rpipe_slot_write(ch, &user_desc);
-    }
-    return rpipe_write(ch, user_desc);
+    return rpipe_write_any(ch, &user_desc);
 }
 
 /* The data transfer completes locally before rwrite_nb returns and the
@@ -338,10 +339,7 @@ int rwrite_nb(rch_t ch, raddr_t user_desc)
  * two forms are the same. */
 int rwrite(rch_t ch, raddr_t desc)
 {
-    if (rpipe_slot_writer(ch, &desc)) {
-        return rpipe_slot_write(ch, &desc);
-    }
-    return rpipe_write(ch, desc);
+    return rpipe_write_any(ch, &desc);
 }
 
 /* ---- consumer ----------------------------------------------------------------------------- */
@@ -380,10 +378,8 @@ static const uint64_t *rpipe_guessed_flag(rch_t ch, raddr_t *g)
         rmalloc_sync_guess(ch->sync, &start, &units, &payload) != UTIL_OK) {
         return NULL;
     }
-    *g = (raddr_t){.start = start,
-                   .end = start + units,
-                   .payload = payload,
-                   .unit_shift = (uint16_t)__builtin_ctzll(ch->unit)};
+    *g = (raddr_t){
+        .start = start, .end = start + units, .payload = payload, .unit_shift = ch->unit_shift};
     if (rpipe_flag_offset(g) + 8 > ch->region_bytes) {
         return NULL;
     }
