@@ -71,6 +71,7 @@ static int rcoll_channel(rdma_op_t op, int peer, int producer, rch_t *ch_p)
     cfg.algorithm = NEXT_FIT;
     cfg.alloc_size = RCOLL_CHANNEL_BYTES;
     cfg.context = RCOLL_CONTEXT_LANE;
+    cfg.queue_len = RCOLL_QUEUE_LEN;
     return rpipe(ch_p, &cfg);
 }
 

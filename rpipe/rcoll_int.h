@@ -21,6 +21,12 @@
  * in fragments so that several are in flight. */
 #define RCOLL_CHANNEL_BYTES (64u * 1024u)
 #define RCOLL_TAG_BYTES     8u /* seq/step word at the start of every payload */
+/* Tag queue entries of each rcoll channel. The default sizing (twice the
+ * 8-byte messages 64 KiB could hold: 8192 entries, 768 KiB of sync buffer
+ * zeroed at connect, per channel) cost a 4-PE job 24 ms of page faults per PE
+ * at rcoll_init. A collective has a few messages per peer in flight; a fast
+ * producer running further ahead waits in deferral, as any full queue does. */
+#define RCOLL_QUEUE_LEN 256u
 
 /* A message that arrived before its collective wanted it: copied out of the
  * channel (the only allocation on a data path, and only out of order). */
