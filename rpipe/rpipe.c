@@ -312,10 +312,13 @@ util_status_t rpipe_finalize_hook_add(rpipe_finalize_hook_func_t hook)
 
 /* ---- the rmalloc sync transport over the btl -------------------------------------------- */
 
+/* Non-blocking: the sync layer keeps at most one read in flight per
+ * channel and completes it through rpipe_sync_flush. */
 static util_status_t rpipe_sync_read(void *ctx, uint64_t offset, void *buf, size_t len)
 {
     rch_t ch = ctx;
-    return btl_get(ch->ep, buf, len, NULL, ch->peer_sync_addr + offset, ch->peer_sync_rkey);
+    return btl_get_nb(ch->ep, buf, len, NULL, ch->peer_sync_addr + offset, ch->peer_sync_rkey,
+                      &ch->sync_comp);
 }
 
 static util_status_t rpipe_sync_write(void *ctx, uint64_t offset, const void *buf, size_t len)
@@ -354,9 +357,18 @@ static util_status_t rpipe_sync_cswap(void *ctx, uint64_t offset, uint64_t expec
     return status;
 }
 
+/* Writes and atomics complete before they return; a read may still be in
+ * flight: one progress call, then IN_PROGRESS until it lands. */
 static util_status_t rpipe_sync_flush(void *ctx)
 {
-    return UTIL_OK; /* every operation above completes before it returns */
+    rch_t ch = ctx;
+    util_status_t status = btl_comp_test(&ch->sync_comp);
+
+    if (status == UTIL_IN_PROGRESS) {
+        btl_ctx_progress(rpipe_state.btl);
+        status = btl_comp_test(&ch->sync_comp);
+    }
+    return status;
 }
 
 static const rmalloc_sync_ops_t rpipe_sync_ops = {
@@ -489,6 +501,7 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
         return R_ERR_NOMEM;
     }
     ch->cfg = *cfg;
+    btl_comp_init(&ch->sync_comp);
     ch->producer = (cfg->op == RDMA_GET) ? !cfg->rdma_active : !!cfg->rdma_active;
     ch->owner = (cfg->op == RDMA_GET) ? ch->producer : !ch->producer;
     ch->unit = cfg->unit_size < 8 ? 8 : cfg->unit_size;
@@ -760,6 +773,8 @@ int rpipe_close(rch_t ch)
         return R_ERR_INVALID;
     }
     *link = ch->next;
+    /* A sync read in flight lands in the endpoint's memory: let it. */
+    (void)btl_ctx_comp_wait(rpipe_state.btl, &ch->sync_comp);
     /* Deferred posts and frees are dropped, not sent: both ends close a
      * channel, so the peer no longer needs them, and it may already have
      * freed the memory they would reach. Over a software RMA transport

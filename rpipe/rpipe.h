@@ -96,6 +96,9 @@ struct rpipe_channel {
     uint64_t peer_region_addr;
     uint64_t peer_sync_addr;
     char *peer_region; /* owner's region mapped here (load/store), else NULL */
+    /* The sync transport's read in flight (rpipe_sync_read): over a network
+     * a reader watches its slot meanwhile instead of waiting a round trip. */
+    btl_comp_t sync_comp;
 
     /* Descriptors whose post (producer) or free (consumer) the sync queue
      * pushed back; flushed in order by every rpipe wait, so rwrite and
