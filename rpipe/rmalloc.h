@@ -145,7 +145,9 @@ RMALLOC_API int rexit(void);
  * global synchronization. R_ERR_EXISTS when this rank already has a channel
  * with that peer, direction and context. */
 RMALLOC_API int rpipe(rch_t *ch, const rmalloc_config_t *cfg);
-/* Releases this end (local; the peer should close its end too). */
+/* Releases this end (local; the peer should close its end too). Close once
+ * neither end uses the channel any more (after network_barrier, say): over a
+ * network the peer may still be reading this end's sync memory. */
 RMALLOC_API int rpipe_close(rch_t ch);
 
 /* ---- producer ------------------------------------------------------------------------- */
