@@ -18,10 +18,13 @@
 #include "util/log.h"
 
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RPIPE_META_MAGIC 0x72706970u /* "rpip" */
 
@@ -381,6 +384,32 @@ static const rmalloc_sync_ops_t rpipe_sync_ops = {
 
 /* ---- channel setup --------------------------------------------------------------------- */
 
+/* Maps every page of a peer's memory that this side loads and stores, at
+ * connect: a page first touched by a message costs a fault in this process
+ * (the owner zeroed it in its own), and next-fit walks a new page every few
+ * messages until the region has wrapped once (halo's first 15 steps: +20 us).
+ * Without MADV_POPULATE_WRITE (Linux < 5.14) a load per page does it: the
+ * mapping is shared and never write-protected. */
+static void rpipe_prefault(const void *addr, size_t len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t start, end;
+
+    if (page <= 0 || len == 0) {
+        return;
+    }
+    start = (uintptr_t)addr & ~(uintptr_t)(page - 1);
+    end = (uintptr_t)addr + len;
+#ifdef MADV_POPULATE_WRITE
+    if (madvise((void *)start, end - start, MADV_POPULATE_WRITE) == 0) {
+        return;
+    }
+#endif
+    for (uintptr_t p = start; p < end; p += (uintptr_t)page) {
+        (void)*(volatile const char *)(p > (uintptr_t)addr ? p : (uintptr_t)addr);
+    }
+}
+
 static util_status_t rpipe_check_config(const rmalloc_config_t *cfg)
 {
     if (rpipe_state.refcount == 0) {
@@ -699,6 +728,7 @@ util_status_t rpipe_connect(rch_t ch)
     }
     if (btl_rkey_ptr(ch->peer_sync_rkey, meta.sync_addr, &ptr) == UTIL_OK) {
         rmalloc_sync_set_peer_view(ch->sync, ptr); /* sync reads become loads */
+        rpipe_prefault(ptr, rmalloc_sync_buffer_size(&ch->sync_cfg));
         ch->slots_on = ch->nslots != 0;
     } else {
         /* Across the network only PUT uses the slots: its reader polls its
@@ -725,6 +755,7 @@ util_status_t rpipe_connect(rch_t ch)
         }
         if (btl_rkey_ptr(ch->peer_region_rkey, meta.region_addr, &ptr) == UTIL_OK) {
             ch->peer_region = ptr; /* messages are written/read in place */
+            rpipe_prefault(ptr, ch->view_bytes);
         } else if (ch->slots_on && ch->cfg.op == RDMA_GET) {
             util_error("rpipe: channel %s: rank %d's sync memory is mapped here but its message "
                        "region is not",
