@@ -403,15 +403,13 @@ static util_status_t rmalloc_sync_tag_next(rmalloc_sync_ep_t *ep, raddr_t *desc_
     return UTIL_OK;
 }
 
-/* Only where the tags are loads (peer view): over a network the early
- * message's tag is a read that the producer must serve, and a free that
- * waits for it would wait on the producer's progress. */
+/* With or without a peer view: a message taken early skips its tag (its
+ * frees name it by post order), so nothing waits for the producer to serve
+ * a read of it. Over a network this is what spares a PUT reader a round
+ * trip per message: the guessed flag is in its own memory. */
 static util_status_t rmalloc_sync_tag_guess(const rmalloc_sync_ep_t *ep, uint64_t *start_p,
                                             uint64_t *units_p, uint64_t *payload_p)
 {
-    if (ep->peer_view == NULL) {
-        return UTIL_ERR_NO_RESOURCE;
-    }
     return rmalloc_sync_guess_next(ep, start_p, units_p, payload_p);
 }
 

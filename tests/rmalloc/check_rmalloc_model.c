@@ -3,9 +3,9 @@
  * protocol x direction (22 combinations) a producer and a consumer run a
  * random interleaving of alloc (half of the unaligned ones by rpipe's
  * small-message path: rmalloc_sync_alloc_ring, then the ring inline), post,
- * take, take early (next-fit with a peer
- * view: the next message at its guessed place, perhaps before its post, as
- * rpipe does when the flag is there), out-of-order free, pull and
+ * take, take early (next-fit: the next message at its guessed place,
+ * perhaps before its post, as rpipe does when the flag is there; with and
+ * without a peer view, so also while a read is in flight), out-of-order free, pull and
  * progress through the in-memory transport, which itself defers and
  * refuses operations at random. After every step:
  *   - both instances pass rmalloc_vmem_check() (blocks tile the region, so
@@ -318,7 +318,7 @@ START_TEST(test_model)
             op_alloc(&m);
         else if (r < 50)
             op_post(&m);
-        else if (r < 62 && view)
+        else if (r < 62)
             op_take_early(&m);
         else if (r < 70)
             op_take(&m);
