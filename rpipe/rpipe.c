@@ -14,6 +14,7 @@
 #include "rpipe/rpipe_inl.h"
 #include "rmalloc/rmalloc_ring_inl.h"
 #include "btl/btl_inl.h"
+#include "btl/btl_wait.h"
 #include "util/env.h"
 #include "util/log.h"
 
@@ -315,13 +316,35 @@ util_status_t rpipe_finalize_hook_add(rpipe_finalize_hook_func_t hook)
 
 /* ---- the rmalloc sync transport over the btl -------------------------------------------- */
 
+/* The quickest sync read seen: about the network's round trip. */
+static void rpipe_note_read_rt(rch_t ch, uint64_t rt)
+{
+    if (ch->tag_read_rt_ns == 0 || rt < ch->tag_read_rt_ns) {
+        ch->tag_read_rt_ns = rt != 0 ? rt : 1;
+    }
+}
+
 /* Non-blocking: the sync layer keeps at most one read in flight per
  * channel and completes it through rpipe_sync_flush. */
 static util_status_t rpipe_sync_read(void *ctx, uint64_t offset, void *buf, size_t len)
 {
     rch_t ch = ctx;
-    return btl_get_nb(ch->ep, buf, len, NULL, ch->peer_sync_addr + offset, ch->peer_sync_rkey,
-                      &ch->sync_comp);
+    util_status_t status;
+    uint64_t now = 0;
+
+    if (ch->tags_remote) {
+        now = btl_now_ns();
+        if (now < ch->tag_read_after_ns) {
+            return UTIL_ERR_NO_RESOURCE; /* not issued: retried later */
+        }
+    }
+    status = btl_get_nb(ch->ep, buf, len, NULL, ch->peer_sync_addr + offset, ch->peer_sync_rkey,
+                        &ch->sync_comp);
+    ch->sync_read_ns = status == UTIL_IN_PROGRESS ? now : 0;
+    if (status == UTIL_OK && ch->tags_remote) { /* done on return (btl/ofi on FI_MR_LOCAL) */
+        rpipe_note_read_rt(ch, btl_now_ns() - now);
+    }
+    return status;
 }
 
 static util_status_t rpipe_sync_write(void *ctx, uint64_t offset, const void *buf, size_t len)
@@ -370,6 +393,11 @@ static util_status_t rpipe_sync_flush(void *ctx)
     if (status == UTIL_IN_PROGRESS) {
         btl_ctx_progress(rpipe_state.btl);
         status = btl_comp_test(&ch->sync_comp);
+    }
+    if (status == UTIL_OK && ch->sync_read_ns != 0) {
+        /* a read's round trip, at most: the reader may look late */
+        rpipe_note_read_rt(ch, btl_now_ns() - ch->sync_read_ns);
+        ch->sync_read_ns = 0;
     }
     return status;
 }
@@ -731,6 +759,7 @@ util_status_t rpipe_connect(rch_t ch)
         rpipe_prefault(ptr, rmalloc_sync_buffer_size(&ch->sync_cfg));
         ch->slots_on = ch->nslots != 0;
     } else {
+        ch->tags_remote = ch->cfg.sync == NET_SYNC_TAGS && !ch->producer;
         /* Across the network only PUT uses the slots: its reader polls its
          * own memory, where a GET reader would poll the peer's. Both ends
          * see the same (a peer's memory is mapped both ways or neither). */

@@ -99,6 +99,13 @@ struct rpipe_channel {
     /* The sync transport's read in flight (rpipe_sync_read): over a network
      * a reader watches its slot meanwhile instead of waiting a round trip. */
     btl_comp_t sync_comp;
+    /* Tag mode, tags read through the network: while messages keep coming
+     * by their slot or their guessed flag, the next tag read waits until
+     * tag_read_after_ns (twice the quickest read seen, tag_read_rt_ns), so
+     * that reads nobody needs do not cost both PEs a send and a receive per
+     * message (rpipe_tag_found_elsewhere). */
+    uint8_t tags_remote;
+    uint64_t tag_read_after_ns, tag_read_rt_ns, sync_read_ns;
 
     /* Descriptors whose post (producer) or free (consumer) the sync queue
      * pushed back; flushed in order by every rpipe wait, so rwrite and

@@ -10,6 +10,7 @@
 #include "rmalloc/rmalloc_ring_inl.h"
 #include "btl/btl_cpu_amo.h"
 #include "btl/btl_inl.h"
+#include "btl/btl_wait.h"
 #include "util/log.h"
 
 #include <string.h>
@@ -432,6 +433,19 @@ static inline int rpipe_read_done(rch_t ch, const raddr_t *desc, uint64_t payloa
     return R_SUCCESS;
 }
 
+/* Tag mode, tags read through the network: the message just taken came by
+ * its slot or its guessed flag, so the next one most likely will too; a tag
+ * read waits a while (rpipe.h, tag_read_after_ns). Without a measured read
+ * yet, or once a message comes by its tag, reads go out at once. */
+static inline void rpipe_tag_found_elsewhere(rch_t ch)
+{
+    if (ch->tags_remote && ch->tag_read_rt_ns != 0) {
+        uint64_t patience = 2 * ch->tag_read_rt_ns;
+
+        ch->tag_read_after_ns = btl_now_ns() + (patience < 100000 ? patience : 100000);
+    }
+}
+
 int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
 {
     util_status_t status = rpipe_check_side(ch, 0, "rread");
@@ -460,11 +474,15 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         int taken = rpipe_slot_take(ch, size, desc_p, ptr_p);
 
         if (taken != R_PENDING || rpipe_slot_block(ch)) {
+            if (taken == R_SUCCESS) {
+                rpipe_tag_found_elsewhere(ch);
+            }
             return taken;
         }
     }
     if (!ch->pending && rpipe_take_guessed(ch)) {
         /* its flag was just read as expected: place, size and sequence */
+        rpipe_tag_found_elsewhere(ch);
         ch->pending = 1;
         payload = ch->pending_desc.payload - RPIPE_UHDR_BYTES;
         if (payload > size) {
@@ -482,6 +500,7 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
             return status;
         }
         ch->pending = 1;
+        ch->tag_read_after_ns = 0; /* found by its tag: read the next ones at once */
     }
     /* in place: a copy of the descriptor just stored would stall (rpipe_desc_pack) */
     desc = &ch->pending_desc;
