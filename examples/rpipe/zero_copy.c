@@ -90,6 +90,7 @@ int main(int argc, char **argv)
     }
     printf("zero_copy %s %s/%s rank %d: %d messages, %s\n", is_get ? "GET" : "PUT", sync, alg, rank,
            n, errors ? "FAILED" : "ok");
+    network_barrier(); /* both ends done before either frees its memory (rmalloc.h) */
     rpipe_close(ch);
     rexit();
     return errors ? 1 : 0;
