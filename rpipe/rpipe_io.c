@@ -700,10 +700,14 @@ static int rpipe_free(rch_t ch, raddr_t user_desc)
             return R_ERR_INVALID;
         }
     }
-    /* Clear the flag before the memory can be handed out again. */
+    /* Clear the flag before the memory can be handed out again. The
+     * producer's copy, across a network (GET), only where flags carry no
+     * write sequence: one that does cannot pass for the flag of a later
+     * message at that place (its sequence differs), so the clear would only
+     * cost a put and a round trip per message. */
     __atomic_store_n((uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc)), zero,
                      __ATOMIC_RELAXED);
-    if (!ch->owner && ch->peer_region == NULL) {
+    if (!ch->owner && ch->peer_region == NULL && !rpipe_flag_has_seq(ch)) {
         status = btl_put(ch->ep, &zero, 8, NULL, ch->peer_region_addr + rpipe_flag_offset(&desc),
                          ch->peer_region_rkey);
         /* The clear must have landed before the free is published: block and
