@@ -107,9 +107,15 @@ START_TEST(test_netns_links)
 END_TEST
 
 static const char *const rpipe_runs[][6] = {
-    {"stream", "put", "tag", "next", "300"},        {"stream", "get", "block", "next", "300"},
-    {"irregular", "put", "channel", "best", "300"}, {"channels", "get", "tag", "next", "300"},
-    {"alltoall", "put", "channel", "next", "300"},  {"messages"},
+    {"stream", "put", "tag", "next", "300"},
+    {"stream", "get", "block", "next", "300"},
+    {"irregular", "put", "channel", "best", "300"},
+    {"channels", "get", "tag", "next", "300"},
+    {"alltoall", "put", "channel", "next", "300"},
+    {"messages"},
+    /* sizes that change: tag readers across nodes take messages by slot,
+     * by guessed flag and, after their read patience, by tag */
+    {"irregular", "put", "tag", "next", "300"},
 };
 
 START_TEST(test_rpipe)
