@@ -117,6 +117,13 @@ static inline raddr_t rpipe_desc_from_user(raddr_t d)
     return d;
 }
 
+/* Message memory is loads and stores here: this side owns it (PUT
+ * consumer, GET producer) or has the owner's region mapped (same node). */
+static inline int rpipe_msgs_local(const struct rpipe_channel *ch)
+{
+    return ch->owner || ch->peer_region != NULL;
+}
+
 /* A set flag is tied to its slot: H(channel salt, start) ^ (seq << 40 |
  * payload << 8 | mark). Freed memory keeps old payload bytes, and a new
  * message's flag can land on them; a constant marker would match such bytes

@@ -298,7 +298,7 @@ static __attribute__((noinline)) int rpipe_write(rch_t ch, raddr_t user_desc)
             return status;
         }
     }
-    if (ch->owner || ch->peer_region != NULL) {
+    if (rpipe_msgs_local(ch)) {
         /* GET producer, or PUT into mapped memory: the message is in place. */
         __atomic_store_n((uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc)), flag,
                          __ATOMIC_RELEASE);
@@ -374,8 +374,7 @@ static const uint64_t *rpipe_guessed_flag(rch_t ch, raddr_t *g)
 {
     uint64_t start, units, payload;
 
-    if (ch->cfg.sync == NET_SYNC_BLKS || !rpipe_flag_has_seq(ch) ||
-        (!ch->owner && ch->peer_region == NULL) ||
+    if (ch->cfg.sync == NET_SYNC_BLKS || !rpipe_flag_has_seq(ch) || !rpipe_msgs_local(ch) ||
         rmalloc_sync_guess(ch->sync, &start, &units, &payload) != UTIL_OK) {
         return NULL;
     }
@@ -406,7 +405,7 @@ static util_status_t rpipe_load_flag(rch_t ch, const raddr_t *desc, uint64_t *fl
 {
     uint64_t off = rpipe_flag_offset(desc);
 
-    if (ch->owner || ch->peer_region != NULL) {
+    if (rpipe_msgs_local(ch)) {
         *flag_p = btl_flag_load((const uint64_t *)(rpipe_view(ch) + off));
         return UTIL_OK;
     }
@@ -522,7 +521,7 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
     if (payload > size) {
         return R_ERR_TRUNCATED; /* stays pending: a larger read can take it */
     }
-    if (!ch->owner && ch->peer_region == NULL) {
+    if (!rpipe_msgs_local(ch)) {
         /* GET through the network: fetch header and payload into the mirror. */
         uint64_t off = rpipe_offset(desc);
         status = btl_get(ch->ep, ch->region + off, RPIPE_UHDR_BYTES + payload, ch->region_mem,
@@ -572,7 +571,7 @@ static void rpipe_wait_flag(rch_t ch, size_t size, rpipe_wait_t *wait)
                     word[nw++] = guess;
                 }
             }
-        } else if (ch->owner || ch->peer_region != NULL) {
+        } else if (rpipe_msgs_local(ch)) {
             word[nw++] = (const uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&ch->pending_desc));
         }
     }
@@ -707,7 +706,7 @@ static int rpipe_free(rch_t ch, raddr_t user_desc)
      * cost a put and a round trip per message. */
     __atomic_store_n((uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc)), zero,
                      __ATOMIC_RELAXED);
-    if (!ch->owner && ch->peer_region == NULL && !rpipe_flag_has_seq(ch)) {
+    if (!rpipe_msgs_local(ch) && !rpipe_flag_has_seq(ch)) {
         status = btl_put(ch->ep, &zero, 8, NULL, ch->peer_region_addr + rpipe_flag_offset(&desc),
                          ch->peer_region_rkey);
         /* The clear must have landed before the free is published: block and
