@@ -541,6 +541,14 @@ const char *btl_ctx_backend_of(btl_ctx_t *ctx, int peer)
     return ctx->ifaces[ctx->iface_of[peer]]->component->name;
 }
 
+unsigned btl_ctx_peer_caps(const btl_ctx_t *ctx, int peer)
+{
+    if (peer < 0 || peer >= ctx->size || ctx->iface_of[peer] < 0) {
+        return 0;
+    }
+    return ctx->ifaces[ctx->iface_of[peer]]->caps;
+}
+
 util_status_t btl_ctx_quiet(btl_ctx_t *ctx)
 {
     for (int i = 0; i < ctx->num_ifaces; i++) {

@@ -312,6 +312,9 @@ int btl_ctx_num_ifaces(const btl_ctx_t *ctx);
 btl_iface_t *btl_ctx_iface(const btl_ctx_t *ctx, int i);
 /* Backend serving peer ("shm", "ofi"); NULL if none. */
 const char *btl_ctx_backend_of(btl_ctx_t *ctx, int peer);
+/* BTL_CAP_* of the iface serving peer, known before any connection; 0 if
+ * none serves it. */
+unsigned btl_ctx_peer_caps(const btl_ctx_t *ctx, int peer);
 /* Quiet / progress on every iface. */
 util_status_t btl_ctx_quiet(btl_ctx_t *ctx);
 util_status_t btl_ctx_progress(btl_ctx_t *ctx);

@@ -13,7 +13,10 @@
  *
  * The same program runs unchanged over RDMA_PUT (the producer writes into
  * the consumer) and RDMA_GET (the consumer reads from the producer); only
- * which side is rdma_active changes.
+ * which side is rdma_active changes. Where the two ends do not map each
+ * other's memory (across nodes), a GET producer pushes each message into
+ * the consumer's copy of the region instead (RMB_RPIPE_GET_PUSH): a read
+ * per poll of a remote flag would cost a round trip each.
  *
  * Changes from the thesis's appendix B, made for consistency:
  *   - every call returns an int status (R_SUCCESS, R_PENDING, R_ERR_*);

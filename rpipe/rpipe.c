@@ -237,6 +237,10 @@ int rinit(int *rank, int *nranks)
             btl_ctx_destroy(rpipe_state.btl);
             return UTIL_ERR_INVALID;
         }
+        if (util_env_get_bool("RMB_RPIPE_GET_PUSH", &rpipe_state.get_push) != UTIL_OK) {
+            btl_ctx_destroy(rpipe_state.btl);
+            return UTIL_ERR_INVALID;
+        }
         if (util_env_get_int("RMB_RPIPE_SLOTS", &slots) != UTIL_OK || slots < 0 ||
             slots > RPIPE_SLOTS_MAX || (slots & (slots - 1)) != 0) {
             util_error("RMB_RPIPE_SLOTS must be 0 or a power of two up to %u", RPIPE_SLOTS_MAX);
@@ -609,16 +613,21 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
         ch->sync_cfg.queue_len = (uint32_t)(entries < 65536 ? entries : 65536);
     }
 
-    /* The owner's region holds messages; the other side's mirror is only
-     * allocated at connect time, when we know whether it is needed. */
-    if (ch->owner) {
+    /* The owner's region holds messages. A GET consumer whose peer's
+     * memory will not be mapped here allocates its mirror now and publishes
+     * it, for the producer to push messages into (rpipe.h, pushed_get);
+     * other mirrors wait for connect, when we know whether one is needed. */
+    if (ch->owner || (cfg->op == RDMA_GET && !ch->producer && rpipe_state.get_push &&
+                      !(btl_ctx_peer_caps(rpipe_state.btl, cfg->peer) & BTL_CAP_LOAD_STORE))) {
         status = btl_mem_alloc(rpipe_state.btl, ch->view_bytes, &ch->region_mem);
         if (status != UTIL_OK) {
             goto err_free;
         }
         ch->region = btl_mem_addr(ch->region_mem);
-        memset(ch->region, 0, ch->view_bytes);
-        ch->sync_cfg.base = ch->region;
+        memset(ch->region, 0, ch->view_bytes); /* no flag set; and prefaulted */
+        if (ch->owner) {
+            ch->sync_cfg.base = ch->region;
+        }
     }
     if (cfg->op == RDMA_ATOMIC && !ch->producer) {
         status = btl_mem_alloc(rpipe_state.btl, 64, &ch->cell_mem);
@@ -658,7 +667,7 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
         status = btl_mem_pack(ch->cell_mem, meta.cell_key, sizeof(meta.cell_key), &key_len);
         meta.cell_key_len = (uint32_t)key_len;
     }
-    if (status == UTIL_OK && ch->owner) {
+    if (status == UTIL_OK && ch->region_mem != NULL) {
         meta.region_addr = (uint64_t)(uintptr_t)ch->region;
         status = btl_mem_pack(ch->region_mem, meta.region_key, sizeof(meta.region_key), &key_len);
         meta.region_key_len = (uint32_t)key_len;
@@ -724,6 +733,7 @@ util_status_t rpipe_connect(rch_t ch)
 {
     rpipe_meta_t meta;
     util_status_t status;
+    int sync_mapped;
     void *ptr;
 
     status = rpipe_get_peer_meta(ch, &meta);
@@ -754,7 +764,8 @@ util_status_t rpipe_connect(rch_t ch)
     if (status != UTIL_OK) {
         return status;
     }
-    if (btl_rkey_ptr(ch->peer_sync_rkey, meta.sync_addr, &ptr) == UTIL_OK) {
+    sync_mapped = btl_rkey_ptr(ch->peer_sync_rkey, meta.sync_addr, &ptr) == UTIL_OK;
+    if (sync_mapped) {
         rmalloc_sync_set_peer_view(ch->sync, ptr); /* sync reads become loads */
         rpipe_prefault(ptr, rmalloc_sync_buffer_size(&ch->sync_cfg));
         ch->slots_on = ch->nslots != 0;
@@ -775,22 +786,35 @@ util_status_t rpipe_connect(rch_t ch)
             ch->peer_cell = ptr; /* on node: CPU atomics */
         }
     }
-    if (!ch->owner) {
+    if (!ch->owner || (meta.region_key_len != 0 && !sync_mapped)) {
+        /* the owner's region; or, GET producer, the consumer's mirror */
         ch->peer_region_addr = meta.region_addr;
         status =
             btl_rkey_unpack(ch->ep, meta.region_key, meta.region_key_len, &ch->peer_region_rkey);
         if (status != UTIL_OK) {
             goto err_sync_rkey;
         }
+        ch->pushed_get = ch->owner;
+    }
+    if (!ch->owner) {
         if (btl_rkey_ptr(ch->peer_region_rkey, meta.region_addr, &ptr) == UTIL_OK) {
             ch->peer_region = ptr; /* messages are written/read in place */
             rpipe_prefault(ptr, ch->view_bytes);
+            if (ch->region_mem != NULL) { /* published at rpipe(), not needed after all */
+                btl_mem_free(ch->region_mem);
+                ch->region_mem = NULL;
+                ch->region = NULL;
+            }
         } else if (ch->slots_on && ch->cfg.op == RDMA_GET) {
             util_error("rpipe: channel %s: rank %d's sync memory is mapped here but its message "
                        "region is not",
                        ch->key_mine, ch->cfg.peer);
             status = UTIL_ERR_STATE;
             goto err_region_rkey;
+        } else if (ch->region_mem != NULL) {
+            /* the mirror published at rpipe(): the producer pushes into it
+             * unless it maps our memory (it maps both buffers or neither) */
+            ch->pushed_get = !sync_mapped;
         } else {
             status = btl_mem_alloc(rpipe_state.btl, ch->view_bytes, &ch->region_mem);
             if (status != UTIL_OK) {

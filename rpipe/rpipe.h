@@ -8,7 +8,7 @@
  * is the real one: the consumer for RDMA_PUT, the producer for RDMA_GET.
  * The other side keeps a shadow instance and, when the owner's memory is
  * not load/store reachable, a local mirror region of the same size where
- * messages are staged (PUT) or fetched into (GET).
+ * messages are staged (PUT), or fetched into or pushed into (GET).
  *
  * Message layout inside an allocation (offsets from the allocation start):
  *   [0, 8)                 user header (network_header)
@@ -56,7 +56,7 @@ typedef struct rpipe_meta {
     uint32_t magic;
     uint32_t op, algorithm, sync;
     uint64_t unit, alloc_size, region_bytes, sync_bytes;
-    uint64_t region_addr, sync_addr;
+    uint64_t region_addr, sync_addr; /* region: the owner's, or a GET consumer's mirror */
     uint32_t region_key_len, sync_key_len;
     uint8_t region_key[BTL_RKEY_PACKED_MAX];
     uint8_t sync_key[BTL_RKEY_PACKED_MAX];
@@ -96,6 +96,12 @@ struct rpipe_channel {
     uint64_t peer_region_addr;
     uint64_t peer_sync_addr;
     char *peer_region; /* owner's region mapped here (load/store), else NULL */
+    /* GET across a network (the consumer's RMB_RPIPE_GET_PUSH): the
+     * consumer published its mirror at rpipe() (meta.region_*, which a GET
+     * producer's peer_region_* then name), and the producer's rwrite puts
+     * each message there, flag last, as PUT does: rread polls local memory
+     * instead of reading the flag, then the message, through the network. */
+    uint8_t pushed_get;
     /* The sync transport's read in flight (rpipe_sync_read): over a network
      * a reader watches its slot meanwhile instead of waiting a round trip. */
     btl_comp_t sync_comp;

@@ -23,6 +23,7 @@ typedef struct rpipe_state {
     uint64_t spin;                 /* polls before yielding (RMB_RPIPE_SPIN) */
     double connect_timeout;        /* seconds (RMB_RPIPE_CONNECT_TIMEOUT) */
     uint32_t slots;                /* small-message slots per channel (RMB_RPIPE_SLOTS) */
+    int get_push;                  /* RMB_RPIPE_GET_PUSH */
     rch_t channels;                /* every open channel */
     uint64_t deferred;             /* posts/frees deferred over all channels */
     int exiting;                   /* rexit past its barrier: peers may have unmapped */
@@ -118,10 +119,11 @@ static inline raddr_t rpipe_desc_from_user(raddr_t d)
 }
 
 /* Message memory is loads and stores here: this side owns it (PUT
- * consumer, GET producer) or has the owner's region mapped (same node). */
+ * consumer, GET producer), has the owner's region mapped (same node), or
+ * is a GET consumer whose mirror the producer pushes messages into. */
 static inline int rpipe_msgs_local(const struct rpipe_channel *ch)
 {
-    return ch->owner || ch->peer_region != NULL;
+    return ch->owner || ch->peer_region != NULL || ch->pushed_get;
 }
 
 /* A set flag is tied to its slot: H(channel salt, start) ^ (seq << 40 |

@@ -298,11 +298,11 @@ static __attribute__((noinline)) int rpipe_write(rch_t ch, raddr_t user_desc)
             return status;
         }
     }
-    if (rpipe_msgs_local(ch)) {
+    if (rpipe_msgs_local(ch) && !ch->pushed_get) {
         /* GET producer, or PUT into mapped memory: the message is in place. */
         __atomic_store_n((uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc)), flag,
                          __ATOMIC_RELEASE);
-    } else {
+    } else { /* PUT, or GET pushed: to the peer's region or mirror */
         uint64_t off = rpipe_offset(&desc);
         status = btl_put_flag(ch->ep, ch->region + off, RPIPE_UHDR_BYTES + user_desc.payload,
                               ch->region_mem, ch->peer_region_addr + off, ch->peer_region_rkey,

@@ -160,6 +160,22 @@ START_TEST(test_ofi_reorder)
 }
 END_TEST
 
+/* GET across the network with messages pushed or read, by the consumer's
+ * RMB_RPIPE_GET_PUSH (the four combinations), every sync mode; on shm the
+ * producer's memory is mapped and nothing is pushed */
+START_TEST(test_get_push)
+{
+    const char *args[] = {"getpush", "get", syncs[_i], "next", "300", NULL};
+
+    run(2, "auto", NULL, PROG, args);
+    if (btl_component_find("ofi") == NULL) {
+        printf("SKIP rpipe over ofi: btl/ofi not built\n");
+        return;
+    }
+    run(2, "ofi", "tcp;ofi_rxm", PROG, args);
+}
+END_TEST
+
 START_TEST(test_ofi_alltoall)
 {
     const char *args[] = {"alltoall", "put", "tag", "next", "200", NULL};
@@ -194,6 +210,7 @@ int main(void)
     tcase_add_loop_test(net, test_ofi, 0, 12);
     tcase_add_test(net, test_ofi_alltoall);
     tcase_add_loop_test(net, test_ofi_reorder, 0, 2);
+    tcase_add_loop_test(net, test_get_push, 0, 3);
     suite_add_tcase(s, net);
     return mp_run_suite(s);
 }

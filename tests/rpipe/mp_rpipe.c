@@ -16,7 +16,10 @@
  *       messages  network_send/recv between every pair;
  *       slots     small-message slots: held, freed out of order, full
  *                 (block waits, tag/channel use the region), written out
- *                 of order, misused, ends that disagree (2 PEs).
+ *                 of order, misused, ends that disagree (2 PEs);
+ *       getpush   GET: the four combinations of RMB_RPIPE_GET_PUSH on the
+ *                 two ends; the consumer's decides whether messages are
+ *                 pushed where memory is not mapped (2 PEs).
  * OP put|get, SYNC block|tag|channel, ALG next|first|best|worst|random.
  * Every payload byte is checked; exits 0 only if all arrived in order.
  */
@@ -860,6 +863,70 @@ static void mode_messages(void)
     }
 }
 
+/* GET channels whose ends do not map each other's memory: the producer
+ * pushes messages into the consumer's mirror where the consumer's
+ * RMB_RPIPE_GET_PUSH says so (the producer's value does not matter), else
+ * the consumer reads them; all four combinations carry every message
+ * intact, in whichever sync mode is given. A bad value is refused. */
+static void mode_getpush(rmalloc_config_t cfg, long count)
+{
+    static const char *const yes_no[] = {"yes", "no"};
+
+    if (npes != 2 || cfg.op != RDMA_GET) {
+        FAIL("getpush runs GET on 2 PEs");
+        return;
+    }
+    for (int c = 0; c < 4; c++) {
+        int consumer_push = (c & 1) == 0; /* PE 1's value */
+        rch_t ch;
+
+        EXPECT_RC(rexit(), R_SUCCESS);
+        setenv("RMB_RPIPE_GET_PUSH", yes_no[me == 1 ? c & 1 : c >> 1], 1);
+        EXPECT_RC(rinit(NULL, NULL), R_SUCCESS);
+        ch = open_channel(cfg, 0, 1, 5, TINY);
+        if (ch == NULL) {
+            return;
+        }
+        for (long i = 0; i < count; i++) {
+            raddr_t d;
+
+            if (me == 0) {
+                send_one(ch, 1, 5, i, MAX_MSG);
+            } else {
+                recv_one(ch, 0, 5, i, MAX_MSG, &d);
+                if (!raddr_is_null(d) && rfree(ch, d) != R_SUCCESS) {
+                    FAIL("rfree of message %ld failed", i);
+                }
+            }
+        }
+        if (me == 1) { /* the producer's region mapped here: nothing to push */
+            long pushed = ch->pushed_get, want = ch->peer_region == NULL && consumer_push;
+
+            if (pushed != want) {
+                FAIL("consumer: messages %spushed with its RMB_RPIPE_GET_PUSH=%s (memory %s)",
+                     pushed ? "" : "not ", yes_no[c & 1],
+                     ch->peer_region ? "mapped" : "not mapped");
+            }
+            EXPECT_RC(network_send(0, &pushed, sizeof(pushed)), R_SUCCESS);
+        } else {
+            long pushed = -1;
+
+            EXPECT_RC(network_recv(1, &pushed, sizeof(pushed)), R_SUCCESS);
+            if (pushed != ch->pushed_get) {
+                FAIL("producer pushes: %d, consumer expects pushed messages: %ld", ch->pushed_get,
+                     pushed);
+            }
+        }
+        network_barrier();
+        rpipe_close(ch);
+    }
+    EXPECT_RC(rexit(), R_SUCCESS);
+    setenv("RMB_RPIPE_GET_PUSH", "maybe", 1);
+    EXPECT_RC(rinit(NULL, NULL), R_ERR_INVALID);
+    unsetenv("RMB_RPIPE_GET_PUSH");
+    EXPECT_RC(rinit(NULL, NULL), R_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "stream";
@@ -895,6 +962,8 @@ int main(int argc, char **argv)
         mode_slots(cfg, count);
     else if (!strcmp(mode, "atomic"))
         mode_atomic(cfg, count);
+    else if (!strcmp(mode, "getpush"))
+        mode_getpush(cfg, count);
     else {
         fprintf(stderr, "mp_rpipe: unknown mode %s\n", mode);
         errors++;
