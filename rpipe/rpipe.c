@@ -771,10 +771,6 @@ util_status_t rpipe_connect(rch_t ch)
         ch->slots_on = ch->nslots != 0;
     } else {
         ch->tags_remote = ch->cfg.sync == NET_SYNC_TAGS && !ch->producer;
-        /* Across the network only PUT uses the slots: its reader polls its
-         * own memory, where a GET reader would poll the peer's. Both ends
-         * see the same (a peer's memory is mapped both ways or neither). */
-        ch->slots_on = ch->nslots != 0 && ch->cfg.op == RDMA_PUT;
     }
     if (ch->cfg.op == RDMA_ATOMIC && ch->producer) {
         ch->peer_cell_addr = meta.cell_addr;
@@ -822,6 +818,13 @@ util_status_t rpipe_connect(rch_t ch)
             }
             ch->region = btl_mem_addr(ch->region_mem);
         }
+    }
+    if (!sync_mapped) {
+        /* Across the network the slots serve where the reader polls its own
+         * memory: PUT, and GET pushed. Both ends see the same (a peer's
+         * memory is mapped both ways or neither; the consumer's mirror
+         * decides the push). */
+        ch->slots_on = ch->nslots != 0 && (ch->cfg.op == RDMA_PUT || ch->pushed_get);
     }
     if (ch->slots_on) {
         ch->slot_mem = (ch->peer_region != NULL ? ch->peer_region : ch->region) + ch->slot_header;

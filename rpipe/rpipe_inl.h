@@ -126,6 +126,14 @@ static inline int rpipe_msgs_local(const struct rpipe_channel *ch)
     return ch->owner || ch->peer_region != NULL || ch->pushed_get;
 }
 
+/* Producer: its messages go to the peer's memory through the btl (PUT
+ * across a network, GET pushed), and the consumer's slot free count is
+ * read there. */
+static inline int rpipe_msgs_pushed(const struct rpipe_channel *ch)
+{
+    return ch->pushed_get || !rpipe_msgs_local(ch);
+}
+
 /* A set flag is tied to its slot: H(channel salt, start) ^ (seq << 40 |
  * payload << 8 | mark). Freed memory keeps old payload bytes, and a new
  * message's flag can land on them; a constant marker would match such bytes

@@ -298,7 +298,7 @@ static __attribute__((noinline)) int rpipe_write(rch_t ch, raddr_t user_desc)
             return status;
         }
     }
-    if (rpipe_msgs_local(ch) && !ch->pushed_get) {
+    if (!rpipe_msgs_pushed(ch)) {
         /* GET producer, or PUT into mapped memory: the message is in place. */
         __atomic_store_n((uint64_t *)(rpipe_view(ch) + rpipe_flag_offset(&desc)), flag,
                          __ATOMIC_RELEASE);

@@ -71,7 +71,7 @@ static util_status_t rpipe_slot_load_freed(rch_t ch)
 {
     uint64_t freed;
 
-    if (rpipe_msgs_local(ch)) {
+    if (!rpipe_msgs_pushed(ch)) {
         freed = __atomic_load_n((const uint64_t *)ch->slot_mem, __ATOMIC_ACQUIRE);
     } else {
         util_status_t status = btl_get(
@@ -101,7 +101,7 @@ static __attribute__((noinline)) int rpipe_slot_refill(rch_t ch)
         return status;
     }
     if (ch->slot_next - ch->slot_freed >= ch->nslots) {
-        if (!rpipe_msgs_local(ch)) {
+        if (rpipe_msgs_pushed(ch)) {
             ch->slot_skip = ch->nslots / 4;
         }
         return none;
@@ -150,7 +150,7 @@ static inline __attribute__((always_inline)) int rpipe_slot_write(rch_t ch, cons
     ch->slot_unwritten = 0;
     flag = rpipe_slot_flag(rpipe_slot_block(ch) ? n : ch->seq, d->payload);
     line = rpipe_slot_line(ch, n);
-    if (rpipe_msgs_local(ch)) {
+    if (!rpipe_msgs_pushed(ch)) {
         __atomic_store_n((uint64_t *)(line + RPIPE_SLOT_FLAG), flag, __ATOMIC_RELEASE);
     } else {
         uint64_t off = (uint64_t)(line - ch->region);

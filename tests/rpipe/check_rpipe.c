@@ -81,7 +81,7 @@ START_TEST(test_slots)
     const char *args[] = {"slots", ops[_i % 2], syncs[_i / 2], "next", "2000", NULL};
 
     run(2, "auto", NULL, PROG, args);
-    if (btl_component_find("ofi") != NULL) { /* PUT: slots across the network; GET: none */
+    if (btl_component_find("ofi") != NULL) { /* across the network: PUT, and GET pushed */
         run(2, "ofi", "tcp;ofi_rxm", PROG, args);
     }
 }
