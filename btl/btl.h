@@ -50,6 +50,7 @@
 
 #define BTL_MAX_IFACES      4   /* ifaces per context (shm + one network) */
 #define BTL_RKEY_PACKED_MAX 256 /* bytes a packed key of a btl_mem_t may take */
+#define BTL_PUT_REC_MAX     64  /* bytes of put_flag_rec's record */
 #define BTL_NAME_MAX        16
 
 /* Capability bits of an iface (btl_iface_caps). */
@@ -141,6 +142,14 @@ typedef struct btl_ops {
     util_status_t (*put_flag)(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                               uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
                               btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp);
+    /* put_flag that also writes rec_len (at most BTL_PUT_REC_MAX) bytes,
+     * copied from rec, at rec_raddr: in the same message where the backend
+     * sends messages. rec lands before the flag or after it; operations
+     * issued after a fence land after both. NULL: put_flag, then put. */
+    util_status_t (*put_flag_rec)(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
+                                  uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
+                                  btl_rkey_t *flag_rkey, uint64_t flag_value, const void *rec,
+                                  size_t rec_len, uint64_t rec_raddr, btl_rkey_t *rec_rkey);
     /* Get-side counterpart: reads the payload, and only after it is in dst
      * writes flag_value to the peer's flag (e.g. "buffer consumed"). */
     util_status_t (*get_flag)(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem, uint64_t raddr,
@@ -426,6 +435,24 @@ static inline util_status_t btl_put_flag(btl_ep_t *ep, const void *src, size_t l
 {
     return ep->iface->ops.put_flag(ep, src, len, lmem, raddr, rkey, flag_raddr, flag_rkey,
                                    flag_value, comp);
+}
+
+/* put_flag with a small record for another place (see btl_ops_t.put_flag_rec);
+ * complete locally on return. */
+static inline util_status_t btl_put_flag_rec(btl_ep_t *ep, const void *src, size_t len,
+                                             btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey,
+                                             uint64_t flag_raddr, btl_rkey_t *flag_rkey,
+                                             uint64_t flag_value, const void *rec, size_t rec_len,
+                                             uint64_t rec_raddr, btl_rkey_t *rec_rkey)
+{
+    util_status_t status;
+
+    if (ep->iface->ops.put_flag_rec != NULL) {
+        return ep->iface->ops.put_flag_rec(ep, src, len, lmem, raddr, rkey, flag_raddr, flag_rkey,
+                                           flag_value, rec, rec_len, rec_raddr, rec_rkey);
+    }
+    status = btl_put_flag(ep, src, len, lmem, raddr, rkey, flag_raddr, flag_rkey, flag_value, NULL);
+    return status == UTIL_OK ? btl_put(ep, rec, rec_len, NULL, rec_raddr, rec_rkey) : status;
 }
 
 static inline util_status_t btl_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,

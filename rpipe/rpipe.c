@@ -201,6 +201,17 @@ util_status_t rpipe_post_or_defer(rch_t ch, const raddr_t *desc)
     return rpipe_defer(ch, desc);
 }
 
+util_status_t rpipe_post_capture(rch_t ch, const raddr_t *desc)
+{
+    util_status_t status;
+
+    ch->rec_len = 0;
+    ch->rec_capture = 1;
+    status = rmalloc_sync_post(ch->sync, desc);
+    ch->rec_capture = 0;
+    return status;
+}
+
 util_status_t rpipe_defer(rch_t ch, const raddr_t *desc)
 {
     if (ch->deferred_n == ch->deferred_cap) {
@@ -355,6 +366,13 @@ static util_status_t rpipe_sync_write(void *ctx, uint64_t offset, const void *bu
 {
     rch_t ch = ctx;
     util_status_t status;
+
+    if (ch->rec_capture && ch->rec_len == 0 && len <= sizeof(ch->rec)) {
+        memcpy(ch->rec, buf, len); /* goes with the message (rpipe_post_capture) */
+        ch->rec_off = offset;
+        ch->rec_len = (uint32_t)len;
+        return UTIL_OK;
+    }
 
     status = btl_put(ch->ep, buf, len, NULL, ch->peer_sync_addr + offset, ch->peer_sync_rkey);
     /* The sync protocols rely on issue order at the peer. */

@@ -112,6 +112,13 @@ struct rpipe_channel {
      * message (rpipe_tag_found_elsewhere). */
     uint8_t tags_remote;
     uint64_t tag_read_after_ns, tag_read_rt_ns, sync_read_ns;
+    /* Channel sync across a network: rwrite's post record, kept by the
+     * sync transport's write (rec_capture) to travel in the message's own
+     * send (btl_put_flag_rec) instead of a second one. */
+    uint8_t rec_capture;
+    uint32_t rec_len;
+    uint64_t rec_off;
+    uint8_t rec[BTL_PUT_REC_MAX];
 
     /* Descriptors whose post (producer) or free (consumer) the sync queue
      * pushed back; flushed in order by every rpipe wait, so rwrite and

@@ -62,6 +62,9 @@ util_status_t rpipe_post_or_defer(rch_t ch, const raddr_t *desc);
 /* Defers it: sent by the next rpipe_flush_deferred (rread_nb, rmalloc_nb,
  * any blocking wait, rclose). */
 util_status_t rpipe_defer(rch_t ch, const raddr_t *desc);
+/* Channel-mode producer, nothing deferred: posts desc, keeping the write of
+ * its record in ch->rec* for the caller to send with the message. */
+util_status_t rpipe_post_capture(rch_t ch, const raddr_t *desc);
 
 static inline util_status_t rpipe_ready(rch_t ch)
 {

@@ -304,12 +304,38 @@ static __attribute__((noinline)) int rpipe_write(rch_t ch, raddr_t user_desc)
                          __ATOMIC_RELEASE);
     } else { /* PUT, or GET pushed: to the peer's region or mirror */
         uint64_t off = rpipe_offset(&desc);
-        status = btl_put_flag(ch->ep, ch->region + off, RPIPE_UHDR_BYTES + user_desc.payload,
-                              ch->region_mem, ch->peer_region_addr + off, ch->peer_region_rkey,
-                              ch->peer_region_addr + rpipe_flag_offset(&desc), ch->peer_region_rkey,
-                              flag, NULL);
+        int posted = 0;
+
+        if (ch->cfg.sync == CH_SYNC && ch->deferred_n == 0) {
+            /* the post record rides in the message's send */
+            status = rpipe_post_capture(ch, &desc);
+            if (status != UTIL_OK && !rpipe_sync_not_now(status)) {
+                return status;
+            }
+            posted = status == UTIL_OK;
+        }
+        if (ch->rec_len != 0) {
+            status = btl_put_flag_rec(
+                ch->ep, ch->region + off, RPIPE_UHDR_BYTES + user_desc.payload, ch->region_mem,
+                ch->peer_region_addr + off, ch->peer_region_rkey,
+                ch->peer_region_addr + rpipe_flag_offset(&desc), ch->peer_region_rkey, flag,
+                ch->rec, ch->rec_len, ch->peer_sync_addr + ch->rec_off, ch->peer_sync_rkey);
+            ch->rec_len = 0;
+            if (status == UTIL_OK) {
+                status = btl_fence(ch->ep); /* as after every sync write */
+            }
+        } else {
+            status = btl_put_flag(ch->ep, ch->region + off, RPIPE_UHDR_BYTES + user_desc.payload,
+                                  ch->region_mem, ch->peer_region_addr + off, ch->peer_region_rkey,
+                                  ch->peer_region_addr + rpipe_flag_offset(&desc),
+                                  ch->peer_region_rkey, flag, NULL);
+        }
         if (status != UTIL_OK) {
             return status;
+        }
+        if (posted) {
+            ch->seq++;
+            return R_SUCCESS;
         }
     }
     ch->seq++;

@@ -66,6 +66,7 @@
 
 #include <dirent.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +83,9 @@ enum {
     BTL_UCX_AM_PUT_FLAG = 0x72,
     BTL_UCX_AM_PING = 0x73,
     BTL_UCX_AM_PONG = 0x74,
-    BTL_UCX_AM_PUT = 0x75, /* header: the target address; payload: the data */
-    BTL_UCX_AM_AMO = 0x76, /* header: btl_ucx_am_amo_t; no payload */
+    BTL_UCX_AM_PUT = 0x75,          /* header: the target address; payload: the data */
+    BTL_UCX_AM_AMO = 0x76,          /* header: btl_ucx_am_amo_t; no payload */
+    BTL_UCX_AM_PUT_FLAG_REC = 0x77, /* header: btl_ucx_am_put_flag_rec_t; payload: the data */
 };
 
 /* Header of a put_flag active message; the payload is the data. */
@@ -92,6 +94,14 @@ typedef struct {
     uint64_t flag_raddr; /* the 8-byte flag, stored after the data */
     uint64_t flag_value;
 } btl_ucx_am_put_flag_t;
+
+/* Header of a put_flag_rec active message: put_flag's, then the record
+ * (rec_len bytes of rec are sent). */
+typedef struct {
+    btl_ucx_am_put_flag_t pf;
+    uint64_t rec_raddr, rec_len;
+    uint8_t rec[BTL_PUT_REC_MAX];
+} btl_ucx_am_put_flag_rec_t;
 
 /* Header of a non-fetching atomic as an active message. */
 typedef struct {
@@ -679,6 +689,32 @@ static ucs_status_t btl_ucx_am_put_recv(void *arg, const void *header, size_t he
     return UCS_OK;
 }
 
+/* put_flag_rec: the data, the record, then the flag with release order. */
+static ucs_status_t btl_ucx_am_put_rec_recv(void *arg, const void *header, size_t header_length,
+                                            void *data, size_t length,
+                                            const ucp_am_recv_param_t *param)
+{
+    const size_t base = offsetof(btl_ucx_am_put_flag_rec_t, rec);
+    btl_ucx_am_put_flag_rec_t hdr;
+
+    (void)arg;
+    if (header_length >= base) {
+        memcpy(&hdr, header, base);
+    }
+    if (header_length < base || hdr.rec_len > BTL_PUT_REC_MAX ||
+        header_length != base + hdr.rec_len || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        util_error("btl/ucx: malformed put_flag_rec message (%zu-byte header, %zu bytes)",
+                   header_length, length);
+        return UCS_OK;
+    }
+    if (length > 0) {
+        memcpy((void *)(uintptr_t)hdr.pf.raddr, data, length);
+    }
+    memcpy((void *)(uintptr_t)hdr.rec_raddr, (const char *)header + base, hdr.rec_len);
+    __atomic_store_n((uint64_t *)(uintptr_t)hdr.pf.flag_raddr, hdr.pf.flag_value, __ATOMIC_RELEASE);
+    return UCS_OK;
+}
+
 static ucs_status_t btl_ucx_am_amo_recv(void *arg, const void *header, size_t header_length,
                                         void *data, size_t length, const ucp_am_recv_param_t *param)
 {
@@ -768,6 +804,36 @@ static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
         uif->pings = uif->pongs; /* a lost pong must not hold up every later quiet */
     }
     return status;
+}
+
+static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
+                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp);
+
+/* One active message where put_flag is one (an rpipe channel-mode message
+ * and its post record: two sends over TCP were the cost); else put_flag,
+ * then put. */
+static util_status_t btl_ucx_put_flag_rec(btl_ep_t *ep, const void *src, size_t len,
+                                          btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey,
+                                          uint64_t flag_raddr, btl_rkey_t *flag_rkey,
+                                          uint64_t flag_value, const void *rec, size_t rec_len,
+                                          uint64_t rec_raddr, btl_rkey_t *rec_rkey)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    btl_ucx_am_put_flag_rec_t hdr = {{raddr, flag_raddr, flag_value}, rec_raddr, rec_len, {0}};
+    util_status_t status;
+
+    if (uif->am_flag && len <= BTL_UCX_AM_MAX && rec_len <= BTL_PUT_REC_MAX &&
+        (flag_raddr & 7) == 0) {
+        memcpy(hdr.rec, rec, rec_len);
+        return btl_ucx_am_send(uif, ep, BTL_UCX_AM_PUT_FLAG_REC, &hdr,
+                               offsetof(btl_ucx_am_put_flag_rec_t, rec) + rec_len, src, len, 1,
+                               "put_flag_rec");
+    }
+    status =
+        btl_ucx_put_flag(ep, src, len, lmem, raddr, rkey, flag_raddr, flag_rkey, flag_value, NULL);
+    return status == UTIL_OK ? btl_ucx_put(ep, rec, rec_len, NULL, rec_raddr, rec_rkey, NULL)
+                             : status;
 }
 
 static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
@@ -1213,6 +1279,7 @@ static const btl_ops_t btl_ucx_ops = {
     .put = btl_ucx_put,
     .get = btl_ucx_get,
     .put_flag = btl_ucx_put_flag,
+    .put_flag_rec = btl_ucx_put_flag_rec,
     .get_flag = btl_ucx_get_flag,
     .amo_post = btl_ucx_amo_post,
     .amo_fetch = btl_ucx_amo_fetch,
@@ -1368,6 +1435,7 @@ static util_status_t btl_ucx_am_handlers(btl_ucx_iface_t *uif)
         ucp_am_recv_callback_t cb;
     } handlers[] = {{BTL_UCX_AM_PUT_FLAG, btl_ucx_am_put_recv},
                     {BTL_UCX_AM_PUT, btl_ucx_am_put_recv},
+                    {BTL_UCX_AM_PUT_FLAG_REC, btl_ucx_am_put_rec_recv},
                     {BTL_UCX_AM_AMO, btl_ucx_am_amo_recv},
                     {BTL_UCX_AM_PING, btl_ucx_am_ping_recv},
                     {BTL_UCX_AM_PONG, btl_ucx_am_pong_recv}};

@@ -449,6 +449,7 @@ END_TEST
 
 /* ---- put-with-flag: the flag is never visible before its payload --------- */
 #define T_FLAG_WORDS 64
+#define T_REC_WORDS  (BTL_PUT_REC_MAX / 8)
 
 START_TEST(test_put_flag_stress)
 {
@@ -456,12 +457,13 @@ START_TEST(test_put_flag_stress)
     int to = t_next(1);
     uint64_t *in_payload = (uint64_t *)(be->local + T_OFF_FLAG);
     uint64_t *in_flag = in_payload + T_FLAG_WORDS;
-    uint64_t payload[T_FLAG_WORDS];
+    uint64_t *in_rec = in_flag + 1; /* every other message: put_flag_rec's record */
+    uint64_t payload[T_FLAG_WORDS], rec[T_REC_WORDS];
     uint64_t raddr = be->remote.base[to] + T_OFF_FLAG;
     long n = t_stress_iters;
 
     t_case_begin("put_flag stress", _i);
-    memset(in_payload, 0, (T_FLAG_WORDS + 1) * sizeof(uint64_t));
+    memset(in_payload, 0, (T_FLAG_WORDS + 1 + T_REC_WORDS) * sizeof(uint64_t));
     T_OK(bootstrap_barrier());
     T_OK(t_start_together(be));
     /* write version it, then check the incoming stream: every payload word
@@ -472,9 +474,19 @@ START_TEST(test_put_flag_stress)
             for (int w = 0; w < T_FLAG_WORDS; w++) {
                 payload[w] = (uint64_t)it;
             }
-            T_OK(btl_put_flag(be->ep[to], payload, sizeof(payload), NULL, raddr,
-                              be->remote.rkey[to], raddr + sizeof(payload), be->remote.rkey[to],
-                              (uint64_t)it, NULL));
+            if (it & 1) {
+                T_OK(btl_put_flag(be->ep[to], payload, sizeof(payload), NULL, raddr,
+                                  be->remote.rkey[to], raddr + sizeof(payload), be->remote.rkey[to],
+                                  (uint64_t)it, NULL));
+            } else {
+                for (int w = 0; w < T_REC_WORDS; w++) {
+                    rec[w] = (uint64_t)it;
+                }
+                T_OK(btl_put_flag_rec(be->ep[to], payload, sizeof(payload), NULL, raddr,
+                                      be->remote.rkey[to], raddr + sizeof(payload),
+                                      be->remote.rkey[to], (uint64_t)it, rec, sizeof(rec),
+                                      raddr + sizeof(payload) + 8, be->remote.rkey[to]));
+            }
             it++;
         }
         f = (long)btl_flag_load(in_flag);
@@ -491,6 +503,11 @@ START_TEST(test_put_flag_stress)
     T_OK(t_wait_ge(be->ctx, in_flag, (uint64_t)n));
     for (int w = 0; w < T_FLAG_WORDS; w++) {
         T_ASSERT(in_payload[w] == (uint64_t)n, "final payload word %d", w);
+    }
+    T_OK(bootstrap_barrier());              /* every writer's quiet done: records landed */
+    for (int w = 0; w < T_REC_WORDS; w++) { /* the last even message's */
+        T_ASSERT(in_rec[w] == (uint64_t)(n & ~1L), "final record word %d: %llu", w,
+                 (unsigned long long)in_rec[w]);
     }
     t_case_end(_i);
 }
