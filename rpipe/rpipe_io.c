@@ -310,6 +310,7 @@ static __attribute__((noinline)) int rpipe_write(rch_t ch, raddr_t user_desc)
             /* the post record rides in the message's send */
             status = rpipe_post_capture(ch, &desc);
             if (status != UTIL_OK && !rpipe_sync_not_now(status)) {
+                ch->rec_len = 0;
                 return status;
             }
             posted = status == UTIL_OK;

@@ -808,7 +808,29 @@ static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
 
 static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                       uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
-                                      btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp);
+                                      btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    util_status_t status;
+    ucs_status_t ret;
+
+    /* complete on return; btl_comp_signal: quiet need not complete it */
+    if (uif->am_flag && len <= BTL_UCX_AM_MAX) {
+        return btl_ucx_am_put_flag(uif, ep, src, len, raddr, flag_raddr, flag_value,
+                                   comp != &btl_comp_signal);
+    }
+    if (len > 0) {
+        status = btl_ucx_put(ep, src, len, lmem, raddr, rkey, NULL);
+        if (status != UTIL_OK) {
+            return status;
+        }
+        ret = ucp_worker_fence(uif->worker);
+        if (ret != UCS_OK) {
+            return btl_ucx_fail("ucp_worker_fence", ep->peer, ret);
+        }
+    }
+    return btl_ucx_flag_post(uif, ep, flag_raddr, flag_rkey, flag_value);
+}
 
 /* One active message where put_flag is one (an rpipe channel-mode message
  * and its post record: two sends over TCP were the cost); else put_flag,
@@ -834,32 +856,6 @@ static util_status_t btl_ucx_put_flag_rec(btl_ep_t *ep, const void *src, size_t 
         btl_ucx_put_flag(ep, src, len, lmem, raddr, rkey, flag_raddr, flag_rkey, flag_value, NULL);
     return status == UTIL_OK ? btl_ucx_put(ep, rec, rec_len, NULL, rec_raddr, rec_rkey, NULL)
                              : status;
-}
-
-static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
-                                      uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
-                                      btl_rkey_t *flag_rkey, uint64_t flag_value, btl_comp_t *comp)
-{
-    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
-    util_status_t status;
-    ucs_status_t ret;
-
-    /* complete on return; btl_comp_signal: quiet need not complete it */
-    if (uif->am_flag && len <= BTL_UCX_AM_MAX) {
-        return btl_ucx_am_put_flag(uif, ep, src, len, raddr, flag_raddr, flag_value,
-                                   comp != &btl_comp_signal);
-    }
-    if (len > 0) {
-        status = btl_ucx_put(ep, src, len, lmem, raddr, rkey, NULL);
-        if (status != UTIL_OK) {
-            return status;
-        }
-        ret = ucp_worker_fence(uif->worker);
-        if (ret != UCS_OK) {
-            return btl_ucx_fail("ucp_worker_fence", ep->peer, ret);
-        }
-    }
-    return btl_ucx_flag_post(uif, ep, flag_raddr, flag_rkey, flag_value);
 }
 
 static util_status_t btl_ucx_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
