@@ -145,7 +145,9 @@ typedef struct btl_ops {
     /* put_flag that also writes rec_len (at most BTL_PUT_REC_MAX) bytes,
      * copied from rec, at rec_raddr: in the same message where the backend
      * sends messages. rec lands before the flag or after it; operations
-     * issued after a fence land after both. NULL: put_flag, then put. */
+     * issued after a fence land after both. NULL, or UTIL_ERR_UNSUPPORTED
+     * where it cannot be one message: btl_put_flag_rec does put_flag, then
+     * put. */
     util_status_t (*put_flag_rec)(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                   uint64_t raddr, btl_rkey_t *rkey, uint64_t flag_raddr,
                                   btl_rkey_t *flag_rkey, uint64_t flag_value, const void *rec,
@@ -437,22 +439,26 @@ static inline util_status_t btl_put_flag(btl_ep_t *ep, const void *src, size_t l
                                    flag_value, comp);
 }
 
-/* put_flag with a small record for another place (see btl_ops_t.put_flag_rec);
- * complete locally on return. */
+/* put_flag with a small record for another place (see btl_ops_t.put_flag_rec),
+ * or without one (rec_len 0); complete locally on return. */
 static inline util_status_t btl_put_flag_rec(btl_ep_t *ep, const void *src, size_t len,
                                              btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey,
                                              uint64_t flag_raddr, btl_rkey_t *flag_rkey,
                                              uint64_t flag_value, const void *rec, size_t rec_len,
                                              uint64_t rec_raddr, btl_rkey_t *rec_rkey)
 {
-    util_status_t status;
+    util_status_t status = UTIL_ERR_UNSUPPORTED;
 
-    if (ep->iface->ops.put_flag_rec != NULL) {
-        return ep->iface->ops.put_flag_rec(ep, src, len, lmem, raddr, rkey, flag_raddr, flag_rkey,
-                                           flag_value, rec, rec_len, rec_raddr, rec_rkey);
+    if (rec_len != 0 && ep->iface->ops.put_flag_rec != NULL) {
+        status = ep->iface->ops.put_flag_rec(ep, src, len, lmem, raddr, rkey, flag_raddr, flag_rkey,
+                                             flag_value, rec, rec_len, rec_raddr, rec_rkey);
+    }
+    if (status != UTIL_ERR_UNSUPPORTED) {
+        return status;
     }
     status = btl_put_flag(ep, src, len, lmem, raddr, rkey, flag_raddr, flag_rkey, flag_value, NULL);
-    return status == UTIL_OK ? btl_put(ep, rec, rec_len, NULL, rec_raddr, rec_rkey) : status;
+    return status == UTIL_OK && rec_len != 0 ? btl_put(ep, rec, rec_len, NULL, rec_raddr, rec_rkey)
+                                             : status;
 }
 
 static inline util_status_t btl_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,

@@ -276,6 +276,7 @@ static __attribute__((noinline)) int rpipe_write(rch_t ch, raddr_t user_desc)
     util_status_t status = rpipe_check_side(ch, 1, "rwrite");
     raddr_t desc = rpipe_desc_from_user(user_desc);
     uint64_t flag;
+    int posted = 0; /* channel sync across a network: with the message */
 
     if (status != UTIL_OK) {
         return status;
@@ -304,7 +305,7 @@ static __attribute__((noinline)) int rpipe_write(rch_t ch, raddr_t user_desc)
                          __ATOMIC_RELEASE);
     } else { /* PUT, or GET pushed: to the peer's region or mirror */
         uint64_t off = rpipe_offset(&desc);
-        int posted = 0;
+        uint32_t rec_len;
 
         if (ch->cfg.sync == CH_SYNC && ch->deferred_n == 0) {
             /* the post record rides in the message's send */
@@ -315,28 +316,18 @@ static __attribute__((noinline)) int rpipe_write(rch_t ch, raddr_t user_desc)
             }
             posted = status == UTIL_OK;
         }
-        if (ch->rec_len != 0) {
-            status = btl_put_flag_rec(
-                ch->ep, ch->region + off, RPIPE_UHDR_BYTES + user_desc.payload, ch->region_mem,
-                ch->peer_region_addr + off, ch->peer_region_rkey,
-                ch->peer_region_addr + rpipe_flag_offset(&desc), ch->peer_region_rkey, flag,
-                ch->rec, ch->rec_len, ch->peer_sync_addr + ch->rec_off, ch->peer_sync_rkey);
-            ch->rec_len = 0;
-            if (status == UTIL_OK) {
-                status = btl_fence(ch->ep); /* as after every sync write */
-            }
-        } else {
-            status = btl_put_flag(ch->ep, ch->region + off, RPIPE_UHDR_BYTES + user_desc.payload,
+        rec_len = ch->rec_len;
+        ch->rec_len = 0;
+        status = btl_put_flag_rec(ch->ep, ch->region + off, RPIPE_UHDR_BYTES + user_desc.payload,
                                   ch->region_mem, ch->peer_region_addr + off, ch->peer_region_rkey,
                                   ch->peer_region_addr + rpipe_flag_offset(&desc),
-                                  ch->peer_region_rkey, flag, NULL);
+                                  ch->peer_region_rkey, flag, ch->rec, rec_len,
+                                  ch->peer_sync_addr + ch->rec_off, ch->peer_sync_rkey);
+        if (status == UTIL_OK && rec_len != 0) {
+            status = btl_fence(ch->ep); /* as after every sync write */
         }
         if (status != UTIL_OK) {
             return status;
-        }
-        if (posted) {
-            ch->seq++;
-            return R_SUCCESS;
         }
     }
     ch->seq++;
@@ -345,7 +336,7 @@ static __attribute__((noinline)) int rpipe_write(rch_t ch, raddr_t user_desc)
          * inline; nothing to publish: the consumer places the same sizes */
         return rmalloc_ring_find(ch->block_ring, &desc) != NULL ? R_SUCCESS : R_ERR_INVALID;
     }
-    return rpipe_post_or_defer(ch, &desc);
+    return posted ? R_SUCCESS : rpipe_post_or_defer(ch, &desc);
 }
 
 /* A slot (a small message, the common case) inline, the rest out of line. */

@@ -833,8 +833,8 @@ static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len,
 }
 
 /* One active message where put_flag is one (an rpipe channel-mode message
- * and its post record: two sends over TCP were the cost); else put_flag,
- * then put. */
+ * and its post record: two sends over TCP were the cost); else the caller
+ * does put_flag, then put. */
 static util_status_t btl_ucx_put_flag_rec(btl_ep_t *ep, const void *src, size_t len,
                                           btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey,
                                           uint64_t flag_raddr, btl_rkey_t *flag_rkey,
@@ -843,19 +843,16 @@ static util_status_t btl_ucx_put_flag_rec(btl_ep_t *ep, const void *src, size_t 
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     btl_ucx_am_put_flag_rec_t hdr = {{raddr, flag_raddr, flag_value}, rec_raddr, rec_len, {0}};
-    util_status_t status;
 
-    if (uif->am_flag && len <= BTL_UCX_AM_MAX && rec_len <= BTL_PUT_REC_MAX &&
-        (flag_raddr & 7) == 0) {
-        memcpy(hdr.rec, rec, rec_len);
-        return btl_ucx_am_send(uif, ep, BTL_UCX_AM_PUT_FLAG_REC, &hdr,
-                               offsetof(btl_ucx_am_put_flag_rec_t, rec) + rec_len, src, len, 1,
-                               "put_flag_rec");
+    (void)lmem, (void)rkey, (void)flag_rkey, (void)rec_rkey; /* active messages need no keys */
+    if (!uif->am_flag || len > BTL_UCX_AM_MAX || rec_len > BTL_PUT_REC_MAX ||
+        (flag_raddr & 7) != 0) {
+        return UTIL_ERR_UNSUPPORTED;
     }
-    status =
-        btl_ucx_put_flag(ep, src, len, lmem, raddr, rkey, flag_raddr, flag_rkey, flag_value, NULL);
-    return status == UTIL_OK ? btl_ucx_put(ep, rec, rec_len, NULL, rec_raddr, rec_rkey, NULL)
-                             : status;
+    memcpy(hdr.rec, rec, rec_len);
+    return btl_ucx_am_send(uif, ep, BTL_UCX_AM_PUT_FLAG_REC, &hdr,
+                           offsetof(btl_ucx_am_put_flag_rec_t, rec) + rec_len, src, len, 1,
+                           "put_flag_rec");
 }
 
 static util_status_t btl_ucx_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
