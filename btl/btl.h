@@ -164,6 +164,17 @@ typedef struct btl_ops {
      * (zero-extended for size 4) in *result_p after the operation. */
     util_status_t (*amo_post)(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
                               btl_rkey_t *rkey, uint64_t operand);
+    /* put (complete locally on return) and amo_post that the backend may
+     * hold back and send with later ones to the same peer as one message
+     * (batched): they leave by the next progress or quiet of the iface, the
+     * next other operation to ep, or shortly after the caller stops calling
+     * the btl. For operations whose peer learns of them only through a
+     * later quiet or a signal to it (OpenSHMEM's puts and non-fetching
+     * atomics), not for a write someone polls for. NULL: put, amo_post. */
+    util_status_t (*put_batch)(btl_ep_t *ep, const void *src, size_t len, uint64_t raddr,
+                               btl_rkey_t *rkey);
+    util_status_t (*amo_post_batch)(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
+                                    btl_rkey_t *rkey, uint64_t operand);
     util_status_t (*amo_fetch)(btl_ep_t *ep, btl_amo_op_t op, unsigned size, uint64_t raddr,
                                btl_rkey_t *rkey, uint64_t operand, uint64_t compare,
                                uint64_t *result_p);
@@ -474,6 +485,25 @@ static inline util_status_t btl_get_flag(btl_ep_t *ep, void *dst, size_t len, bt
 static inline util_status_t btl_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
                                          uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
 {
+    return ep->iface->ops.amo_post(ep, op, size, raddr, rkey, operand);
+}
+
+/* Batched put and amo_post (see btl_ops_t.put_batch). */
+static inline util_status_t btl_put_batch(btl_ep_t *ep, const void *src, size_t len, uint64_t raddr,
+                                          btl_rkey_t *rkey)
+{
+    if (ep->iface->ops.put_batch != NULL) {
+        return ep->iface->ops.put_batch(ep, src, len, raddr, rkey);
+    }
+    return ep->iface->ops.put(ep, src, len, NULL, raddr, rkey, NULL);
+}
+
+static inline util_status_t btl_amo_post_batch(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                               uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
+{
+    if (ep->iface->ops.amo_post_batch != NULL) {
+        return ep->iface->ops.amo_post_batch(ep, op, size, raddr, rkey, operand);
+    }
     return ep->iface->ops.amo_post(ep, op, size, raddr, rkey, operand);
 }
 

@@ -142,7 +142,9 @@ static inline void *rpipe_sym_ptr(rpipe_sym_t *sym, int pe, size_t offset)
     return peer->ptr + offset;
 }
 
-/* Blocking to local completion (the source may be reused). */
+/* Blocking to local completion (the source may be reused). Across the
+ * network it may be batched with the next ones to pe (btl_put_batch): it
+ * leaves by the next quiet, wait (progress) or other operation to pe. */
 static inline util_status_t rpipe_sym_put(rpipe_sym_t *sym, int pe, size_t offset, const void *src,
                                           size_t len)
 {
@@ -157,7 +159,7 @@ static inline util_status_t rpipe_sym_put(rpipe_sym_t *sym, int pe, size_t offse
         return status;
     }
     rpipe_sym_enter();
-    status = btl_put(peer->ep, src, len, NULL, peer->base + offset, peer->rkey);
+    status = btl_put_batch(peer->ep, src, len, peer->base + offset, peer->rkey);
     rpipe_sym_leave();
     return status;
 }
@@ -248,8 +250,12 @@ static inline util_status_t rpipe_sym_amo_fetch(rpipe_sym_t *sym, int pe, size_t
     return status;
 }
 
+/* batch: across the network it may wait for the next ones to pe, as a put
+ * (OpenSHMEM's non-fetching atomics); else it leaves at once (a signal,
+ * a lock's grant: someone polls for it). */
 static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t offset,
-                                               btl_amo_op_t op, unsigned size, uint64_t operand)
+                                               btl_amo_op_t op, unsigned size, uint64_t operand,
+                                               int batch)
 {
     rpipe_sym_amo_route_t r;
     util_status_t status = rpipe_sym_amo_route(sym, pe, offset, &r);
@@ -262,7 +268,8 @@ static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t 
         return status;
     }
     rpipe_sym_enter();
-    status = btl_amo_post(r.ep, op, size, r.raddr, r.rkey, operand);
+    status = batch ? btl_amo_post_batch(r.ep, op, size, r.raddr, r.rkey, operand)
+                   : btl_amo_post(r.ep, op, size, r.raddr, r.rkey, operand);
     rpipe_sym_leave();
     return status;
 }
@@ -339,7 +346,7 @@ static inline util_status_t rpipe_sym_put_signal(rpipe_sym_t *sym, int pe, size_
         return status;
     }
     return rpipe_sym_amo_post(sig_sym, sig_pe, sig_offset, add ? BTL_AMO_ADD : BTL_AMO_SET, 8,
-                              value);
+                              value, 0);
 }
 
 #endif

@@ -62,7 +62,7 @@ void shmem_set_lock(long *lock)
     if (pred == 0) {
         return; /* free: mine */
     }
-    shmemi_amo_post("shmem_set_lock", node, BTL_AMO_OR, 4, me, (int)pred - 1);
+    shmemi_amo_notify("shmem_set_lock", node, BTL_AMO_OR, 4, me, (int)pred - 1);
     shmemi_wait_until(node, SHMEM_CMP_GE, &grant, 4, 0);
     /* Only my successor may still write here (its link, bits 0..30), maybe
      * through the network: an atomic of the same kind as its (atomicity rule). */
@@ -101,6 +101,6 @@ void shmem_clear_lock(long *lock)
     }
     /* Reset my node before the hand-over: nobody writes it any more. */
     __atomic_store_n(node, 0, __ATOMIC_RELAXED);
-    shmemi_amo_post("shmem_clear_lock", shmemi_lock_node(lock), BTL_AMO_OR, 4, SHMEMI_LOCK_GRANT,
-                    (int)next - 1);
+    shmemi_amo_notify("shmem_clear_lock", shmemi_lock_node(lock), BTL_AMO_OR, 4, SHMEMI_LOCK_GRANT,
+                      (int)next - 1);
 }

@@ -44,7 +44,7 @@ static inline void shmemi_signal_update(const char *call, uint64_t *sig_addr, bt
 
     shmemi_check_pe(call, pe);
     seg = shmemi_locate_signal(call, sig_addr, &off, &pe);
-    shmemi_check_status(call, rpipe_sym_amo_post(seg, pe, off, op, 8, signal), pe);
+    shmemi_check_status(call, rpipe_sym_amo_post(seg, pe, off, op, 8, signal, 0), pe);
 }
 
 void shmem_signal_add(uint64_t *sig_addr, uint64_t signal, int pe)

@@ -161,12 +161,12 @@ uint64_t shmemi_space_amo_fetch(const char *call, void *dest, btl_amo_op_t op, u
 }
 
 void shmemi_space_amo_post(const char *call, void *dest, btl_amo_op_t op, unsigned size,
-                           uint64_t operand, int pe)
+                           uint64_t operand, int pe, int batch)
 {
     rpipe_sym_t *seg = shmemi_space_locate(call, dest, size, &pe);
     size_t off = (size_t)((char *)dest - seg->base);
 
-    shmemi_check_status(call, rpipe_sym_amo_post(seg, pe, off, op, size, operand), pe);
+    shmemi_check_status(call, rpipe_sym_amo_post(seg, pe, off, op, size, operand, batch), pe);
 }
 
 /* ---- creation and destruction ---------------------------------------------------------- */

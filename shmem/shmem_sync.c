@@ -117,11 +117,11 @@ void shmemi_gather_release(int start, int log_stride, int size, long *pSync, int
         for (int i = 0; i < size; i++) {
             int pe = start + i * stride;
             if (pe != coord) {
-                shmemi_amo_post("shmem collective", &pSync[1], BTL_AMO_SET, 8, 1, pe);
+                shmemi_amo_notify("shmem collective", &pSync[1], BTL_AMO_SET, 8, 1, pe);
             }
         }
     } else {
-        shmemi_amo_post("shmem collective", &pSync[0], BTL_AMO_ADD, 8, 1, coord);
+        shmemi_amo_notify("shmem collective", &pSync[0], BTL_AMO_ADD, 8, 1, coord);
         while (__atomic_load_n(&pSync[1], __ATOMIC_ACQUIRE) != 1) {
             shmemi_relax(&polls);
         }

@@ -786,8 +786,8 @@ static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team,
         /* an add (that commutes): two checkpoints of one member may be on
          * their way at once, and a network may reorder two writes */
         for (int i = 1; i < n; i++) {
-            shmemi_amo_post(call, shmemi_tc_ring_ack(c, me), BTL_AMO_ADD, 8, 1,
-                            shmemi_tc_pe(team, (me + i) % n));
+            shmemi_amo_notify(call, shmemi_tc_ring_ack(c, me), BTL_AMO_ADD, 8, 1,
+                              shmemi_tc_pe(team, (me + i) % n));
         }
     }
 }

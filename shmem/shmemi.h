@@ -217,7 +217,7 @@ void shmemi_space_get(const char *call, void *dest, const void *src, size_t len,
 uint64_t shmemi_space_amo_fetch(const char *call, void *dest, btl_amo_op_t op, unsigned size,
                                 uint64_t operand, uint64_t compare, int pe);
 void shmemi_space_amo_post(const char *call, void *dest, btl_amo_op_t op, unsigned size,
-                           uint64_t operand, int pe);
+                           uint64_t operand, int pe, int batch);
 
 static inline void shmemi_check_status(const char *call, util_status_t status, int pe)
 {
@@ -290,18 +290,35 @@ static inline uint64_t shmemi_amo_fetch(const char *call, void *dest, btl_amo_op
     return old;
 }
 
-static inline void shmemi_amo_post(const char *call, void *dest, btl_amo_op_t op, unsigned size,
-                                   uint64_t operand, int pe)
+/* batch: see rpipe_sym_amo_post. */
+static inline void shmemi_amo_post_as(const char *call, void *dest, btl_amo_op_t op, unsigned size,
+                                      uint64_t operand, int pe, int batch)
 {
     size_t off;
     rpipe_sym_t *seg;
 
     seg = shmemi_amo_locate(call, dest, size, pe, &off);
     if (__builtin_expect(seg == NULL, 0)) {
-        shmemi_space_amo_post(call, dest, op, size, operand, pe);
+        shmemi_space_amo_post(call, dest, op, size, operand, pe, batch);
         return;
     }
-    shmemi_check_status(call, rpipe_sym_amo_post(seg, pe, off, op, size, operand), pe);
+    shmemi_check_status(call, rpipe_sym_amo_post(seg, pe, off, op, size, operand, batch), pe);
+}
+
+/* The user's non-fetching atomics: complete at quiet, so across the
+ * network they may travel batched with the next operations to pe. */
+static inline void shmemi_amo_post(const char *call, void *dest, btl_amo_op_t op, unsigned size,
+                                   uint64_t operand, int pe)
+{
+    shmemi_amo_post_as(call, dest, op, size, operand, pe, 1);
+}
+
+/* The library's own notifications (a lock's grant, a collective's counter):
+ * a peer polls for them, so they leave at once. */
+static inline void shmemi_amo_notify(const char *call, void *dest, btl_amo_op_t op, unsigned size,
+                                     uint64_t operand, int pe)
+{
+    shmemi_amo_post_as(call, dest, op, size, operand, pe, 0);
 }
 
 /* Active sets (start, 2^log_stride, size): fatal unless valid and

@@ -66,17 +66,21 @@
 
 #include <dirent.h>
 #include <poll.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define BTL_UCX_ADDR_MAX     4096 /* bytes of a published worker address */
-#define BTL_UCX_PENDING_INIT 64
-#define BTL_UCX_REAP_EVERY   64   /* progress calls between scans of the pending list */
-#define BTL_UCX_DRAIN_PASSES 1024 /* progress calls of one helper drain, at most */
-#define BTL_UCX_AM_MAX       4096 /* largest payload sent as one active message */
+#define BTL_UCX_ADDR_MAX      4096 /* bytes of a published worker address */
+#define BTL_UCX_PENDING_INIT  64
+#define BTL_UCX_REAP_EVERY    64   /* progress calls between scans of the pending list */
+#define BTL_UCX_DRAIN_PASSES  1024 /* progress calls of one helper drain, at most */
+#define BTL_UCX_AM_MAX        4096 /* largest payload sent as one active message */
+#define BTL_UCX_BATCH_DEFAULT 8192 /* bytes held back per peer (RMB_UCX_AM_BATCH) */
+#define BTL_UCX_BATCH_MIN     64
+#define BTL_UCX_BATCH_LIMIT   65536
 
 /* Our active messages (see "Active messages" above). */
 enum {
@@ -86,7 +90,29 @@ enum {
     BTL_UCX_AM_PUT = 0x75,          /* header: the target address; payload: the data */
     BTL_UCX_AM_AMO = 0x76,          /* header: btl_ucx_am_amo_t; no payload */
     BTL_UCX_AM_PUT_FLAG_REC = 0x77, /* header: btl_ucx_am_put_flag_rec_t; payload: the data */
+    BTL_UCX_AM_BATCH = 0x78,        /* header: btl_ucx_am_batch_t; payload: records */
 };
+
+/* A batch (btl_ucx_put_batch, btl_ucx_amo_post_batch): puts and
+ * non-fetching atomics to one peer held back and sent as one active
+ * message, each a record, then a put's data padded to 8 bytes. The
+ * target's handler applies them in order. */
+enum { BTL_UCX_REC_PUT = 1, BTL_UCX_REC_AMO, BTL_UCX_REC_PUT_FLAG };
+
+typedef struct {
+    uint32_t kind; /* BTL_UCX_REC_* */
+    uint32_t len;  /* PUT, PUT_FLAG: bytes of data after the record; AMO: size | op << 8 */
+    uint64_t raddr;
+    uint64_t arg[2]; /* AMO: the operand; PUT_FLAG: the flag's address and value */
+} btl_ucx_rec_t;
+
+/* Bytes of each kind's record (PUT has no arg, AMO one). */
+static const size_t btl_ucx_rec_bytes[] = {
+    [BTL_UCX_REC_PUT] = 16, [BTL_UCX_REC_AMO] = 24, [BTL_UCX_REC_PUT_FLAG] = 32};
+
+typedef struct {
+    uint64_t ping; /* 1: answer with a pong once applied (quiet) */
+} btl_ucx_am_batch_t;
 
 /* Header of a put_flag active message; the payload is the data. */
 typedef struct {
@@ -147,9 +173,18 @@ typedef struct {
     size_t am_put_max;            /* puts up to this size as active messages (0: none) */
     int am_amo;                   /* non-fetching atomics as active messages */
     int unordered;                /* RMA or atomics issued since the last fence or flush */
+    int unflushed;                /* RMA or atomics issued since the last flush */
     uint64_t pings, pongs;        /* quiet's round trips behind the active messages */
     struct btl_ucx_ep **am_dirty; /* endpoints with active messages since the last quiet */
     int num_am_dirty;
+    /* Batches: RMB_UCX_AM_BATCH bytes per peer (0: none). The helper thread
+     * sends them too (btl_ucx_drain), so batch_lock guards every batch and
+     * the list of endpoints that have one. */
+    size_t batch_max;
+    int batch_lock;
+    int helper_asleep; /* blocked in the event fd with no batch to send */
+    struct btl_ucx_ep **batched;
+    int num_batched;
 } btl_ucx_iface_t;
 
 typedef struct btl_ucx_ep {
@@ -157,6 +192,9 @@ typedef struct btl_ucx_ep {
     ucp_ep_h ep;
     ucs_status_t failed; /* set by the error handler: the peer is gone */
     int am_dirty;        /* in the iface's am_dirty list */
+    char *batch;         /* batch_max bytes, allocated at the first batched operation */
+    size_t batch_len;    /* bytes held */
+    int batched;         /* in the iface's batched list */
 } btl_ucx_ep_t;
 
 typedef struct {
@@ -236,6 +274,15 @@ static util_status_t btl_ucx_fail(const char *call, int peer, ucs_status_t statu
 static inline void btl_ucx_touch(btl_ucx_iface_t *uif)
 {
     btl_helper_touch(&uif->helper);
+}
+
+/* UCP RMA or atomics went out: an active message after them needs a fence,
+ * and quiet a flush (with only our active messages out, quiet's pings are
+ * enough: a flush over TCP costs a round trip of its own). */
+static inline void btl_ucx_rma_issued(btl_ucx_iface_t *uif)
+{
+    uif->unordered = 1;
+    uif->unflushed = 1;
 }
 
 /* ---- requests ---- */
@@ -364,6 +411,171 @@ static void btl_ucx_reap(btl_ucx_iface_t *uif, int check_timeout)
     }
 }
 
+/* Marks uep for quiet's ping (PE thread only). */
+static inline void btl_ucx_am_dirty(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep)
+{
+    if (!uep->am_dirty) {
+        uep->am_dirty = 1;
+        uif->am_dirty[uif->num_am_dirty++] = uep;
+    }
+}
+
+/* ---- batches ---- */
+static inline void btl_ucx_batch_lock(btl_ucx_iface_t *uif)
+{
+    while (__atomic_exchange_n(&uif->batch_lock, 1, __ATOMIC_ACQUIRE)) {
+        while (__atomic_load_n(&uif->batch_lock, __ATOMIC_RELAXED)) {
+            sched_yield(); /* the helper thread sends a batch: microseconds */
+        }
+    }
+}
+
+static inline int btl_ucx_batch_trylock(btl_ucx_iface_t *uif)
+{
+    return !__atomic_exchange_n(&uif->batch_lock, 1, __ATOMIC_ACQUIRE);
+}
+
+static inline void btl_ucx_batch_unlock(btl_ucx_iface_t *uif)
+{
+    __atomic_store_n(&uif->batch_lock, 0, __ATOMIC_RELEASE);
+}
+
+/* Sends uep's batch as one active message (batch_lock held); ping: the
+ * target answers with a pong once it has applied it (quiet). From the
+ * helper thread: no PE activity noted, a fence every time (the PE's
+ * `unordered` is its own), and a wait by progress alone. */
+static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep, int ping,
+                                        int helper)
+{
+    btl_ucx_am_batch_t hdr = {(uint64_t)ping};
+    ucp_request_param_t param;
+    ucs_status_ptr_t request;
+    ucs_status_t ret = UCS_OK;
+    util_status_t status;
+
+    if (helper || uif->unordered) {
+        ret = ucp_worker_fence(uif->worker);
+        if (!helper) {
+            uif->unordered = 0;
+        }
+    }
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_AM_SEND_FLAG_EAGER | (ping ? UCP_AM_SEND_FLAG_REPLY : 0);
+    request = ret != UCS_OK ? UCS_STATUS_PTR(ret)
+                            : ucp_am_send_nbx(uep->ep, BTL_UCX_AM_BATCH, &hdr, sizeof(hdr),
+                                              uep->batch, uep->batch_len, &param);
+    if (helper) {
+        while (UCS_PTR_IS_PTR(request) && ucp_request_check_status(request) == UCS_INPROGRESS) {
+            ucp_worker_progress(uif->worker); /* a broken connection fails the request */
+        }
+        ret = UCS_PTR_IS_PTR(request) ? ucp_request_check_status(request) : UCS_PTR_STATUS(request);
+        if (UCS_PTR_IS_PTR(request)) {
+            ucp_request_free(request);
+        }
+        status = ret == UCS_OK ? UTIL_OK : btl_ucx_fail("batch", uep->super.peer, ret);
+    } else {
+        btl_ucx_touch(uif);
+        status = btl_ucx_wait(uif, request, "batch", uep->super.peer);
+        if (status != UTIL_OK && UCS_PTR_IS_PTR(request) && uif->num_pending > 0 &&
+            uif->pending[uif->num_pending - 1].request == request) {
+            /* timed out and kept pending: UCP may still read the batch */
+            uif->pending[uif->num_pending - 1].owned = uep->batch;
+            uep->batch = NULL;
+        }
+    }
+    __atomic_store_n(&uep->batch_len, 0, __ATOMIC_RELEASE);
+    return status;
+}
+
+/* Sends every batch (batch_lock held): progress, quiet, the helper. */
+static util_status_t btl_ucx_batch_flush(btl_ucx_iface_t *uif, int helper)
+{
+    util_status_t status = UTIL_OK;
+
+    for (int i = 0; i < uif->num_batched; i++) {
+        btl_ucx_ep_t *uep = uif->batched[i];
+
+        uep->batched = 0;
+        if (uep->batch_len > 0) {
+            util_status_t sent = btl_ucx_batch_send(uif, uep, 0, helper);
+            status = status == UTIL_OK ? sent : status;
+        }
+    }
+    __atomic_store_n(&uif->num_batched, 0, __ATOMIC_RELEASE);
+    return status;
+}
+
+/* The PE's thread, before anything else to uep: its batch goes first. */
+static inline util_status_t btl_ucx_batch_out(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep)
+{
+    util_status_t status = UTIL_OK;
+
+    if (__atomic_load_n(&uep->batch_len, __ATOMIC_ACQUIRE) == 0) {
+        return UTIL_OK;
+    }
+    btl_ucx_batch_lock(uif);
+    if (uep->batch_len > 0) {
+        status = btl_ucx_batch_send(uif, uep, 0, 0);
+    }
+    btl_ucx_batch_unlock(uif);
+    return status;
+}
+
+/* Bytes a record and its data take in a batch. */
+static inline size_t btl_ucx_rec_size(unsigned kind, size_t len)
+{
+    return btl_ucx_rec_bytes[kind] + ((len + 7) & ~(size_t)7);
+}
+
+/* Adds a record (and len bytes of data) to ep's batch, sending the batch
+ * first where it would overflow and, with send, at once with the record
+ * (a signal). The caller checked that it fits an empty batch. */
+static util_status_t btl_ucx_batch_add(btl_ucx_iface_t *uif, btl_ep_t *ep, const btl_ucx_rec_t *rec,
+                                       const void *data, size_t len, int send, int for_quiet)
+{
+    btl_ucx_ep_t *uep = btl_ucx_ep(ep);
+    size_t head = btl_ucx_rec_bytes[rec->kind], need = btl_ucx_rec_size(rec->kind, len);
+    util_status_t status = UTIL_OK;
+    int wake = 0;
+
+    if (for_quiet) {
+        btl_ucx_am_dirty(uif, uep);
+    }
+    btl_ucx_batch_lock(uif);
+    if (uep->batch_len + need > uif->batch_max) {
+        status = btl_ucx_batch_send(uif, uep, 0, 0);
+    }
+    if (status == UTIL_OK && uep->batch == NULL && (uep->batch = malloc(uif->batch_max)) == NULL) {
+        status = UTIL_ERR_NO_MEMORY;
+    }
+    if (status == UTIL_OK) {
+        char *at = uep->batch + uep->batch_len;
+
+        memcpy(at, rec, head);
+        if (len > 0) {
+            memcpy(at + head, data, len);
+            memset(at + head + len, 0, need - head - len);
+        }
+        __atomic_store_n(&uep->batch_len, uep->batch_len + need, __ATOMIC_RELEASE);
+        if (send) {
+            status = btl_ucx_batch_send(uif, uep, 0, 0);
+        } else if (!uep->batched) {
+            uep->batched = 1;
+            uif->batched[uif->num_batched] = uep;
+            __atomic_store_n(&uif->num_batched, uif->num_batched + 1, __ATOMIC_SEQ_CST);
+            /* the first batch while the helper sleeps without a timeout
+             * short enough for it: wake it (btl_ucx_block) */
+            wake = uif->num_batched == 1 && __atomic_load_n(&uif->helper_asleep, __ATOMIC_SEQ_CST);
+        }
+    }
+    btl_ucx_batch_unlock(uif);
+    btl_ucx_touch(uif);
+    if (wake) {
+        (void)ucp_worker_signal(uif->worker);
+    }
+    return status;
+}
+
 /* ---- RMA ---- */
 static inline ucp_ep_h btl_ucx_uep(btl_ep_t *ep)
 {
@@ -388,6 +600,7 @@ static util_status_t btl_ucx_put(btl_ep_t *ep, const void *src, size_t len, btl_
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     ucp_request_param_t param = {.op_attr_mask = 0};
+    util_status_t status;
 
     (void)lmem;
     if (len == 0) {
@@ -397,11 +610,29 @@ static util_status_t btl_ucx_put(btl_ep_t *ep, const void *src, size_t len, btl_
         /* one message, no completion message back (quiet pings instead) */
         return btl_ucx_am_send(uif, ep, BTL_UCX_AM_PUT, &raddr, sizeof(raddr), src, len, 1, "put");
     }
-    uif->unordered = 1; /* an active message after it needs a fence */
+    status = btl_ucx_batch_out(uif, btl_ucx_ep(ep));
+    if (status != UTIL_OK) {
+        return status;
+    }
+    btl_ucx_rma_issued(uif);
     btl_ucx_touch(uif);
     return btl_ucx_complete(
         uif, ucp_put_nbx(btl_ucx_uep(ep), src, len, raddr, btl_ucx_rkey(rkey), &param), comp, "put",
         ep->peer);
+}
+
+/* Puts up to RMB_UCX_AM_PUT_MAX bytes into the peer's batch (else a put). */
+static util_status_t btl_ucx_put_batch(btl_ep_t *ep, const void *src, size_t len, uint64_t raddr,
+                                       btl_rkey_t *rkey)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+
+    if (len > 0 && len <= uif->am_put_max &&
+        btl_ucx_rec_size(BTL_UCX_REC_PUT, len) <= uif->batch_max) {
+        btl_ucx_rec_t rec = {BTL_UCX_REC_PUT, (uint32_t)len, raddr, {0, 0}};
+        return btl_ucx_batch_add(uif, ep, &rec, src, len, 0, 1);
+    }
+    return btl_ucx_put(ep, src, len, NULL, raddr, rkey, NULL);
 }
 
 static util_status_t btl_ucx_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
@@ -409,13 +640,17 @@ static util_status_t btl_ucx_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     ucp_request_param_t param = {.op_attr_mask = 0};
-
-    uif->unordered = 1; /* an active message after it needs a fence */
+    util_status_t status;
 
     (void)lmem;
     if (len == 0) {
         return UTIL_OK;
     }
+    status = btl_ucx_batch_out(uif, btl_ucx_ep(ep)); /* a get sees the puts before it */
+    if (status != UTIL_OK) {
+        return status;
+    }
+    btl_ucx_rma_issued(uif);
     btl_ucx_touch(uif);
     return btl_ucx_complete(
         uif, ucp_get_nbx(btl_ucx_uep(ep), dst, len, raddr, btl_ucx_rkey(rkey), &param), comp, "get",
@@ -472,11 +707,13 @@ static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
     ucp_request_param_t param;
     util_status_t status = btl_ucx_amo_check(op, size, raddr);
 
-    uif->unordered = 1; /* an active message after it needs a fence */
-
+    if (status == UTIL_OK) {
+        status = btl_ucx_batch_out(uif, btl_ucx_ep(ep));
+    }
     if (status != UTIL_OK) {
         return status;
     }
+    btl_ucx_rma_issued(uif);
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     param.datatype = ucp_dt_make_contig(size);
     param.reply_buffer = &reply;
@@ -513,6 +750,9 @@ static util_status_t btl_ucx_amo_fetch_nbi(btl_ep_t *ep, btl_amo_op_t op, unsign
     uint64_t *value;
     util_status_t status = btl_ucx_amo_check(op, size, raddr);
 
+    if (status == UTIL_OK) {
+        status = btl_ucx_batch_out(uif, btl_ucx_ep(ep));
+    }
     if (status != UTIL_OK) {
         return status;
     }
@@ -520,7 +760,7 @@ static util_status_t btl_ucx_amo_fetch_nbi(btl_ep_t *ep, btl_amo_op_t op, unsign
     if (value == NULL) {
         return UTIL_ERR_NO_MEMORY;
     }
-    uif->unordered = 1; /* an active message after it needs a fence */
+    btl_ucx_rma_issued(uif);
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     param.datatype = ucp_dt_make_contig(size);
     param.reply_buffer = result;
@@ -568,7 +808,11 @@ static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
         btl_ucx_am_amo_t hdr = {raddr, operand, (uint32_t)op, size};
         return btl_ucx_am_send(uif, ep, BTL_UCX_AM_AMO, &hdr, sizeof(hdr), NULL, 0, 1, "atomic");
     }
-    uif->unordered = 1; /* an active message after it needs a fence */
+    status = btl_ucx_batch_out(uif, btl_ucx_ep(ep));
+    if (status != UTIL_OK) {
+        return status;
+    }
+    btl_ucx_rma_issued(uif);
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     param.datatype = ucp_dt_make_contig(size);
     if (op == BTL_AMO_SET) {
@@ -586,6 +830,25 @@ static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
                         "atomic", ep->peer);
 }
 
+/* A non-fetching atomic into the peer's batch, where atomics go as active
+ * messages (else amo_post). */
+static util_status_t btl_ucx_amo_post_batch(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                            uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    util_status_t status = btl_ucx_amo_check(op, size, raddr);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (uif->am_amo && btl_ucx_rec_size(BTL_UCX_REC_AMO, 0) <= uif->batch_max &&
+        (op == BTL_AMO_SET || op >= BTL_AMO_ADD)) {
+        btl_ucx_rec_t rec = {BTL_UCX_REC_AMO, size | (uint32_t)op << 8, raddr, {operand, 0}};
+        return btl_ucx_batch_add(uif, ep, &rec, NULL, 0, 0, 1);
+    }
+    return btl_ucx_amo_post(ep, op, size, raddr, rkey, operand);
+}
+
 /* ---- notified flags ---- */
 
 /* The 8-byte flag: one aligned 8-byte write wherever UCX places it (an
@@ -596,12 +859,18 @@ static util_status_t btl_ucx_flag_post(btl_ucx_iface_t *uif, btl_ep_t *ep, uint6
                                        btl_rkey_t *flag_rkey, uint64_t value)
 {
     ucp_request_param_t param = {.op_attr_mask = 0};
+    util_status_t status;
 
     if ((flag_raddr & 7) != 0) {
         util_error("btl/ucx: flag address 0x%llx is not 8-byte aligned",
                    (unsigned long long)flag_raddr);
         return UTIL_ERR_INVALID;
     }
+    status = btl_ucx_batch_out(uif, btl_ucx_ep(ep));
+    if (status != UTIL_OK) {
+        return status;
+    }
+    btl_ucx_rma_issued(uif);
     /* value is on our stack: a request UCP keeps must finish first. */
     return btl_ucx_wait(uif,
                         ucp_put_nbx(btl_ucx_uep(ep), &value, sizeof(value), flag_raddr,
@@ -614,18 +883,21 @@ static util_status_t btl_ucx_flag_post(btl_ucx_iface_t *uif, btl_ep_t *ep, uint6
  * RMA or atomics goes behind a fence: UCP orders neither RMA nor active
  * messages by themselves (earlier puts and atomics land first: the
  * hierarchical exchange's blocks, an rpipe atomic channel's update).
- * Active messages among themselves take the endpoint's one AM lane in
- * order. */
+ * Active messages among themselves (batches too) take the endpoint's one
+ * AM lane in order. */
 static util_status_t btl_ucx_am_send(btl_ucx_iface_t *uif, btl_ep_t *ep, unsigned id,
                                      const void *hdr, size_t hdr_len, const void *data, size_t len,
                                      int for_quiet, const char *what)
 {
     btl_ucx_ep_t *uep = btl_ucx_ep(ep);
     ucp_request_param_t param;
+    util_status_t status = btl_ucx_batch_out(uif, uep);
 
-    if (for_quiet && !uep->am_dirty) {
-        uep->am_dirty = 1;
-        uif->am_dirty[uif->num_am_dirty++] = uep;
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (for_quiet) {
+        btl_ucx_am_dirty(uif, uep);
     }
     if (uif->unordered) {
         ucs_status_t ret = ucp_worker_fence(uif->worker);
@@ -734,23 +1006,99 @@ static ucs_status_t btl_ucx_am_amo_recv(void *arg, const void *header, size_t he
     return UCS_OK;
 }
 
+/* Answers a ping (alone, or at a batch's end) with a pong. */
+static void btl_ucx_pong(const ucp_am_recv_param_t *param)
+{
+    ucp_request_param_t reply = {.op_attr_mask = 0};
+    ucs_status_ptr_t request;
+
+    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
+        util_error("btl/ucx: ping without a reply endpoint");
+        return;
+    }
+    request = ucp_am_send_nbx(param->reply_ep, BTL_UCX_AM_PONG, NULL, 0, NULL, 0, &reply);
+    if (UCS_PTR_IS_PTR(request)) {
+        ucp_request_free(request); /* nothing to keep alive: it completes on its own */
+    }
+}
+
 /* A ping (sent behind a fence) is handled after every message we sent
  * before it, and only then answered with a pong. */
 static ucs_status_t btl_ucx_am_ping_recv(void *arg, const void *header, size_t header_length,
                                          void *data, size_t length,
                                          const ucp_am_recv_param_t *param)
 {
-    ucp_request_param_t reply = {.op_attr_mask = 0};
-    ucs_status_ptr_t request;
-
     (void)arg, (void)header, (void)header_length, (void)data, (void)length;
-    if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-        util_error("btl/ucx: ping without a reply endpoint");
+    btl_ucx_pong(param);
+    return UCS_OK;
+}
+
+/* Applies one batch record; 0 if it is malformed. */
+static int btl_ucx_rec_apply(const btl_ucx_rec_t *rec, const char *data, size_t len)
+{
+    if (rec->kind == BTL_UCX_REC_AMO) {
+        unsigned size = rec->len & 0xff, op = rec->len >> 8;
+
+        if ((size != 4 && size != 8) || (rec->raddr & (size - 1)) != 0 ||
+            (op != BTL_AMO_SET && (op < BTL_AMO_ADD || op >= BTL_AMO_LAST))) {
+            return 0;
+        }
+        btl_cpu_amo_post((btl_amo_op_t)op, size, (void *)(uintptr_t)rec->raddr, rec->arg[0]);
+        return 1;
+    }
+    if (len > 0) {
+        memcpy((void *)(uintptr_t)rec->raddr, data, len);
+    }
+    if (rec->kind == BTL_UCX_REC_PUT_FLAG) {
+        if ((rec->arg[0] & 7) != 0) {
+            return 0;
+        }
+        __atomic_store_n((uint64_t *)(uintptr_t)rec->arg[0], rec->arg[1], __ATOMIC_RELEASE);
+    }
+    return 1;
+}
+
+/* A batch: its records in order, then the pong quiet asked for. */
+static ucs_status_t btl_ucx_am_batch_recv(void *arg, const void *header, size_t header_length,
+                                          void *data, size_t length,
+                                          const ucp_am_recv_param_t *param)
+{
+    const char *at = data;
+    size_t left = length;
+    btl_ucx_am_batch_t hdr;
+
+    (void)arg;
+    if (header_length != sizeof(hdr) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        util_error("btl/ucx: malformed batch (%zu-byte header, %zu bytes)", header_length, length);
         return UCS_OK;
     }
-    request = ucp_am_send_nbx(param->reply_ep, BTL_UCX_AM_PONG, NULL, 0, NULL, 0, &reply);
-    if (UCS_PTR_IS_PTR(request)) {
-        ucp_request_free(request); /* nothing to keep alive: it completes on its own */
+    memcpy(&hdr, header, sizeof(hdr));
+    while (left > 0) {
+        btl_ucx_rec_t rec = {0, 0, 0, {0, 0}};
+        size_t head = 0, len = 0;
+
+        if (left >= 8) {
+            memcpy(&rec, at, 8);
+        }
+        if (rec.kind >= BTL_UCX_REC_PUT && rec.kind <= BTL_UCX_REC_PUT_FLAG) {
+            head = btl_ucx_rec_bytes[rec.kind];
+            len = rec.kind == BTL_UCX_REC_AMO ? 0 : rec.len;
+        }
+        if (head == 0 || left < head || left - head < len) {
+            util_error("btl/ucx: malformed batch record at byte %zu of %zu", length - left, length);
+            break;
+        }
+        memcpy(&rec, at, head);
+        if (!btl_ucx_rec_apply(&rec, at + head, len)) {
+            util_error("btl/ucx: malformed batch record at byte %zu of %zu", length - left, length);
+            break;
+        }
+        size_t step = btl_ucx_rec_size(rec.kind, len);
+        at += step < left ? step : left;
+        left -= step < left ? step : left;
+    }
+    if (hdr.ping) {
+        btl_ucx_pong(param);
     }
     return UCS_OK;
 }
@@ -777,6 +1125,7 @@ static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
     if (ret != UCS_OK) {
         status = btl_ucx_fail("ucp_worker_fence", -1, ret);
     }
+    btl_ucx_batch_lock(uif);
     for (int i = 0; i < uif->num_am_dirty; i++) {
         btl_ucx_ep_t *uep = uif->am_dirty[i];
         ucp_request_param_t param;
@@ -785,14 +1134,22 @@ static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
         if (status != UTIL_OK) {
             continue;
         }
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-        status =
-            btl_ucx_wait(uif, ucp_am_send_nbx(uep->ep, BTL_UCX_AM_PING, NULL, 0, NULL, 0, &param),
-                         "quiet", uep->super.peer);
+        if (uep->batch_len > 0) {
+            status = btl_ucx_batch_send(uif, uep, 1, 0); /* the ping rides with the batch */
+        } else {
+            param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+            param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+            status = btl_ucx_wait(
+                uif, ucp_am_send_nbx(uep->ep, BTL_UCX_AM_PING, NULL, 0, NULL, 0, &param), "quiet",
+                uep->super.peer);
+        }
         uif->pings += status == UTIL_OK;
     }
     uif->num_am_dirty = 0;
+    if (status == UTIL_OK) {
+        status = btl_ucx_batch_flush(uif, 0); /* empty by now: clears the list */
+    }
+    btl_ucx_batch_unlock(uif);
     while (status == UTIL_OK && __atomic_load_n(&uif->pongs, __ATOMIC_ACQUIRE) < uif->pings) {
         btl_ucx_touch(uif);
         ucp_worker_progress(uif->worker);
@@ -816,6 +1173,14 @@ static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len,
 
     /* complete on return; btl_comp_signal: quiet need not complete it */
     if (uif->am_flag && len <= BTL_UCX_AM_MAX) {
+        if (__atomic_load_n(&btl_ucx_ep(ep)->batch_len, __ATOMIC_ACQUIRE) > 0 &&
+            (flag_raddr & 7) == 0 &&
+            btl_ucx_rec_size(BTL_UCX_REC_PUT_FLAG, len) <= uif->batch_max) {
+            /* the batch and the flag in one message (puts, then their signal) */
+            btl_ucx_rec_t rec = {
+                BTL_UCX_REC_PUT_FLAG, (uint32_t)len, raddr, {flag_raddr, flag_value}};
+            return btl_ucx_batch_add(uif, ep, &rec, src, len, 1, comp != &btl_comp_signal);
+        }
         return btl_ucx_am_put_flag(uif, ep, src, len, raddr, flag_raddr, flag_value,
                                    comp != &btl_comp_signal);
     }
@@ -883,11 +1248,14 @@ static util_status_t btl_ucx_quiet(btl_iface_t *iface)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(iface);
     ucp_request_param_t param = {.op_attr_mask = 0};
-    util_status_t status;
+    util_status_t status = UTIL_OK;
 
     btl_ucx_touch(uif);
-    status = btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "quiet", -1);
-    uif->unordered = 0;
+    if (uif->unflushed || uif->num_pending > 0) {
+        status = btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "quiet", -1);
+        uif->unordered = 0;
+        uif->unflushed = 0;
+    }
     /* Flushed: every pending request has finished; count them. */
     btl_ucx_reap(uif, 0);
     if (uif->num_am_dirty > 0) {
@@ -902,6 +1270,16 @@ static util_status_t btl_ucx_progress(btl_iface_t *iface)
     btl_ucx_iface_t *uif = btl_ucx_iface(iface);
 
     btl_ucx_touch(uif);
+    if (__atomic_load_n(&uif->num_batched, __ATOMIC_ACQUIRE) > 0) {
+        util_status_t status;
+
+        btl_ucx_batch_lock(uif);
+        status = btl_ucx_batch_flush(uif, 0); /* the PE waits: what it held back goes */
+        btl_ucx_batch_unlock(uif);
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
     if (ucp_worker_progress(uif->worker) != 0) {
         util_wait_note_served();
     }
@@ -922,6 +1300,11 @@ static void btl_ucx_drain(void *arg)
     btl_ucx_iface_t *uif = arg;
     uint64_t activity = btl_helper_activity(&uif->helper);
 
+    /* The PE stayed away a whole interval: what it held back goes now. */
+    if (__atomic_load_n(&uif->num_batched, __ATOMIC_ACQUIRE) > 0 && btl_ucx_batch_trylock(uif)) {
+        (void)btl_ucx_batch_flush(uif, 1);
+        btl_ucx_batch_unlock(uif);
+    }
     for (int pass = 0; pass < BTL_UCX_DRAIN_PASSES; pass++) {
         if (ucp_worker_progress(uif->worker) == 0) {
             return;
@@ -949,7 +1332,16 @@ static int btl_ucx_block(void *arg, int timeout_ms)
     if (ret != UCS_OK) {
         return 0;
     }
+    /* Batches waiting: back within an interval to send them, as the PE may
+     * not return soon. The first batch while we sleep wakes us
+     * (btl_ucx_batch_add). */
+    __atomic_store_n(&uif->helper_asleep, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&uif->num_batched, __ATOMIC_SEQ_CST) > 0) {
+        long ms = uif->helper.interval_usec / 1000;
+        timeout_ms = ms < 1 ? 1 : ms < timeout_ms ? (int)ms : timeout_ms;
+    }
     (void)poll(&pfd, 1, timeout_ms);
+    __atomic_store_n(&uif->helper_asleep, 0, __ATOMIC_RELAXED);
     return 1;
 }
 
@@ -1203,6 +1595,15 @@ static util_status_t btl_ucx_ep_disconnect(btl_ep_t *ep)
             break;
         }
     }
+    btl_ucx_batch_lock(uif);
+    for (int i = 0; uep->batched && i < uif->num_batched; i++) {
+        if (uif->batched[i] == uep) {
+            uif->batched[i] = uif->batched[--uif->num_batched];
+            break;
+        }
+    }
+    btl_ucx_batch_unlock(uif);
+    free(uep->batch);
     free(uep);
     return status;
 }
@@ -1216,6 +1617,7 @@ static void btl_ucx_teardown(btl_ucx_iface_t *uif)
         ucp_request_free(uif->pending[i].request);
     }
     free(uif->am_dirty);
+    free(uif->batched);
     if (uif->address != NULL) {
         ucp_worker_release_address(uif->worker, uif->address);
     }
@@ -1275,6 +1677,8 @@ static const btl_ops_t btl_ucx_ops = {
     .put_flag_rec = btl_ucx_put_flag_rec,
     .get_flag = btl_ucx_get_flag,
     .amo_post = btl_ucx_amo_post,
+    .put_batch = btl_ucx_put_batch,
+    .amo_post_batch = btl_ucx_amo_post_batch,
     .amo_fetch = btl_ucx_amo_fetch,
     .amo_fetch_nbi = btl_ucx_amo_fetch_nbi,
     .fence = btl_ucx_fence,
@@ -1421,6 +1825,25 @@ static util_status_t btl_ucx_am_put_mode(btl_ucx_iface_t *uif)
     return UTIL_OK;
 }
 
+/* RMB_UCX_AM_BATCH: bytes held back per peer (0: none); only where puts
+ * and atomics go as active messages. */
+static util_status_t btl_ucx_batch_mode(btl_ucx_iface_t *uif)
+{
+    long max = BTL_UCX_BATCH_DEFAULT;
+    util_status_t status = util_env_get_int("RMB_UCX_AM_BATCH", &max);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (max != 0 && (max < BTL_UCX_BATCH_MIN || max > BTL_UCX_BATCH_LIMIT)) {
+        util_error("btl/ucx: RMB_UCX_AM_BATCH is %ld; use 0 (off) or %d to %d bytes", max,
+                   BTL_UCX_BATCH_MIN, BTL_UCX_BATCH_LIMIT);
+        return UTIL_ERR_INVALID;
+    }
+    uif->batch_max = uif->am_put_max > 0 ? (size_t)max : 0;
+    return UTIL_OK;
+}
+
 static util_status_t btl_ucx_am_handlers(btl_ucx_iface_t *uif)
 {
     static const struct {
@@ -1430,6 +1853,7 @@ static util_status_t btl_ucx_am_handlers(btl_ucx_iface_t *uif)
                     {BTL_UCX_AM_PUT, btl_ucx_am_put_recv},
                     {BTL_UCX_AM_PUT_FLAG_REC, btl_ucx_am_put_rec_recv},
                     {BTL_UCX_AM_AMO, btl_ucx_am_amo_recv},
+                    {BTL_UCX_AM_BATCH, btl_ucx_am_batch_recv},
                     {BTL_UCX_AM_PING, btl_ucx_am_ping_recv},
                     {BTL_UCX_AM_PONG, btl_ucx_am_pong_recv}};
 
@@ -1482,13 +1906,17 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     if (status == UTIL_OK) {
         status = btl_ucx_am_put_mode(uif);
     }
+    if (status == UTIL_OK) {
+        status = btl_ucx_batch_mode(uif);
+    }
     if (status != UTIL_OK) {
         goto err;
     }
     uif->max_pending = BTL_UCX_PENDING_INIT;
     uif->pending = malloc(uif->max_pending * sizeof(*uif->pending));
     uif->am_dirty = calloc((size_t)ctx->size, sizeof(*uif->am_dirty));
-    if (uif->pending == NULL || uif->am_dirty == NULL) {
+    uif->batched = calloc((size_t)ctx->size, sizeof(*uif->batched));
+    if (uif->pending == NULL || uif->am_dirty == NULL || uif->batched == NULL) {
         status = UTIL_ERR_NO_MEMORY;
         goto err;
     }

@@ -889,6 +889,119 @@ START_TEST(test_contract)
 END_TEST
 
 /* ---- set-up ------------------------------------------------------------- */
+/* Batched puts and atomics (btl_put_batch, btl_amo_post_batch; backends
+ * without batches do put and amo_post): what a quiet, a fence then a
+ * put_flag, a wait's progress deliver, and, where the backend batches, a
+ * writer that stays away from the btl. */
+#define T_BATCH_PUTS 3000
+#define T_BATCH_LEN  600
+#define T_OFF_BATCH  (T_BULK / 2) /* a word delivered without quiet */
+
+static void t_batch_fill(uint8_t *buf, int writer, size_t len, size_t off)
+{
+    for (size_t b = 0; b < len; b++) {
+        buf[b] = t_pattern(writer, 5, off + b);
+    }
+}
+
+START_TEST(test_batch)
+{
+    t_backend_t *be = &t_be[_i];
+    int to = t_next(1), from = t_next(-1);
+    btl_ep_t *ep = be->ep[to];
+    btl_rkey_t *rk = be->remote.rkey[to];
+    uint64_t rbase = be->remote.base[to];
+    uint64_t *flags = (uint64_t *)(be->local + T_OFF_FLAG);
+    uint64_t *count = (uint64_t *)(be->local + T_OFF_AMO);
+    uint32_t *bits = (uint32_t *)(count + 8);
+    uint64_t *word = (uint64_t *)(be->local + T_OFF_BATCH);
+    uint8_t src[T_BATCH_LEN], want[T_BATCH_LEN];
+    uint32_t xor_want[8] = {0};
+    size_t off = 0;
+
+    t_case_begin("batched puts, atomics", _i);
+    memset(be->local, 0, T_OFF_BATCH + 64);
+    memset(flags, 0, 64);
+    memset(count, 0, 128);
+    T_OK(bootstrap_barrier());
+
+    /* Many puts of varied sizes between atomics, then quiet and a flag. */
+    for (int k = 0; k < T_BATCH_PUTS; k++) {
+        size_t len = 1 + ((size_t)k * 37) % T_BATCH_LEN;
+
+        t_batch_fill(src, t_rank, len, off);
+        T_OK(btl_put_batch(ep, src, len, rbase + off, rk));
+        off += len;
+        T_OK(btl_amo_post_batch(ep, BTL_AMO_ADD, 8, rbase + T_OFF_AMO, rk, 1));
+        T_OK(btl_amo_post_batch(ep, BTL_AMO_XOR, 4, rbase + T_OFF_AMO + 64 + 4 * (k % 8), rk,
+                                1u << (k % 32)));
+        xor_want[k % 8] ^= 1u << (k % 32);
+    }
+    T_OK(btl_ctx_quiet(be->ctx));
+    T_OK(btl_amo_post(ep, BTL_AMO_SET, 8, rbase + T_OFF_FLAG, rk, 1));
+    T_OK(t_wait_ge(be->ctx, &flags[0], 1));
+    for (size_t at = 0; at < off; at += T_BATCH_LEN) {
+        size_t len = off - at < T_BATCH_LEN ? off - at : T_BATCH_LEN;
+
+        t_batch_fill(want, from, len, at);
+        T_ASSERT(memcmp(be->local + at, want, len) == 0, "bytes %zu..%zu not there after quiet", at,
+                 at + len);
+    }
+    T_ASSERT(btl_flag_load(count) == T_BATCH_PUTS, "the counter is %llu, not %d",
+             (unsigned long long)btl_flag_load(count), T_BATCH_PUTS);
+    for (int j = 0; j < 8; j++) {
+        T_ASSERT(__atomic_load_n(&bits[j], __ATOMIC_ACQUIRE) == xor_want[j],
+                 "xor word %d is 0x%x, not 0x%x", j, bits[j], xor_want[j]);
+    }
+    T_OK(bootstrap_barrier());
+
+    /* Puts, fence, put_flag: whoever sees the flag sees the puts. */
+    for (uint64_t k = 0; k < 200; k++) {
+        uint64_t v = 1000 + k;
+        T_OK(btl_put_batch(ep, &v, 8, rbase + 8 * k, rk));
+    }
+    T_OK(btl_fence(ep));
+    uint64_t last = 1200;
+    T_OK(
+        btl_put_flag(ep, &last, 8, NULL, rbase + 8 * 200, rk, rbase + T_OFF_FLAG + 8, rk, 1, NULL));
+    T_OK(t_wait_ge(be->ctx, &flags[1], 1));
+    for (uint64_t k = 0; k <= 200; k++) {
+        T_ASSERT(((uint64_t *)be->local)[k] == 1000 + k, "word %llu is %llu behind the flag",
+                 (unsigned long long)k, (unsigned long long)((uint64_t *)be->local)[k]);
+    }
+    T_OK(bootstrap_barrier());
+
+    /* No quiet: a wait's progress sends them. */
+    uint64_t v = 0x5eed;
+    T_OK(btl_put_batch(ep, &v, 8, rbase + T_OFF_BATCH, rk));
+    T_OK(t_wait_ge(be->ctx, word, v));
+    T_OK(btl_amo_post(be->ep[from], BTL_AMO_SET, 8, be->remote.base[from] + T_OFF_FLAG + 16,
+                      be->remote.rkey[from], 1));
+    T_OK(t_wait_ge(be->ctx, &flags[2], 1));
+    T_OK(bootstrap_barrier());
+
+    /* A backend that batches sends them while the writer stays away from
+     * the btl (its progress thread): even PEs write, the next one reads. */
+    if (ep->iface->ops.put_batch != NULL && t_rank % 2 == 0 && t_rank + 1 < t_size) {
+        v = 0xfeed;
+        T_OK(btl_put_batch(be->ep[t_rank + 1], &v, 8, be->remote.base[t_rank + 1] + T_OFF_BATCH,
+                           be->remote.rkey[t_rank + 1]));
+        for (int ms = 0; ms < 10000 && btl_flag_load(&flags[3]) == 0; ms++) {
+            usleep(1000); /* no btl call: the ack lands by the progress thread too */
+        }
+        T_ASSERT(btl_flag_load(&flags[3]) == 1, "a held-back put never left a writer that waits "
+                                                "outside the btl");
+    } else if (ep->iface->ops.put_batch != NULL && t_rank % 2 == 1) {
+        T_OK(t_wait_ge(be->ctx, word, 0xfeed));
+        T_OK(btl_amo_post(be->ep[t_rank - 1], BTL_AMO_SET, 8,
+                          be->remote.base[t_rank - 1] + T_OFF_FLAG + 24,
+                          be->remote.rkey[t_rank - 1], 1));
+        T_OK(btl_ctx_quiet(be->ctx));
+    }
+    t_case_end(_i);
+}
+END_TEST
+
 static int t_open_backends(void)
 {
     int num_nodes = bootstrap_num_nodes();
@@ -963,6 +1076,7 @@ static Suite *t_suite(void)
     tcase_add_loop_test(tc, test_atomics32, 0, t_nbe);
     tcase_add_loop_test(tc, test_quiet, 0, t_nbe);
     tcase_add_loop_test(tc, test_fence, 0, t_nbe);
+    tcase_add_loop_test(tc, test_batch, 0, t_nbe);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,8 +1,9 @@
 /*
  * Memory-model stress test on every backend: tests/shmem/mp_shmem_memmodel
  * (the target checks with plain loads what atomics + quiet + sync, atomics
- * + quiet + flag, put + fence + flag, large puts + quiet + barrier and
- * mixed put/atomics to one word left in its memory) on 2 and 4 PEs with
+ * + quiet + flag, put + fence + flag, large puts + quiet + barrier,
+ * mixed put/atomics to one word, and puts and adds passed round a ring with
+ * no quiet, only waits, left in its memory) on 2 and 4 PEs with
  *   shm (the default on one node),
  *   ofi forced for every peer, FI_PROVIDER='tcp;ofi_rxm' and sockets,
  *   ucx forced for every peer (TCP loopback: peer error handling),

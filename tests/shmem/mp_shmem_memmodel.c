@@ -28,6 +28,11 @@
  *            everyone, not only on the writer's own path to it (lazily
  *            completed puts must be flushed, a later message to the same
  *            target is not enough)
+ *   7 ring   every PE adds the round to the next PE's counter and passes it
+ *            the round as a token (shmem_long_p), no quiet, then waits for
+ *            its own token: a PE that only waits still delivers what it put
+ *            (small puts a library holds back to send together must leave by
+ *            then); after the rounds, quiet and barrier: the exact sum
  * Targets rotate over the PEs round by round, so every PE is a target and
  * every pair (self included) is exercised.
  *
@@ -63,6 +68,7 @@ static long counter_static;                    /* 1 */
 static long total_static;                      /* 2 */
 static long data_static[MAX_PES][STATIC_DATA]; /* 3 */
 static long mixed_static;                      /* 5 */
+static long ring_token, ring_sum;              /* 7 */
 
 static long vload(const long *p)
 {
@@ -438,6 +444,27 @@ static void pattern_third(long rounds)
     shmem_free(data);
 }
 
+/* ---- 7: puts and adds with no quiet, a wait; then quiet, barrier ---- */
+static void pattern_ring(long rounds)
+{
+    int next = (me + 1) % npes;
+
+    ring_token = 0;
+    ring_sum = 0;
+    shmem_barrier_all();
+    for (long r = 1; r <= rounds; r++) {
+        stage_round = r;
+        shmem_long_atomic_add(&ring_sum, r, next);
+        shmem_long_p(&ring_token, r, next);
+        /* the previous PE may be rounds ahead: tokens only grow */
+        shmem_long_wait_until(&ring_token, SHMEM_CMP_GE, r);
+    }
+    shmem_quiet();
+    shmem_barrier_all();
+    check("7-ring", rounds, (me + npes - 1) % npes, "ring_sum", 0, &ring_sum,
+          rounds * (rounds + 1) / 2);
+}
+
 static const struct {
     const char *name, *number;
     void (*run)(long rounds);
@@ -446,6 +473,7 @@ static const struct {
     {"amo", "1", pattern_amo, 1},     {"flag", "2", pattern_flag, 1},
     {"fence", "3", pattern_fence, 1}, {"large", "4", pattern_large, 8},
     {"mixed", "5", pattern_mixed, 1}, {"third", "6", pattern_third, 1},
+    {"ring", "7", pattern_ring, 1},
 };
 #define N_PATTERNS (int)(sizeof(patterns) / sizeof(patterns[0]))
 
@@ -482,7 +510,7 @@ int main(int argc, char **argv)
     }
     if (rounds < 1 || !any) {
         fprintf(stderr, "usage: mp_shmem_memmodel [rounds >= 1 [amo,flag,fence,large,mixed,"
-                        "third or 1,2,3,4,5,6]]\n");
+                        "third,ring or 1,2,3,4,5,6,7]]\n");
         return 2;
     }
     signal(SIGALRM, on_alarm);
