@@ -549,6 +549,32 @@ unsigned btl_ctx_peer_caps(const btl_ctx_t *ctx, int peer)
     return ctx->ifaces[ctx->iface_of[peer]]->caps;
 }
 
+util_status_t btl_ctx_fence(btl_ctx_t *ctx)
+{
+    for (int i = 0; i < ctx->num_ifaces; i++) {
+        btl_iface_t *iface = ctx->ifaces[i];
+        util_status_t status = UTIL_OK;
+
+        if (iface->ops.fence_all != NULL) {
+            status = iface->ops.fence_all(iface);
+        }
+        for (int p = 0; iface->ops.fence_all == NULL && p < ctx->size && status == UTIL_OK; p++) {
+            btl_ep_t *ep = ctx->eps[p], *net = ctx->net_eps[p];
+
+            if (ep != NULL && ep->iface == iface) {
+                status = btl_fence(ep);
+            }
+            if (status == UTIL_OK && net != NULL && net != ep && net->iface == iface) {
+                status = btl_fence(net);
+            }
+        }
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    return UTIL_OK;
+}
+
 util_status_t btl_ctx_quiet(btl_ctx_t *ctx)
 {
     for (int i = 0; i < ctx->num_ifaces; i++) {

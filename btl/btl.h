@@ -189,6 +189,9 @@ typedef struct btl_ops {
     /* Ordering to one peer: operations to ep issued after fence are
      * performed after those issued before it. */
     util_status_t (*fence)(btl_ep_t *ep);
+    /* fence to every peer of the iface at once (a worker-wide fence, a
+     * memory fence). NULL: fence on each connected ep. */
+    util_status_t (*fence_all)(btl_iface_t *iface);
     /* Remote completion of every operation issued on the iface. */
     util_status_t (*quiet)(btl_iface_t *iface);
     /* Drives completions; returns UTIL_OK when idle. */
@@ -337,6 +340,10 @@ const char *btl_ctx_backend_of(btl_ctx_t *ctx, int peer);
 /* BTL_CAP_* of the iface serving peer, known before any connection; 0 if
  * none serves it. */
 unsigned btl_ctx_peer_caps(const btl_ctx_t *ctx, int peer);
+/* Ordering on every iface: operations to any peer issued after it are
+ * performed at that peer after those issued before it (OpenSHMEM's fence),
+ * without waiting for their completion where the backend can. */
+util_status_t btl_ctx_fence(btl_ctx_t *ctx);
 /* Quiet / progress on every iface. */
 util_status_t btl_ctx_quiet(btl_ctx_t *ctx);
 util_status_t btl_ctx_progress(btl_ctx_t *ctx);

@@ -387,8 +387,21 @@ util_status_t rpipe_sym_quiet(void)
 
 util_status_t rpipe_sym_fence(void)
 {
-    /* Ordering per peer is implied by completing everything. */
-    return rpipe_sym_quiet();
+    util_status_t status;
+
+    /* Atomics through the network to PEs whose memory is mapped here: a
+     * store after the fence must wait for them to land (two paths to one
+     * PE), so complete everything. */
+    if (rpipe_sym_amo_network) {
+        return rpipe_sym_quiet();
+    }
+    /* Else each PE has one path: stores into mapped peers are ordered by
+     * the on-node iface's release fence, the network ifaces order theirs
+     * (a quiet where they cannot do less). */
+    rpipe_sym_enter();
+    status = btl_ctx_fence(rpipe_state.btl);
+    rpipe_sym_leave();
+    return status;
 }
 
 void rpipe_sym_progress(void)

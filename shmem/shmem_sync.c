@@ -38,8 +38,9 @@ void shmem_quiet(void)
 void shmem_fence(void)
 {
     shmemi_check_init("shmem_fence");
-    /* On node every store is ordered already; elsewhere completing
-     * everything orders it too. */
+    /* On node a release fence orders the stores; the network backends
+     * order theirs (btl/ucx: a worker fence; a quiet where a backend
+     * cannot do less). */
     if (rpipe_sym_fence() != UTIL_OK) {
         shmemi_fatal("shmem_fence failed");
     }

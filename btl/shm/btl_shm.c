@@ -468,6 +468,13 @@ static util_status_t btl_shm_fence(btl_ep_t *ep)
     return UTIL_OK;
 }
 
+static util_status_t btl_shm_fence_all(btl_iface_t *iface)
+{
+    (void)iface;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    return UTIL_OK;
+}
+
 static util_status_t btl_shm_quiet(btl_iface_t *iface)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -851,6 +858,7 @@ static const btl_ops_t btl_shm_ops = {
     .amo_fetch = btl_shm_amo_fetch,
     .amo_fetch_nbi = btl_amo_fetch_nbi_at_once,
     .fence = btl_shm_fence,
+    .fence_all = btl_shm_fence_all,
     .quiet = btl_shm_quiet,
     .progress = btl_shm_progress,
 };

@@ -1244,6 +1244,17 @@ static util_status_t btl_ucx_fence(btl_ep_t *ep)
     return ret == UCS_OK ? UTIL_OK : btl_ucx_fail("ucp_worker_fence", ep->peer, ret);
 }
 
+/* One worker-wide fence serves every peer; batches need none (each is in
+ * order, and goes before anything else to its peer). */
+static util_status_t btl_ucx_fence_all(btl_iface_t *iface)
+{
+    btl_ucx_iface_t *uif = btl_ucx_iface(iface);
+    ucs_status_t ret = ucp_worker_fence(uif->worker);
+
+    uif->unordered = 0;
+    return ret == UCS_OK ? UTIL_OK : btl_ucx_fail("ucp_worker_fence", -1, ret);
+}
+
 static util_status_t btl_ucx_quiet(btl_iface_t *iface)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(iface);
@@ -1682,6 +1693,7 @@ static const btl_ops_t btl_ucx_ops = {
     .amo_fetch = btl_ucx_amo_fetch,
     .amo_fetch_nbi = btl_ucx_amo_fetch_nbi,
     .fence = btl_ucx_fence,
+    .fence_all = btl_ucx_fence_all,
     .quiet = btl_ucx_quiet,
     .progress = btl_ucx_progress,
 };

@@ -798,7 +798,7 @@ START_TEST(test_fence)
     uint64_t data[8];
     long n = t_stress_iters / 10;
 
-    t_case_begin("fence orders", _i);
+    t_case_begin("fence orders (ep, ctx)", _i);
     memset(in, 0, 9 * sizeof(uint64_t));
     T_OK(bootstrap_barrier());
     T_OK(t_start_together(be));
@@ -807,8 +807,11 @@ START_TEST(test_fence)
             for (int w = 0; w < 8; w++) {
                 data[w] = (uint64_t)it;
             }
-            T_OK(btl_put(be->ep[to], data, sizeof(data), NULL, raddr, be->remote.rkey[to]));
-            T_OK(btl_fence(be->ep[to]));
+            T_OK(it % 3
+                     ? btl_put(be->ep[to], data, sizeof(data), NULL, raddr, be->remote.rkey[to])
+                     : btl_put_batch(be->ep[to], data, sizeof(data), raddr, be->remote.rkey[to]));
+            /* the ep's fence, or the context's (to every peer) */
+            T_OK(it % 2 ? btl_fence(be->ep[to]) : btl_ctx_fence(be->ctx));
             T_OK(btl_amo_post(be->ep[to], BTL_AMO_SET, 8, raddr + 64, be->remote.rkey[to],
                               (uint64_t)it));
             it++;
