@@ -38,6 +38,10 @@
  * up to RMB_UCX_AM_PUT_MAX and non-fetching atomics; quiet completes them
  * remotely with one ping per peer that got any. They ride the endpoint's
  * one AM lane in order; a fence separates them from UCP's RMA and atomics.
+ * OpenSHMEM's puts and non-fetching atomics (put_batch, amo_post_batch)
+ * wait in a per-peer batch that goes as one active message at the next
+ * progress or quiet (the ping inside), before anything else to that peer,
+ * or from the helper thread once the PE stays away.
  *
  * Atomics. Every btl op maps onto ucp_atomic_op_nbx (ADD, AND, OR, XOR,
  * SWAP, CSWAP; FETCH is a fetching ADD of 0, SET a swap whose old value we
