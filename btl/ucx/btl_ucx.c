@@ -2012,10 +2012,11 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         }
     }
     util_debug("btl/ucx: UCX %s, worker address %zu bytes, atomics %s, put_flag %s, puts up to "
-               "%zu bytes as active messages, progress thread %s",
+               "%zu bytes as active messages, batches of %zu bytes, progress thread %s",
                ucp_get_version_string(), uif->address_len,
                uif->rdma_device ? "on the RDMA device" : "by the target's CPU",
                uif->am_flag ? "as one active message" : "put, fence, flag put", uif->am_put_max,
+               uif->batch_max,
                !uif->helper.running ? "off"
                : uif->event_fd >= 0 ? "on (sleeps in the event fd)"
                                     : "on (interval)");
