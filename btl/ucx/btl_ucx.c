@@ -33,15 +33,15 @@
  *
  * Active messages. Where no RDMA device exists, UCX carries RMA and
  * atomics as messages that the target's worker applies, and answers each
- * put and non-fetching atomic with a completion message. Ours (see
- * btl_ucx_am_send) are one message each: put_flag (payload and flag), puts
- * up to RMB_UCX_AM_PUT_MAX and non-fetching atomics; quiet completes them
- * remotely with one ping per peer that got any. They ride the endpoint's
- * one AM lane in order; a fence separates them from UCP's RMA and atomics.
- * OpenSHMEM's puts and non-fetching atomics (put_batch, amo_post_batch)
- * wait in a per-peer batch that goes as one active message at the next
- * progress or quiet (the ping inside), before anything else to that peer,
- * or from the helper thread once the PE stays away.
+ * put and non-fetching atomic with a completion message. Ours are one
+ * message, a batch of records (btl_ucx_batch_send): put_flag (payload and
+ * flag), puts up to RMB_UCX_AM_PUT_MAX and non-fetching atomics; quiet
+ * completes them remotely with one ping per peer that got any, in the
+ * batch. They ride the endpoint's one AM lane in order; a fence separates
+ * them from UCP's RMA and atomics. OpenSHMEM's puts and non-fetching
+ * atomics (put_batch, amo_post_batch) wait in the peer's batch until the
+ * next progress or quiet, anything else to that peer, or the helper thread
+ * once the PE stays away.
  *
  * Atomics. Every btl op maps onto ucp_atomic_op_nbx (ADD, AND, OR, XOR,
  * SWAP, CSWAP; FETCH is a fetching ADD of 0, SET a swap whose old value we
@@ -88,19 +88,16 @@
 
 /* Our active messages (see "Active messages" above). */
 enum {
-    BTL_UCX_AM_PUT_FLAG = 0x72,
-    BTL_UCX_AM_PING = 0x73,
-    BTL_UCX_AM_PONG = 0x74,
-    BTL_UCX_AM_PUT = 0x75,          /* header: the target address; payload: the data */
-    BTL_UCX_AM_AMO = 0x76,          /* header: btl_ucx_am_amo_t; no payload */
-    BTL_UCX_AM_PUT_FLAG_REC = 0x77, /* header: btl_ucx_am_put_flag_rec_t; payload: the data */
-    BTL_UCX_AM_BATCH = 0x78,        /* header: btl_ucx_am_batch_t; payload: records */
+    BTL_UCX_AM_PONG = 0x74,  /* no header, no payload */
+    BTL_UCX_AM_BATCH = 0x78, /* header: btl_ucx_am_batch_t; payload: records */
 };
 
-/* A batch (btl_ucx_put_batch, btl_ucx_amo_post_batch): puts and
- * non-fetching atomics to one peer held back and sent as one active
- * message, each a record, then a put's data padded to 8 bytes. The
- * target's handler applies them in order. */
+/* Every active message of ours is a batch: records of puts, put_flags and
+ * non-fetching atomics to one peer, each followed by a put's data padded
+ * to 8 bytes, which the target's handler applies in order; and maybe a
+ * ping (quiet). A put or atomic sent alone is a batch of one; OpenSHMEM's
+ * (btl_ucx_put_batch, btl_ucx_amo_post_batch) wait in the peer's batch for
+ * the next ones. */
 enum { BTL_UCX_REC_PUT = 1, BTL_UCX_REC_AMO, BTL_UCX_REC_PUT_FLAG };
 
 typedef struct {
@@ -117,29 +114,6 @@ static const size_t btl_ucx_rec_bytes[] = {
 typedef struct {
     uint64_t ping; /* 1: answer with a pong once applied (quiet) */
 } btl_ucx_am_batch_t;
-
-/* Header of a put_flag active message; the payload is the data. */
-typedef struct {
-    uint64_t raddr;      /* where the data goes, in the target (a put's whole header) */
-    uint64_t flag_raddr; /* the 8-byte flag, stored after the data */
-    uint64_t flag_value;
-} btl_ucx_am_put_flag_t;
-
-/* Header of a put_flag_rec active message: put_flag's, then the record
- * (rec_len bytes of rec are sent). */
-typedef struct {
-    btl_ucx_am_put_flag_t pf;
-    uint64_t rec_raddr, rec_len;
-    uint8_t rec[BTL_PUT_REC_MAX];
-} btl_ucx_am_put_flag_rec_t;
-
-/* Header of a non-fetching atomic as an active message. */
-typedef struct {
-    uint64_t raddr;
-    uint64_t operand;
-    uint32_t op; /* btl_amo_op_t: SET, ADD, AND, OR, XOR */
-    uint32_t size;
-} btl_ucx_am_amo_t;
 
 /* Head of our packed key; the UCP rkey bytes follow. */
 typedef struct {
@@ -181,10 +155,11 @@ typedef struct {
     uint64_t pings, pongs;        /* quiet's round trips behind the active messages */
     struct btl_ucx_ep **am_dirty; /* endpoints with active messages since the last quiet */
     int num_am_dirty;
-    /* Batches: RMB_UCX_AM_BATCH bytes per peer (0: none). The helper thread
-     * sends them too (btl_ucx_drain), so batch_lock guards every batch and
-     * the list of endpoints that have one. */
-    size_t batch_max;
+    /* Batches: RMB_UCX_AM_BATCH bytes held per peer at most (0: none), in
+     * a buffer of batch_cap bytes (room for the largest message). The
+     * helper thread sends them too (btl_ucx_drain), so batch_lock guards
+     * every batch and the list of endpoints that hold one. */
+    size_t batch_max, batch_cap;
     int batch_lock;
     int helper_asleep; /* blocked in the event fd with no batch to send */
     struct btl_ucx_ep **batched;
@@ -196,7 +171,7 @@ typedef struct btl_ucx_ep {
     ucp_ep_h ep;
     ucs_status_t failed; /* set by the error handler: the peer is gone */
     int am_dirty;        /* in the iface's am_dirty list */
-    char *batch;         /* batch_max bytes, allocated at the first batched operation */
+    char *batch;         /* batch_cap bytes, allocated at the first active message */
     size_t batch_len;    /* bytes held */
     int batched;         /* in the iface's batched list */
 } btl_ucx_ep_t;
@@ -444,10 +419,15 @@ static inline void btl_ucx_batch_unlock(btl_ucx_iface_t *uif)
     __atomic_store_n(&uif->batch_lock, 0, __ATOMIC_RELEASE);
 }
 
-/* Sends uep's batch as one active message (batch_lock held); ping: the
- * target answers with a pong once it has applied it (quiet). From the
- * helper thread: no PE activity noted, a fence every time (the PE's
- * `unordered` is its own), and a wait by progress alone. */
+/* Sends uep's batch as one active message (batch_lock held), complete
+ * locally on return; ping: the target answers with a pong once it has
+ * applied it (quiet). Behind a fence where UCP RMA or atomics went before:
+ * UCP orders neither RMA nor active messages by themselves (earlier puts
+ * and atomics land first: the hierarchical exchange's blocks, an rpipe
+ * atomic channel's update); our active messages to a peer take its one AM
+ * lane in order. From the helper thread: no PE activity noted, a fence
+ * every time (the PE's `unordered` is its own), and a wait by progress
+ * alone. */
 static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep, int ping,
                                         int helper)
 {
@@ -531,37 +511,55 @@ static inline size_t btl_ucx_rec_size(unsigned kind, size_t len)
     return btl_ucx_rec_bytes[kind] + ((len + 7) & ~(size_t)7);
 }
 
-/* Adds a record (and len bytes of data) to ep's batch, sending the batch
- * first where it would overflow and, with send, at once with the record
- * (a signal). The caller checked that it fits an empty batch. */
+/* With batch_lock held: room for need more bytes in uep's batch (what it
+ * holds goes first where they would not fit). */
+static util_status_t btl_ucx_batch_room(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep, size_t need)
+{
+    if (uep->batch_len + need > uif->batch_cap) {
+        util_status_t status = btl_ucx_batch_send(uif, uep, 0, 0);
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    if (uep->batch == NULL && (uep->batch = malloc(uif->batch_cap)) == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
+    return UTIL_OK;
+}
+
+/* With batch_lock held and room made: a record and len bytes of data. */
+static void btl_ucx_batch_append(btl_ucx_ep_t *uep, const btl_ucx_rec_t *rec, const void *data,
+                                 size_t len)
+{
+    size_t head = btl_ucx_rec_bytes[rec->kind], need = btl_ucx_rec_size(rec->kind, len);
+    char *at = uep->batch + uep->batch_len;
+
+    memcpy(at, rec, head);
+    if (len > 0) {
+        memcpy(at + head, data, len);
+        memset(at + head + len, 0, need - head - len);
+    }
+    __atomic_store_n(&uep->batch_len, uep->batch_len + need, __ATOMIC_RELEASE);
+}
+
+/* Adds a record (and len bytes of data, at most BTL_UCX_AM_MAX) to ep's
+ * batch. hold: it may wait there for the next ones (up to batch_max
+ * bytes); else the batch goes now. */
 static util_status_t btl_ucx_batch_add(btl_ucx_iface_t *uif, btl_ep_t *ep, const btl_ucx_rec_t *rec,
-                                       const void *data, size_t len, int send, int for_quiet)
+                                       const void *data, size_t len, int hold, int for_quiet)
 {
     btl_ucx_ep_t *uep = btl_ucx_ep(ep);
-    size_t head = btl_ucx_rec_bytes[rec->kind], need = btl_ucx_rec_size(rec->kind, len);
-    util_status_t status = UTIL_OK;
+    util_status_t status;
     int wake = 0;
 
     if (for_quiet) {
         btl_ucx_am_dirty(uif, uep);
     }
     btl_ucx_batch_lock(uif);
-    if (uep->batch_len + need > uif->batch_max) {
-        status = btl_ucx_batch_send(uif, uep, 0, 0);
-    }
-    if (status == UTIL_OK && uep->batch == NULL && (uep->batch = malloc(uif->batch_max)) == NULL) {
-        status = UTIL_ERR_NO_MEMORY;
-    }
+    status = btl_ucx_batch_room(uif, uep, btl_ucx_rec_size(rec->kind, len));
     if (status == UTIL_OK) {
-        char *at = uep->batch + uep->batch_len;
-
-        memcpy(at, rec, head);
-        if (len > 0) {
-            memcpy(at + head, data, len);
-            memset(at + head + len, 0, need - head - len);
-        }
-        __atomic_store_n(&uep->batch_len, uep->batch_len + need, __ATOMIC_RELEASE);
-        if (send) {
+        btl_ucx_batch_append(uep, rec, data, len);
+        if (!hold || uep->batch_len >= uif->batch_max) {
             status = btl_ucx_batch_send(uif, uep, 0, 0);
         } else if (!uep->batched) {
             uep->batched = 1;
@@ -595,10 +593,6 @@ static inline util_status_t btl_ucx_complete(btl_ucx_iface_t *uif, ucs_status_pt
                         : btl_ucx_track(uif, request, comp, what, peer);
 }
 
-static util_status_t btl_ucx_am_send(btl_ucx_iface_t *uif, btl_ep_t *ep, unsigned id,
-                                     const void *hdr, size_t hdr_len, const void *data, size_t len,
-                                     int for_quiet, const char *what);
-
 static util_status_t btl_ucx_put(btl_ep_t *ep, const void *src, size_t len, btl_mem_t *lmem,
                                  uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp)
 {
@@ -612,7 +606,8 @@ static util_status_t btl_ucx_put(btl_ep_t *ep, const void *src, size_t len, btl_
     }
     if (len <= uif->am_put_max) {
         /* one message, no completion message back (quiet pings instead) */
-        return btl_ucx_am_send(uif, ep, BTL_UCX_AM_PUT, &raddr, sizeof(raddr), src, len, 1, "put");
+        btl_ucx_rec_t rec = {BTL_UCX_REC_PUT, (uint32_t)len, raddr, {0, 0}};
+        return btl_ucx_batch_add(uif, ep, &rec, src, len, 0, 1);
     }
     status = btl_ucx_batch_out(uif, btl_ucx_ep(ep));
     if (status != UTIL_OK) {
@@ -631,10 +626,9 @@ static util_status_t btl_ucx_put_batch(btl_ep_t *ep, const void *src, size_t len
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
 
-    if (len > 0 && len <= uif->am_put_max &&
-        btl_ucx_rec_size(BTL_UCX_REC_PUT, len) <= uif->batch_max) {
+    if (len > 0 && len <= uif->am_put_max) {
         btl_ucx_rec_t rec = {BTL_UCX_REC_PUT, (uint32_t)len, raddr, {0, 0}};
-        return btl_ucx_batch_add(uif, ep, &rec, src, len, 0, 1);
+        return btl_ucx_batch_add(uif, ep, &rec, src, len, 1, 1);
     }
     return btl_ucx_put(ep, src, len, NULL, raddr, rkey, NULL);
 }
@@ -809,8 +803,8 @@ static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
     if (uif->am_amo) {
         /* applied by the target's worker with CPU atomics, as UCX's own
          * emulation does, but without its completion message back */
-        btl_ucx_am_amo_t hdr = {raddr, operand, (uint32_t)op, size};
-        return btl_ucx_am_send(uif, ep, BTL_UCX_AM_AMO, &hdr, sizeof(hdr), NULL, 0, 1, "atomic");
+        btl_ucx_rec_t rec = {BTL_UCX_REC_AMO, size | (uint32_t)op << 8, raddr, {operand, 0}};
+        return btl_ucx_batch_add(uif, ep, &rec, NULL, 0, 0, 1);
     }
     status = btl_ucx_batch_out(uif, btl_ucx_ep(ep));
     if (status != UTIL_OK) {
@@ -845,10 +839,9 @@ static util_status_t btl_ucx_amo_post_batch(btl_ep_t *ep, btl_amo_op_t op, unsig
     if (status != UTIL_OK) {
         return status;
     }
-    if (uif->am_amo && btl_ucx_rec_size(BTL_UCX_REC_AMO, 0) <= uif->batch_max &&
-        (op == BTL_AMO_SET || op >= BTL_AMO_ADD)) {
+    if (uif->am_amo && (op == BTL_AMO_SET || op >= BTL_AMO_ADD)) {
         btl_ucx_rec_t rec = {BTL_UCX_REC_AMO, size | (uint32_t)op << 8, raddr, {operand, 0}};
-        return btl_ucx_batch_add(uif, ep, &rec, NULL, 0, 0, 1);
+        return btl_ucx_batch_add(uif, ep, &rec, NULL, 0, 1, 1);
     }
     return btl_ucx_amo_post(ep, op, size, raddr, rkey, operand);
 }
@@ -882,132 +875,27 @@ static util_status_t btl_ucx_flag_post(btl_ucx_iface_t *uif, btl_ep_t *ep, uint6
                         "put_flag", ep->peer);
 }
 
-/* Sends one of our active messages, complete locally on return. for_quiet:
- * quiet pings the peer for its remote completion. An active message after
- * RMA or atomics goes behind a fence: UCP orders neither RMA nor active
- * messages by themselves (earlier puts and atomics land first: the
- * hierarchical exchange's blocks, an rpipe atomic channel's update).
- * Active messages among themselves (batches too) take the endpoint's one
- * AM lane in order. */
-static util_status_t btl_ucx_am_send(btl_ucx_iface_t *uif, btl_ep_t *ep, unsigned id,
-                                     const void *hdr, size_t hdr_len, const void *data, size_t len,
-                                     int for_quiet, const char *what)
-{
-    btl_ucx_ep_t *uep = btl_ucx_ep(ep);
-    ucp_request_param_t param;
-    util_status_t status = btl_ucx_batch_out(uif, uep);
-
-    if (status != UTIL_OK) {
-        return status;
-    }
-    if (for_quiet) {
-        btl_ucx_am_dirty(uif, uep);
-    }
-    if (uif->unordered) {
-        ucs_status_t ret = ucp_worker_fence(uif->worker);
-        if (ret != UCS_OK) {
-            return btl_ucx_fail("ucp_worker_fence", ep->peer, ret);
-        }
-        uif->unordered = 0;
-    }
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = UCP_AM_SEND_FLAG_EAGER;
-    btl_ucx_touch(uif);
-    /* hdr is on the caller's stack: a request UCP keeps must finish first */
-    return btl_ucx_wait(uif, ucp_am_send_nbx(uep->ep, id, hdr, hdr_len, data, len, &param), what,
-                        ep->peer);
-}
-
-/* put_flag as one active message: the target's worker (its PE polling, or
- * the helper thread) copies the data and then stores the flag with release
- * order. Without an RDMA device UCX emulates puts with messages anyway, and
- * a put, a fence and a flag put are two messages where this is one. Remote
- * completion: btl_ucx_quiet's ping behind the messages of each peer (not
- * for internal signals, btl_comp_signal, which only their receiver awaits:
- * a barrier's quiet would otherwise ping behind the previous barrier). */
+/* put_flag as one active message, a batch closed by the flag's record: the
+ * target's worker (its PE polling, or the helper thread) copies the data
+ * and then stores the flag with release order. Without an RDMA device UCX
+ * emulates puts with messages anyway, and a put, a fence and a flag put
+ * are two messages where this is one; puts held for this peer go in the
+ * same message. Remote completion: btl_ucx_quiet's ping behind the
+ * messages of each peer (not for internal signals, btl_comp_signal, which
+ * only their receiver awaits: a barrier's quiet would otherwise ping
+ * behind the previous barrier). */
 static util_status_t btl_ucx_am_put_flag(btl_ucx_iface_t *uif, btl_ep_t *ep, const void *src,
                                          size_t len, uint64_t raddr, uint64_t flag_raddr,
                                          uint64_t flag_value, int for_quiet)
 {
-    btl_ucx_am_put_flag_t hdr = {raddr, flag_raddr, flag_value};
+    btl_ucx_rec_t rec = {BTL_UCX_REC_PUT_FLAG, (uint32_t)len, raddr, {flag_raddr, flag_value}};
 
     if ((flag_raddr & 7) != 0) {
         util_error("btl/ucx: flag address 0x%llx is not 8-byte aligned",
                    (unsigned long long)flag_raddr);
         return UTIL_ERR_INVALID;
     }
-    return btl_ucx_am_send(uif, ep, BTL_UCX_AM_PUT_FLAG, &hdr, sizeof(hdr), src, len, for_quiet,
-                           "put_flag");
-}
-
-/* A put (header: the target address) or a put_flag (btl_ucx_am_put_flag_t,
- * whose first field is that address): the data, then the flag with
- * release order. */
-static ucs_status_t btl_ucx_am_put_recv(void *arg, const void *header, size_t header_length,
-                                        void *data, size_t length, const ucp_am_recv_param_t *param)
-{
-    btl_ucx_am_put_flag_t hdr;
-
-    (void)arg;
-    if ((header_length != sizeof(hdr.raddr) && header_length != sizeof(hdr)) ||
-        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-        util_error("btl/ucx: malformed put message (%zu-byte header, %zu bytes)", header_length,
-                   length);
-        return UCS_OK;
-    }
-    memcpy(&hdr, header, header_length);
-    if (length > 0) {
-        memcpy((void *)(uintptr_t)hdr.raddr, data, length);
-    }
-    if (header_length == sizeof(hdr)) {
-        __atomic_store_n((uint64_t *)(uintptr_t)hdr.flag_raddr, hdr.flag_value, __ATOMIC_RELEASE);
-    }
-    return UCS_OK;
-}
-
-/* put_flag_rec: the data, the record, then the flag with release order. */
-static ucs_status_t btl_ucx_am_put_rec_recv(void *arg, const void *header, size_t header_length,
-                                            void *data, size_t length,
-                                            const ucp_am_recv_param_t *param)
-{
-    const size_t base = offsetof(btl_ucx_am_put_flag_rec_t, rec);
-    btl_ucx_am_put_flag_rec_t hdr;
-
-    (void)arg;
-    if (header_length >= base) {
-        memcpy(&hdr, header, base);
-    }
-    if (header_length < base || hdr.rec_len > BTL_PUT_REC_MAX ||
-        header_length != base + hdr.rec_len || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-        util_error("btl/ucx: malformed put_flag_rec message (%zu-byte header, %zu bytes)",
-                   header_length, length);
-        return UCS_OK;
-    }
-    if (length > 0) {
-        memcpy((void *)(uintptr_t)hdr.pf.raddr, data, length);
-    }
-    memcpy((void *)(uintptr_t)hdr.rec_raddr, (const char *)header + base, hdr.rec_len);
-    __atomic_store_n((uint64_t *)(uintptr_t)hdr.pf.flag_raddr, hdr.pf.flag_value, __ATOMIC_RELEASE);
-    return UCS_OK;
-}
-
-static ucs_status_t btl_ucx_am_amo_recv(void *arg, const void *header, size_t header_length,
-                                        void *data, size_t length, const ucp_am_recv_param_t *param)
-{
-    btl_ucx_am_amo_t hdr;
-
-    (void)arg, (void)data, (void)param;
-    if (header_length == sizeof(hdr)) {
-        memcpy(&hdr, header, sizeof(hdr));
-    }
-    if (header_length != sizeof(hdr) || length != 0 || (hdr.size != 4 && hdr.size != 8) ||
-        hdr.op >= BTL_AMO_LAST) {
-        util_error("btl/ucx: malformed atomic message (%zu-byte header, %zu bytes)", header_length,
-                   length);
-        return UCS_OK;
-    }
-    btl_cpu_amo_post((btl_amo_op_t)hdr.op, hdr.size, (void *)(uintptr_t)hdr.raddr, hdr.operand);
-    return UCS_OK;
+    return btl_ucx_batch_add(uif, ep, &rec, src, len, 0, for_quiet);
 }
 
 /* Answers a ping (alone, or at a batch's end) with a pong. */
@@ -1024,17 +912,6 @@ static void btl_ucx_pong(const ucp_am_recv_param_t *param)
     if (UCS_PTR_IS_PTR(request)) {
         ucp_request_free(request); /* nothing to keep alive: it completes on its own */
     }
-}
-
-/* A ping (sent behind a fence) is handled after every message we sent
- * before it, and only then answered with a pong. */
-static ucs_status_t btl_ucx_am_ping_recv(void *arg, const void *header, size_t header_length,
-                                         void *data, size_t length,
-                                         const ucp_am_recv_param_t *param)
-{
-    (void)arg, (void)header, (void)header_length, (void)data, (void)length;
-    btl_ucx_pong(param);
-    return UCS_OK;
 }
 
 /* Applies one batch record; 0 if it is malformed. */
@@ -1132,22 +1009,13 @@ static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
     btl_ucx_batch_lock(uif);
     for (int i = 0; i < uif->num_am_dirty; i++) {
         btl_ucx_ep_t *uep = uif->am_dirty[i];
-        ucp_request_param_t param;
 
         uep->am_dirty = 0;
-        if (status != UTIL_OK) {
-            continue;
+        if (status == UTIL_OK) {
+            /* the ping: the batch held for this peer, or an empty one */
+            status = btl_ucx_batch_send(uif, uep, 1, 0);
+            uif->pings += status == UTIL_OK;
         }
-        if (uep->batch_len > 0) {
-            status = btl_ucx_batch_send(uif, uep, 1, 0); /* the ping rides with the batch */
-        } else {
-            param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-            param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-            status = btl_ucx_wait(
-                uif, ucp_am_send_nbx(uep->ep, BTL_UCX_AM_PING, NULL, 0, NULL, 0, &param), "quiet",
-                uep->super.peer);
-        }
-        uif->pings += status == UTIL_OK;
     }
     uif->num_am_dirty = 0;
     if (status == UTIL_OK) {
@@ -1177,14 +1045,6 @@ static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len,
 
     /* complete on return; btl_comp_signal: quiet need not complete it */
     if (uif->am_flag && len <= BTL_UCX_AM_MAX) {
-        if (__atomic_load_n(&btl_ucx_ep(ep)->batch_len, __ATOMIC_ACQUIRE) > 0 &&
-            (flag_raddr & 7) == 0 &&
-            btl_ucx_rec_size(BTL_UCX_REC_PUT_FLAG, len) <= uif->batch_max) {
-            /* the batch and the flag in one message (puts, then their signal) */
-            btl_ucx_rec_t rec = {
-                BTL_UCX_REC_PUT_FLAG, (uint32_t)len, raddr, {flag_raddr, flag_value}};
-            return btl_ucx_batch_add(uif, ep, &rec, src, len, 1, comp != &btl_comp_signal);
-        }
         return btl_ucx_am_put_flag(uif, ep, src, len, raddr, flag_raddr, flag_value,
                                    comp != &btl_comp_signal);
     }
@@ -1202,8 +1062,9 @@ static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len,
 }
 
 /* One active message where put_flag is one (an rpipe channel-mode message
- * and its post record: two sends over TCP were the cost); else the caller
- * does put_flag, then put. */
+ * and its post record: two sends over TCP were the cost): the record, then
+ * the put_flag, closing the peer's batch; else the caller does put_flag,
+ * then put. */
 static util_status_t btl_ucx_put_flag_rec(btl_ep_t *ep, const void *src, size_t len,
                                           btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey,
                                           uint64_t flag_raddr, btl_rkey_t *flag_rkey,
@@ -1211,17 +1072,28 @@ static util_status_t btl_ucx_put_flag_rec(btl_ep_t *ep, const void *src, size_t 
                                           uint64_t rec_raddr, btl_rkey_t *rec_rkey)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
-    btl_ucx_am_put_flag_rec_t hdr = {{raddr, flag_raddr, flag_value}, rec_raddr, rec_len, {0}};
+    btl_ucx_ep_t *uep = btl_ucx_ep(ep);
+    btl_ucx_rec_t put = {BTL_UCX_REC_PUT, (uint32_t)rec_len, rec_raddr, {0, 0}};
+    btl_ucx_rec_t flag = {BTL_UCX_REC_PUT_FLAG, (uint32_t)len, raddr, {flag_raddr, flag_value}};
+    util_status_t status;
 
     (void)lmem, (void)rkey, (void)flag_rkey, (void)rec_rkey; /* active messages need no keys */
     if (!uif->am_flag || len > BTL_UCX_AM_MAX || rec_len > BTL_PUT_REC_MAX ||
         (flag_raddr & 7) != 0) {
         return UTIL_ERR_UNSUPPORTED;
     }
-    memcpy(hdr.rec, rec, rec_len);
-    return btl_ucx_am_send(uif, ep, BTL_UCX_AM_PUT_FLAG_REC, &hdr,
-                           offsetof(btl_ucx_am_put_flag_rec_t, rec) + rec_len, src, len, 1,
-                           "put_flag_rec");
+    btl_ucx_am_dirty(uif, uep);
+    btl_ucx_batch_lock(uif);
+    status = btl_ucx_batch_room(
+        uif, uep, btl_ucx_rec_size(put.kind, rec_len) + btl_ucx_rec_size(flag.kind, len));
+    if (status == UTIL_OK) {
+        btl_ucx_batch_append(uep, &put, rec, rec_len);
+        btl_ucx_batch_append(uep, &flag, src, len);
+        status = btl_ucx_batch_send(uif, uep, 0, 0);
+    }
+    btl_ucx_batch_unlock(uif);
+    btl_ucx_touch(uif);
+    return status;
 }
 
 static util_status_t btl_ucx_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
@@ -1842,7 +1714,8 @@ static util_status_t btl_ucx_am_put_mode(btl_ucx_iface_t *uif)
 }
 
 /* RMB_UCX_AM_BATCH: bytes held back per peer (0: none); only where puts
- * and atomics go as active messages. */
+ * and atomics go as active messages. The buffer holds at least the
+ * largest message (put_flag_rec's). */
 static util_status_t btl_ucx_batch_mode(btl_ucx_iface_t *uif)
 {
     long max = BTL_UCX_BATCH_DEFAULT;
@@ -1857,6 +1730,9 @@ static util_status_t btl_ucx_batch_mode(btl_ucx_iface_t *uif)
         return UTIL_ERR_INVALID;
     }
     uif->batch_max = uif->am_put_max > 0 ? (size_t)max : 0;
+    uif->batch_cap = btl_ucx_rec_size(BTL_UCX_REC_PUT, BTL_PUT_REC_MAX) +
+                     btl_ucx_rec_size(BTL_UCX_REC_PUT_FLAG, BTL_UCX_AM_MAX);
+    uif->batch_cap = uif->batch_max > uif->batch_cap ? uif->batch_max : uif->batch_cap;
     return UTIL_OK;
 }
 
@@ -1865,12 +1741,7 @@ static util_status_t btl_ucx_am_handlers(btl_ucx_iface_t *uif)
     static const struct {
         unsigned id;
         ucp_am_recv_callback_t cb;
-    } handlers[] = {{BTL_UCX_AM_PUT_FLAG, btl_ucx_am_put_recv},
-                    {BTL_UCX_AM_PUT, btl_ucx_am_put_recv},
-                    {BTL_UCX_AM_PUT_FLAG_REC, btl_ucx_am_put_rec_recv},
-                    {BTL_UCX_AM_AMO, btl_ucx_am_amo_recv},
-                    {BTL_UCX_AM_BATCH, btl_ucx_am_batch_recv},
-                    {BTL_UCX_AM_PING, btl_ucx_am_ping_recv},
+    } handlers[] = {{BTL_UCX_AM_BATCH, btl_ucx_am_batch_recv},
                     {BTL_UCX_AM_PONG, btl_ucx_am_pong_recv}};
 
     for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
