@@ -151,7 +151,6 @@ typedef struct {
     size_t am_put_max;            /* puts up to this size as active messages (0: none) */
     int am_amo;                   /* non-fetching atomics as active messages */
     int unordered;                /* RMA or atomics issued since the last fence or flush */
-    int unflushed;                /* RMA or atomics issued since the last flush */
     uint64_t pings, pongs;        /* quiet's round trips behind the active messages */
     struct btl_ucx_ep **am_dirty; /* endpoints with active messages since the last quiet */
     int num_am_dirty;
@@ -255,13 +254,10 @@ static inline void btl_ucx_touch(btl_ucx_iface_t *uif)
     btl_helper_touch(&uif->helper);
 }
 
-/* UCP RMA or atomics went out: an active message after them needs a fence,
- * and quiet a flush (with only our active messages out, quiet's pings are
- * enough: a flush over TCP costs a round trip of its own). */
+/* UCP RMA or atomics went out: an active message after them needs a fence. */
 static inline void btl_ucx_rma_issued(btl_ucx_iface_t *uif)
 {
     uif->unordered = 1;
-    uif->unflushed = 1;
 }
 
 /* ---- requests ---- */
@@ -1135,14 +1131,11 @@ static util_status_t btl_ucx_quiet(btl_iface_t *iface)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(iface);
     ucp_request_param_t param = {.op_attr_mask = 0};
-    util_status_t status = UTIL_OK;
+    util_status_t status;
 
     btl_ucx_touch(uif);
-    if (uif->unflushed || uif->num_pending > 0) {
-        status = btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "quiet", -1);
-        uif->unordered = 0;
-        uif->unflushed = 0;
-    }
+    status = btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "quiet", -1);
+    uif->unordered = 0;
     /* Flushed: every pending request has finished; count them. */
     btl_ucx_reap(uif, 0);
     if (uif->num_am_dirty > 0) {
