@@ -41,15 +41,29 @@
  * operation and the peer; progress fails a non-blocking operation's
  * btl_comp_t the same way.
  *
- * Put-with-flag (RMB_OFI_FLAG_ORDER=auto|native|fence|wait). native: the
- * flag write follows the payload at once, because the provider promises
- * write-after-write placement order (FI_ORDER_RMA_WAW and a
+ * Put-with-flag (RMB_OFI_FLAG_ORDER=auto|native|fence|message|wait).
+ * native: the flag write follows the payload at once, because the provider
+ * promises write-after-write placement order (FI_ORDER_RMA_WAW and a
  * max_order_waw_size covering the payload). fence: the flag carries
- * FI_FENCE (provider has the FI_FENCE capability). wait: we wait for the
- * payload's delivery completion, then post the flag (a round trip, always
- * correct). auto picks native, else fence, else wait: sockets gets native,
- * tcp;ofi_rxm gets wait (it reports max_order_waw_size 0 once FI_ATOMIC is
- * asked for).
+ * FI_FENCE (provider has the FI_FENCE capability). message: payload and
+ * flag travel as one message (FI_MSG) that the target's progress applies:
+ * copy, then a release store of the flag (see "Messages"). wait: we wait
+ * for the payload's delivery completion, then post the flag (a round trip,
+ * always correct). auto picks native, else fence, else message, else
+ * wait: sockets gets native, tcp;ofi_rxm message (it reports
+ * max_order_waw_size 0 once FI_ATOMIC is asked for).
+ *
+ * Messages (flag order message). Each iface posts BTL_OFI_AM_RX receive
+ * buffers on a CQ of their own; whoever drives the provider (the PE's
+ * progress, the helper thread) applies arrived messages in the order the
+ * buffers were posted, which is the order they were sent (FI_ORDER_SAS),
+ * and counts them in am_applied[origin], a registered word per peer. Every
+ * flag to a peer goes this way (put_flag, get_flag, larger payloads' flags
+ * after their delivered RMA write), so flags are seen in the order they
+ * were set. A delivered message may still wait in its receive buffer, so
+ * quiet reads the peer's word for us until it covers what we sent; a fence
+ * only notes the count, and a later RMA or atomic to that peer waits for
+ * it (a small put goes as a message instead: no wait).
  *
  * Atomics. fi_query_atomic tells at open which (op, 32/64-bit) pairs the
  * provider has in base, fetching and compare form. A missing form is
@@ -105,6 +119,9 @@
 #define BTL_OFI_REQS          256 /* requests: BTL_OFI_SLOTS staged + the rest plain */
 #define BTL_OFI_CQ_BATCH      16
 #define BTL_OFI_TIMEOUT_CHECK 1024 /* progress calls between timeout scans */
+#define BTL_OFI_AM_RX         32   /* receive buffers posted for messages */
+#define BTL_OFI_AM_SIZE       4096 /* bytes of a message's buffer: header and payload */
+#define BTL_OFI_AM_INJECT_MAX 128  /* larger messages are staged in the bounce ring */
 
 #define BTL_OFI_MR_MODES                                                                           \
     (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
@@ -116,7 +133,31 @@ typedef enum {
     BTL_OFI_FENCE_WAIT     /* wait for everything, when the peer has anything outstanding */
 } btl_ofi_fence_mode_t;
 
-typedef enum { BTL_OFI_FLAG_NATIVE, BTL_OFI_FLAG_FENCE, BTL_OFI_FLAG_WAIT } btl_ofi_flag_order_t;
+typedef enum {
+    BTL_OFI_FLAG_NATIVE,
+    BTL_OFI_FLAG_FENCE,
+    BTL_OFI_FLAG_MESSAGE,
+    BTL_OFI_FLAG_WAIT
+} btl_ofi_flag_order_t;
+
+/* A message (flag order message): len payload bytes for raddr follow the
+ * header, then rec_len bytes for rec_raddr; then flag_raddr gets
+ * flag_value. Addresses are the target's. */
+typedef struct {
+    uint64_t raddr;
+    uint64_t flag_raddr;
+    uint64_t flag_value;
+    uint64_t rec_raddr; /* put_flag_rec: rec_len bytes after the payload go here */
+    uint32_t len;
+    uint32_t rec_len;
+    uint32_t origin; /* the sender's rank: its am_applied word */
+    uint32_t unused;
+} btl_ofi_am_hdr_t;
+
+/* A posted receive buffer; its address is the receive's context. */
+typedef struct {
+    int arrived; /* completed, waiting for the ones posted before it */
+} btl_ofi_rx_t;
 
 /* Which forms of an atomic the provider has for one size. */
 enum { BTL_OFI_AMO_BASE = 1u << 0, BTL_OFI_AMO_FETCH = 1u << 1 };
@@ -195,22 +236,47 @@ typedef struct {
     btl_helper_t helper;
     int progress_fd; /* RMB_OFI_PROGRESS_FD: the helper may sleep in the CQ fd */
     int wait_fd;     /* the CQ's wait fd for the helper thread, or -1 */
-} btl_ofi_iface_t;
 
-typedef struct {
-    btl_ep_t super;
-    fi_addr_t addr;
-    uint64_t fence_flag; /* FI_FENCE for the next operation, after a fence */
-    uint64_t last_seq;   /* wr_posted + rd_posted after our latest operation */
-    int accepted;        /* the provider took an operation to this peer */
-    char where[64];      /* the peer's address as text, for error messages */
-} btl_ofi_ep_t;
+    /* Messages (flag order message); the PE and the helper apply them,
+     * whoever holds rx_lock. */
+    struct fid_cq *rx_cq;
+    int rx_wait_fd;
+    int rx_lock;
+    unsigned rx_head; /* next buffer to apply, in posting order */
+    btl_ofi_rx_t rx[BTL_OFI_AM_RX];
+    void *rx_buf; /* BTL_OFI_AM_RX buffers of BTL_OFI_AM_SIZE bytes */
+    btl_ofi_mr_t *rx_mr;
+    uint64_t *am_applied;        /* per peer: its messages applied here (peers read them) */
+    uint64_t *am_landing;        /* per peer: its count of ours, read here */
+    btl_ofi_mr_t *am_mr;         /* both arrays */
+    struct btl_ofi_ep *am_dirty; /* eps with messages not yet seen applied */
+} btl_ofi_iface_t;
 
 typedef struct {
     btl_rkey_t super;
     uint64_t key;
     uint64_t offset; /* subtracted from remote addresses (0 with FI_MR_VIRT_ADDR) */
 } btl_ofi_rkey_t;
+
+typedef struct btl_ofi_ep {
+    btl_ep_t super;
+    fi_addr_t addr;
+    uint64_t fence_flag; /* FI_FENCE for the next operation, after a fence */
+    uint64_t last_seq;   /* wr_posted + rd_posted after our latest operation */
+    int accepted;        /* the provider took an operation to this peer */
+    char where[64];      /* the peer's address as text, for error messages */
+
+    /* Messages: the peer's am_applied word for us, what we sent, what a
+     * quiet must see applied (btl_comp_signal flags need not), and what
+     * we last read there. */
+    int am;
+    btl_ofi_rkey_t am_rkey;
+    uint64_t am_raddr;
+    uint64_t am_sent, am_need, am_seen;
+    uint64_t am_fenced; /* messages a fence put before later RMA and atomics */
+    int am_listed;
+    struct btl_ofi_ep *am_next;
+} btl_ofi_ep_t;
 
 static inline btl_ofi_iface_t *btl_ofi_iface(btl_iface_t *iface)
 {
@@ -301,11 +367,134 @@ static void btl_ofi_req_detach(btl_ofi_iface_t *oif, btl_comp_t *comp)
     }
 }
 
+static util_status_t btl_ofi_poll_tx(btl_ofi_iface_t *oif);
+
+/* ---- messages: the target's side ---- */
+static inline int btl_ofi_rx_trylock(btl_ofi_iface_t *oif)
+{
+    return __atomic_exchange_n(&oif->rx_lock, 1, __ATOMIC_ACQUIRE) == 0;
+}
+
+static inline void btl_ofi_rx_unlock(btl_ofi_iface_t *oif)
+{
+    __atomic_store_n(&oif->rx_lock, 0, __ATOMIC_RELEASE);
+}
+
+static inline char *btl_ofi_rx_buf(btl_ofi_iface_t *oif, unsigned i)
+{
+    return (char *)oif->rx_buf + (size_t)i * BTL_OFI_AM_SIZE;
+}
+
+/* (Re)posts receive buffer i; the provider may ask us to drive it first. */
+static util_status_t btl_ofi_rx_post(btl_ofi_iface_t *oif, unsigned i)
+{
+    btl_wait_t w = BTL_WAIT_INIT;
+    ssize_t ret;
+
+    while ((ret = fi_recv(oif->ep, btl_ofi_rx_buf(oif, i), BTL_OFI_AM_SIZE, oif->rx_mr->desc,
+                          FI_ADDR_UNSPEC, &oif->rx[i])) != 0) {
+        util_status_t status;
+
+        if (ret != -FI_EAGAIN) {
+            return btl_ofi_fail("fi_recv", ret);
+        }
+        (void)fi_cntr_read(oif->wr_cntr); /* drives the provider */
+        status = btl_wait_tick(&w, &oif->bound, "posting a receive buffer", -1);
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    return UTIL_OK;
+}
+
+/* One message: the payload, then the flag if it has one (release: a
+ * reader that sees the flag sees the payload), then the sender's count. */
+static void btl_ofi_am_apply(btl_ofi_iface_t *oif, const char *msg)
+{
+    btl_ofi_am_hdr_t hdr;
+
+    memcpy(&hdr, msg, sizeof(hdr));
+    if (hdr.len > BTL_OFI_AM_SIZE - sizeof(hdr) ||
+        hdr.rec_len > BTL_OFI_AM_SIZE - sizeof(hdr) - hdr.len ||
+        hdr.origin >= (uint32_t)oif->super.ctx->size || (hdr.flag_raddr & 7) != 0) {
+        util_error("btl/ofi: malformed message (%u + %u bytes, from %u, flag at 0x%llx): dropped",
+                   hdr.len, hdr.rec_len, hdr.origin, (unsigned long long)hdr.flag_raddr);
+        return;
+    }
+    if (hdr.len > 0) {
+        memcpy((void *)(uintptr_t)hdr.raddr, msg + sizeof(hdr), hdr.len);
+    }
+    if (hdr.rec_len > 0) {
+        memcpy((void *)(uintptr_t)hdr.rec_raddr, msg + sizeof(hdr) + hdr.len, hdr.rec_len);
+    }
+    if (hdr.flag_raddr != 0) {
+        __atomic_store_n((uint64_t *)(uintptr_t)hdr.flag_raddr, hdr.flag_value, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&oif->am_applied[hdr.origin], oif->am_applied[hdr.origin] + 1,
+                     __ATOMIC_RELEASE);
+}
+
+/* Applies the messages that arrived, in the order their buffers were
+ * posted (the order they were sent), and reposts the buffers. The PE and
+ * the helper thread both call it; one of them at a time does the work. */
+static util_status_t btl_ofi_am_poll(btl_ofi_iface_t *oif)
+{
+    struct fi_cq_entry entries[BTL_OFI_CQ_BATCH];
+    util_status_t status = UTIL_OK;
+    ssize_t ret;
+
+    if (oif->rx_cq == NULL || !btl_ofi_rx_trylock(oif)) {
+        return UTIL_OK;
+    }
+    do {
+        ret = fi_cq_read(oif->rx_cq, entries, BTL_OFI_CQ_BATCH);
+        for (ssize_t i = 0; i < ret; i++) {
+            ((btl_ofi_rx_t *)entries[i].op_context)->arrived = 1;
+        }
+        if (ret == -FI_EAVAIL) {
+            struct fi_cq_err_entry err;
+
+            memset(&err, 0, sizeof(err));
+            if (fi_cq_readerr(oif->rx_cq, &err, 0) > 0 && err.err != FI_ECANCELED) {
+                util_error("btl/ofi: receiving a message: %s (%s)", fi_strerror(err.err),
+                           fi_cq_strerror(oif->rx_cq, err.prov_errno, err.err_data, NULL, 0));
+                status = btl_ofi_status(-(ssize_t)err.err);
+                if (err.op_context != NULL) {
+                    ((btl_ofi_rx_t *)err.op_context)->arrived = 2; /* repost, apply nothing */
+                }
+            }
+            ret = 1;
+        } else if (ret < 0 && ret != -FI_EAGAIN) {
+            status = btl_ofi_fail("fi_cq_read (messages)", ret);
+        }
+        while (status == UTIL_OK && oif->rx[oif->rx_head].arrived) {
+            unsigned head = oif->rx_head;
+
+            if (oif->rx[head].arrived == 1) {
+                btl_ofi_am_apply(oif, btl_ofi_rx_buf(oif, head));
+            }
+            oif->rx[head].arrived = 0;
+            status = btl_ofi_rx_post(oif, head);
+            oif->rx_head = (head + 1) % BTL_OFI_AM_RX;
+        }
+    } while (status == UTIL_OK && ret == BTL_OFI_CQ_BATCH);
+    btl_ofi_rx_unlock(oif);
+    return status;
+}
+
 /* ---- completion ---- */
 
 /* Drives the provider and finishes requests whose completions are queued;
- * reports an error completion, if one is queued. */
+ * reports an error completion, if one is queued. Applies arrived messages. */
 static util_status_t btl_ofi_poll(btl_ofi_iface_t *oif)
+{
+    util_status_t status = btl_ofi_poll_tx(oif), am = btl_ofi_am_poll(oif);
+
+    return status != UTIL_OK ? status : am;
+}
+
+/* The transmit side of btl_ofi_poll. */
+static util_status_t btl_ofi_poll_tx(btl_ofi_iface_t *oif)
 {
     struct fi_cq_err_entry err;
     struct fi_cq_entry entries[BTL_OFI_CQ_BATCH];
@@ -489,9 +678,10 @@ static inline void *btl_ofi_desc(btl_ofi_iface_t *oif, btl_mem_t *lmem)
  * at once); every write asks for delivery completion. Counted in
  * wr_posted / rd_posted; with req, the operation also reports to the CQ
  * with req as its context. */
-static util_status_t btl_ofi_rma_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int is_write,
-                                      void *buf, size_t len, void *desc, uint64_t raddr,
-                                      btl_rkey_t *rkey, uint64_t extra_flags, btl_ofi_req_t *req)
+static util_status_t btl_ofi_rma_post_raw(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int is_write,
+                                          void *buf, size_t len, void *desc, uint64_t raddr,
+                                          btl_rkey_t *rkey, uint64_t extra_flags,
+                                          btl_ofi_req_t *req)
 {
     struct iovec iov = {buf, len};
     struct fi_rma_iov rma = {btl_ofi_raddr(rkey, raddr), len, btl_ofi_rkey(rkey)->key};
@@ -530,6 +720,20 @@ static util_status_t btl_ofi_rma_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, i
     }
     btl_ofi_mark(oif, oep);
     return UTIL_OK;
+}
+
+static util_status_t btl_ofi_am_order(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep);
+
+/* btl_ofi_rma_post_raw behind the messages a fence put before it. */
+static util_status_t btl_ofi_rma_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int is_write,
+                                      void *buf, size_t len, void *desc, uint64_t raddr,
+                                      btl_rkey_t *rkey, uint64_t extra_flags, btl_ofi_req_t *req)
+{
+    util_status_t status = btl_ofi_am_order(oif, oep);
+
+    return status != UTIL_OK ? status
+                             : btl_ofi_rma_post_raw(oif, oep, is_write, buf, len, desc, raddr, rkey,
+                                                    extra_flags, req);
 }
 
 static util_status_t btl_ofi_write_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src,
@@ -679,6 +883,188 @@ static util_status_t btl_ofi_rma_nb(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int
     return UTIL_IN_PROGRESS;
 }
 
+/* ---- messages: the sender's side ---- */
+
+/* A message of this many bytes is injected (from the stack), not staged. */
+static inline int btl_ofi_am_injects(const btl_ofi_iface_t *oif, size_t bytes)
+{
+    return bytes <= oif->inject_size && bytes <= BTL_OFI_AM_INJECT_MAX;
+}
+
+/* Can len payload bytes go to oep as one message? */
+static inline int btl_ofi_am_fits(const btl_ofi_iface_t *oif, const btl_ofi_ep_t *oep, size_t len)
+{
+    size_t bytes = sizeof(btl_ofi_am_hdr_t) + len;
+
+    return oif->flag_order == BTL_OFI_FLAG_MESSAGE && oep->am && bytes <= BTL_OFI_AM_SIZE &&
+           (btl_ofi_am_injects(oif, bytes) || bytes <= oif->eager_size);
+}
+
+/* Sends payload and flag as one message (btl_ofi_am_fits said it fits):
+ * injected, or staged in a bounce-ring slot. need: a quiet must see it
+ * applied (not for btl_comp_signal's flags). */
+static util_status_t btl_ofi_am_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src,
+                                     size_t len, uint64_t raddr, uint64_t flag_raddr,
+                                     uint64_t flag_value, const void *rec, size_t rec_len,
+                                     uint64_t rec_raddr, int need)
+{
+    btl_ofi_am_hdr_t hdr = {raddr,
+                            flag_raddr,
+                            flag_value,
+                            rec_raddr,
+                            (uint32_t)len,
+                            (uint32_t)rec_len,
+                            (uint32_t)oif->super.ctx->rank,
+                            0};
+    size_t bytes = sizeof(hdr) + len + rec_len;
+    btl_wait_t w = BTL_WAIT_INIT;
+    util_status_t status;
+    ssize_t ret;
+
+    if ((flag_raddr & 7) != 0) { /* 0: no flag */
+        util_error("btl/ofi: flag address 0x%llx is not 8-byte aligned",
+                   (unsigned long long)flag_raddr);
+        return UTIL_ERR_INVALID;
+    }
+    if (btl_ofi_am_injects(oif, bytes)) {
+        char msg[BTL_OFI_AM_INJECT_MAX];
+
+        memcpy(msg, &hdr, sizeof(hdr));
+        if (len > 0) {
+            memcpy(msg + sizeof(hdr), src, len);
+        }
+        if (rec_len > 0) {
+            memcpy(msg + sizeof(hdr) + len, rec, rec_len);
+        }
+        while ((ret = fi_inject(oif->ep, msg, bytes, oep->addr)) != 0) {
+            status = btl_ofi_retry(oif, &w, "fi_inject", ret, oep);
+            if (status != UTIL_OK) {
+                return status;
+            }
+        }
+    } else {
+        btl_ofi_req_t *req;
+        char *slot;
+        struct iovec iov;
+        void *desc = oif->ring_mr->desc;
+        struct fi_msg msg = {.msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oep->addr};
+
+        status = btl_ofi_req_get(oif, 1, oep->super.peer, &req);
+        if (status != UTIL_OK) {
+            return status;
+        }
+        slot = (char *)oif->ring + (size_t)req->slot * oif->eager_size;
+        memcpy(slot, &hdr, sizeof(hdr));
+        if (len > 0) {
+            memcpy(slot + sizeof(hdr), src, len);
+        }
+        if (rec_len > 0) {
+            memcpy(slot + sizeof(hdr) + len, rec, rec_len);
+        }
+        iov.iov_base = slot;
+        iov.iov_len = bytes;
+        msg.context = req;
+        while ((ret = fi_sendmsg(oif->ep, &msg, FI_COMPLETION)) != 0) {
+            status = btl_ofi_retry(oif, &w, "fi_sendmsg", ret, oep);
+            if (status != UTIL_OK) {
+                btl_ofi_req_release(oif, req);
+                return status;
+            }
+        }
+    }
+    oep->accepted = 1;
+    oep->am_sent++;
+    if (need) {
+        oep->am_need = oep->am_sent;
+    }
+    if (!oep->am_listed) {
+        oep->am_listed = 1;
+        oep->am_next = oif->am_dirty;
+        oif->am_dirty = oep;
+    }
+    return UTIL_OK;
+}
+
+/* Posts a read of oep's peer's count of our applied messages into our
+ * landing word for it; btl_ofi_am_landed takes the value once the reads
+ * are done. */
+static util_status_t btl_ofi_am_ask(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
+{
+    return btl_ofi_rma_post_raw(oif, oep, 0, &oif->am_landing[oep->super.peer], sizeof(uint64_t),
+                                oif->am_mr->desc, oep->am_raddr, &oep->am_rkey.super, 0, NULL);
+}
+
+static inline void btl_ofi_am_landed(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
+{
+    uint64_t seen = __atomic_load_n(&oif->am_landing[oep->super.peer], __ATOMIC_ACQUIRE);
+
+    if (seen > oep->am_seen) {
+        oep->am_seen = seen;
+    }
+}
+
+/* Waits until oep's peer applied our messages up to number upto: reads
+ * its count for us (a delivered message may still wait in its buffer). */
+static util_status_t btl_ofi_am_wait(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, uint64_t upto,
+                                     const char *what)
+{
+    btl_wait_t w = BTL_WAIT_INIT;
+    util_status_t status;
+
+    while (oep->am_seen < upto) {
+        status = btl_ofi_am_ask(oif, oep);
+        if (status == UTIL_OK) {
+            status = btl_ofi_wait_reads(oif, what, oep->super.peer);
+        }
+        if (status != UTIL_OK) {
+            return status;
+        }
+        btl_ofi_am_landed(oif, oep);
+        if (oep->am_seen >= upto) {
+            break;
+        }
+        status = btl_ofi_poll(oif); /* it may wait for ours, too */
+        if (status == UTIL_OK) {
+            status = btl_ofi_wait_tick(oif, &w, what, oep->super.peer);
+        }
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    return UTIL_OK;
+}
+
+/* Before an RMA or atomic to oep: the messages sent before a fence to it
+ * are applied (a delivered message may wait in its buffer). */
+static util_status_t btl_ofi_am_order(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
+{
+    return oep->am_seen < oep->am_fenced ? btl_ofi_am_wait(oif, oep, oep->am_fenced, "fence")
+                                         : UTIL_OK;
+}
+
+/* Every peer's messages that a quiet must see applied; peers with none
+ * outstanding leave the list. */
+static util_status_t btl_ofi_am_quiet(btl_ofi_iface_t *oif)
+{
+    btl_ofi_ep_t **link = &oif->am_dirty;
+
+    while (*link != NULL) {
+        btl_ofi_ep_t *oep = *link;
+        util_status_t status = btl_ofi_am_wait(oif, oep, oep->am_need, "quiet");
+
+        if (status != UTIL_OK) {
+            return status;
+        }
+        if (oep->am_seen >= oep->am_sent) {
+            *link = oep->am_next;
+            oep->am_listed = 0;
+        } else {
+            link = &oep->am_next;
+        }
+    }
+    return UTIL_OK;
+}
+
 /* Non-blocking when comp is given and the buffer can be used in place:
  * eager puts complete locally at once (UTIL_OK), larger ones return
  * UTIL_IN_PROGRESS. Otherwise blocking to local completion. */
@@ -690,6 +1076,11 @@ static util_status_t btl_ofi_put(btl_ep_t *ep, const void *src, size_t len, btl_
 
     if (len == 0) {
         return UTIL_OK;
+    }
+    if (btl_ofi_ep(ep)->am_seen < btl_ofi_ep(ep)->am_fenced &&
+        btl_ofi_am_fits(oif, btl_ofi_ep(ep), len)) {
+        /* behind messages a fence put first: as a message, it needs no wait */
+        return btl_ofi_am_send(oif, btl_ofi_ep(ep), src, len, raddr, 0, 0, NULL, 0, 0, 1);
     }
     if (comp == NULL || btl_ofi_write_is_eager(oif, len)) {
         return btl_ofi_write(oif, btl_ofi_ep(ep), src, len, lmem, raddr, rkey);
@@ -717,12 +1108,16 @@ static util_status_t btl_ofi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
     return btl_ofi_rma_nb(oif, btl_ofi_ep(ep), 0, dst, len, desc, raddr, rkey, comp);
 }
 
-/* The 8-byte flag, from the registered scratch word. */
+/* The 8-byte flag: a message where flags travel as messages (their order
+ * kept), else from the registered scratch word. */
 static util_status_t btl_ofi_flag_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, uint64_t flag_raddr,
                                        btl_rkey_t *flag_rkey, uint64_t value, uint64_t extra_flags)
 {
     util_status_t status;
 
+    if (btl_ofi_am_fits(oif, oep, 0)) {
+        return btl_ofi_am_send(oif, oep, NULL, 0, 0, flag_raddr, value, NULL, 0, 0, 1);
+    }
     if ((flag_raddr & 7) != 0) {
         util_error("btl/ofi: flag address 0x%llx is not 8-byte aligned",
                    (unsigned long long)flag_raddr);
@@ -752,11 +1147,15 @@ static util_status_t btl_ofi_put_flag(btl_ep_t *ep, const void *src, size_t len,
     util_status_t status;
 
     (void)comp; /* always complete on return */
+    if (btl_ofi_am_fits(oif, oep, len)) {
+        return btl_ofi_am_send(oif, oep, src, len, raddr, flag_raddr, flag_value, NULL, 0, 0,
+                               comp != &btl_comp_signal);
+    }
     if (len == 0) {
         return btl_ofi_flag_post(oif, oep, flag_raddr, flag_rkey, flag_value, 0);
     }
-    if (oif->flag_order == BTL_OFI_FLAG_WAIT || !direct ||
-        (oif->flag_order == BTL_OFI_FLAG_NATIVE && len > oif->max_waw)) {
+    if (oif->flag_order == BTL_OFI_FLAG_WAIT || oif->flag_order == BTL_OFI_FLAG_MESSAGE ||
+        !direct || (oif->flag_order == BTL_OFI_FLAG_NATIVE && len > oif->max_waw)) {
         /* Payload delivered, then the flag: one round trip. */
         status = btl_ofi_write(oif, oep, src, len, lmem, raddr, rkey);
         if (status == UTIL_OK) {
@@ -781,6 +1180,25 @@ static util_status_t btl_ofi_put_flag(btl_ep_t *ep, const void *src, size_t len,
         return status;
     }
     return btl_ofi_wait_writes(oif, "put_flag", ep->peer); /* local completion of the payload */
+}
+
+/* One message where flags travel as messages; else btl_put_flag_rec's
+ * put_flag and put. */
+static util_status_t btl_ofi_put_flag_rec(btl_ep_t *ep, const void *src, size_t len,
+                                          btl_mem_t *lmem, uint64_t raddr, btl_rkey_t *rkey,
+                                          uint64_t flag_raddr, btl_rkey_t *flag_rkey,
+                                          uint64_t flag_value, const void *rec, size_t rec_len,
+                                          uint64_t rec_raddr, btl_rkey_t *rec_rkey)
+{
+    btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    btl_ofi_ep_t *oep = btl_ofi_ep(ep);
+
+    (void)lmem, (void)rkey, (void)flag_rkey, (void)rec_rkey;
+    if (!btl_ofi_am_fits(oif, oep, len + rec_len)) {
+        return UTIL_ERR_UNSUPPORTED;
+    }
+    return btl_ofi_am_send(oif, oep, src, len, raddr, flag_raddr, flag_value, rec, rec_len,
+                           rec_raddr, 1);
 }
 
 static util_status_t btl_ofi_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
@@ -842,11 +1260,15 @@ static util_status_t btl_ofi_amo_fetch_native(btl_ofi_iface_t *oif, btl_ofi_ep_t
                                 .context = NULL,
                                 .data = 0};
     void *res_desc = desc, *cmp_desc = desc;
-    uint64_t flags = btl_ofi_take_fence(oep);
+    uint64_t flags;
     btl_wait_t w = BTL_WAIT_INIT;
-    util_status_t status;
+    util_status_t status = btl_ofi_am_order(oif, oep);
     ssize_t ret;
 
+    if (status != UTIL_OK) {
+        return status;
+    }
+    flags = btl_ofi_take_fence(oep);
     /* The scratch words hold the value in their first `size` bytes. */
     if (size == 8) {
         oif->scratch.operand = operand;
@@ -944,6 +1366,9 @@ static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
     util_status_t status = btl_ofi_amo_check(op, size, raddr);
     uint64_t old;
 
+    if (status == UTIL_OK) {
+        status = btl_ofi_am_order(oif, oep);
+    }
     if (status != UTIL_OK) {
         return status;
     }
@@ -997,10 +1422,23 @@ static util_status_t btl_ofi_quiet(btl_iface_t *iface)
 {
     btl_ofi_iface_t *oif = btl_ofi_iface(iface);
     btl_wait_t w = BTL_WAIT_INIT;
-    util_status_t status = btl_ofi_wait_writes(oif, "quiet", -1);
+    util_status_t status = UTIL_OK;
 
+    /* Ask every peer with our messages outstanding for its count first:
+     * the answers travel while the writes complete. */
+    for (btl_ofi_ep_t *oep = oif->am_dirty; oep != NULL && status == UTIL_OK; oep = oep->am_next) {
+        if (oep->am_seen < oep->am_need) {
+            status = btl_ofi_am_ask(oif, oep);
+        }
+    }
+    if (status == UTIL_OK) {
+        status = btl_ofi_wait_writes(oif, "quiet", -1);
+    }
     if (status == UTIL_OK) {
         status = btl_ofi_wait_reads(oif, "quiet", -1);
+    }
+    for (btl_ofi_ep_t *oep = oif->am_dirty; oep != NULL && status == UTIL_OK; oep = oep->am_next) {
+        btl_ofi_am_landed(oif, oep);
     }
     /* A counter may run ahead of the CQ entry of the same operation. */
     while (status == UTIL_OK && oif->reqs_pending > 0) {
@@ -1008,6 +1446,9 @@ static util_status_t btl_ofi_quiet(btl_iface_t *iface)
         if (status == UTIL_OK) {
             status = btl_ofi_wait_tick(oif, &w, "quiet", -1);
         }
+    }
+    if (status == UTIL_OK && oif->am_dirty != NULL) {
+        status = btl_ofi_am_quiet(oif);
     }
     if (status == UTIL_OK) {
         oif->drained_seq = oif->wr_posted + oif->rd_posted;
@@ -1025,6 +1466,9 @@ static util_status_t btl_ofi_fence(btl_ep_t *ep)
     btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
     btl_ofi_ep_t *oep = btl_ofi_ep(ep);
 
+    /* Later messages are applied after these anyway; a later RMA or
+     * atomic waits until they are (btl_ofi_am_order). */
+    oep->am_fenced = oep->am_sent;
     switch (oif->fence_mode) {
     case BTL_OFI_FENCE_ORDERED:
         return UTIL_OK;
@@ -1084,18 +1528,21 @@ static void btl_ofi_drain(void *arg)
 
     (void)fi_cntr_read(oif->rd_cntr);
     (void)fi_cntr_read(oif->wr_cntr);
+    (void)btl_ofi_am_poll(oif); /* errors are logged; the PE sees them on its next poll */
 }
 
 static int btl_ofi_block(void *arg, int timeout_ms)
 {
     btl_ofi_iface_t *oif = arg;
-    struct fid *fids[1] = {&oif->cq->fid};
-    struct pollfd pfd = {oif->wait_fd, POLLIN, 0};
+    struct fid *fids[2] = {&oif->cq->fid, oif->rx_cq != NULL ? &oif->rx_cq->fid : NULL};
+    struct pollfd pfd[2] = {{oif->wait_fd, POLLIN, 0}, {oif->rx_wait_fd, POLLIN, 0}};
+    int n = oif->rx_cq != NULL ? 2 : 1;
 
-    if (oif->wait_fd < 0 || fi_trywait(oif->fabric, fids, 1) != FI_SUCCESS) {
+    if (oif->wait_fd < 0 || (n == 2 && oif->rx_wait_fd < 0) ||
+        fi_trywait(oif->fabric, fids, n) != FI_SUCCESS) {
         return 0;
     }
-    if (poll(&pfd, 1, timeout_ms) > 0) {
+    if (poll(pfd, (nfds_t)n, timeout_ms) > 0) {
         util_wait_note_served(); /* peers' traffic: a napping PE serves it itself next */
     }
     return 1;
@@ -1224,7 +1671,9 @@ static util_status_t btl_ofi_rkey_release(btl_rkey_t *rkey)
 static util_status_t btl_ofi_ep_connect(btl_iface_t *iface, int peer, btl_ep_t **ep_p)
 {
     btl_ofi_iface_t *oif = btl_ofi_iface(iface);
-    uint8_t addr[BTL_OFI_ADDR_MAX];
+    uint8_t blob[sizeof(btl_ofi_packed_t) + BTL_OFI_ADDR_MAX],
+        *addr = blob + sizeof(btl_ofi_packed_t);
+    btl_ofi_packed_t am;
     char key[BOOTSTRAP_KEY_MAX];
     btl_ofi_ep_t *oep;
     size_t got;
@@ -1235,7 +1684,10 @@ static util_status_t btl_ofi_ep_connect(btl_iface_t *iface, int peer, btl_ep_t *
     if (status != UTIL_OK) {
         return status;
     }
-    status = bootstrap_get(peer, key, addr, sizeof(addr), &got);
+    status = bootstrap_get(peer, key, blob, sizeof(blob), &got);
+    if (status == UTIL_OK && got <= sizeof(am)) {
+        status = UTIL_ERR_INVALID;
+    }
     if (status != UTIL_OK) {
         util_error("btl/ofi: no address for peer %d (%s): %s", peer, key,
                    util_status_string(status));
@@ -1244,6 +1696,16 @@ static util_status_t btl_ofi_ep_connect(btl_iface_t *iface, int peer, btl_ep_t *
     oep = calloc(1, sizeof(*oep));
     if (oep == NULL) {
         return UTIL_ERR_NO_MEMORY;
+    }
+    /* The peer's count of applied messages (base 0: it takes none). */
+    memcpy(&am, blob, sizeof(am));
+    if (oif->rx_cq != NULL && am.base != 0) {
+        oep->am = 1;
+        oep->am_rkey.super.remote_base = am.base;
+        oep->am_rkey.super.length = am.len;
+        oep->am_rkey.key = am.key;
+        oep->am_rkey.offset = oif->virt_addr ? 0 : am.base;
+        oep->am_raddr = am.base + (uint64_t)iface->ctx->rank * sizeof(uint64_t);
     }
     ret = fi_av_insert(oif->av, addr, 1, &oep->addr, 0, NULL);
     if (ret != 1) {
@@ -1264,9 +1726,18 @@ static util_status_t btl_ofi_ep_connect(btl_iface_t *iface, int peer, btl_ep_t *
 
 static util_status_t btl_ofi_ep_disconnect(btl_ep_t *ep)
 {
+    btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    btl_ofi_ep_t *oep = btl_ofi_ep(ep);
+
+    for (btl_ofi_ep_t **link = &oif->am_dirty; *link != NULL; link = &(*link)->am_next) {
+        if (*link == oep) {
+            *link = oep->am_next;
+            break;
+        }
+    }
     /* The AV entry goes with the AV at iface_close: peers may still be
      * reaching us until then, and removal is optional for providers. */
-    free(btl_ofi_ep(ep));
+    free(oep);
     return UTIL_OK;
 }
 
@@ -1288,6 +1759,15 @@ static void btl_ofi_teardown(btl_ofi_iface_t *oif)
 {
     btl_helper_stop(&oif->helper);
     btl_ofi_close_fid(oif->ep != NULL ? &oif->ep->fid : NULL, "ep");
+    btl_ofi_close_fid(oif->rx_cq != NULL ? &oif->rx_cq->fid : NULL, "message cq");
+    if (oif->rx_mr != NULL) {
+        btl_ofi_unreg(oif->rx_mr);
+    }
+    free(oif->rx_buf);
+    if (oif->am_mr != NULL) {
+        btl_ofi_unreg(oif->am_mr);
+    }
+    free(oif->am_applied);
     if (oif->scratch_mr != NULL) {
         btl_ofi_unreg(oif->scratch_mr);
     }
@@ -1395,7 +1875,13 @@ static util_status_t btl_ofi_getinfo(struct fi_info **info_p)
             return UTIL_ERR_NO_MEMORY;
         }
     }
+    /* Messages too where the provider has them (flag order message). */
+    hints->caps |= FI_MSG;
     ret = fi_getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &list);
+    if (ret != 0) {
+        hints->caps &= ~(uint64_t)FI_MSG;
+        ret = fi_getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &list);
+    }
     fi_freeinfo(hints);
     if (ret != 0) {
         util_error("btl/ofi: no RDM provider with RMA and atomics%s%s: %s",
@@ -1428,23 +1914,34 @@ static util_status_t btl_ofi_choose_flag_order(btl_ofi_iface_t *oif)
     int ordered = (info->tx_attr->msg_order & (FI_ORDER_RMA_WAW | FI_ORDER_WAW)) != 0 &&
                   info->ep_attr->max_order_waw_size > 0;
     util_status_t status = util_env_get_string("RMB_OFI_FLAG_ORDER", &choice);
+    /* Messages need FI_MSG, and a header that can be injected or staged;
+     * auto takes them only with the helper thread, which applies them
+     * while the PE stays away from the provider. */
+    int messages =
+        (info->caps & FI_MSG) != 0 &&
+        (btl_ofi_am_injects(oif, sizeof(btl_ofi_am_hdr_t)) || oif->eager_size > oif->inject_size);
+    int helper = oif->helper.interval_usec != 0;
 
     if (status != UTIL_OK) {
         return status;
     }
     if (strcmp(choice, "auto") == 0) {
-        oif->flag_order = ordered     ? BTL_OFI_FLAG_NATIVE
-                          : has_fence ? BTL_OFI_FLAG_FENCE
-                                      : BTL_OFI_FLAG_WAIT;
+        oif->flag_order = ordered              ? BTL_OFI_FLAG_NATIVE
+                          : has_fence          ? BTL_OFI_FLAG_FENCE
+                          : messages && helper ? BTL_OFI_FLAG_MESSAGE
+                                               : BTL_OFI_FLAG_WAIT;
     } else if (strcmp(choice, "native") == 0) {
         oif->flag_order = BTL_OFI_FLAG_NATIVE;
     } else if (strcmp(choice, "fence") == 0 && has_fence) {
         oif->flag_order = BTL_OFI_FLAG_FENCE;
+    } else if (strcmp(choice, "message") == 0 && messages) {
+        oif->flag_order = BTL_OFI_FLAG_MESSAGE;
     } else if (strcmp(choice, "wait") == 0) {
         oif->flag_order = BTL_OFI_FLAG_WAIT;
     } else {
-        util_error("RMB_OFI_FLAG_ORDER=\"%s\": expected auto, native, wait%s", choice,
-                   has_fence ? " or fence" : " (provider has no FI_FENCE)");
+        util_error("RMB_OFI_FLAG_ORDER=\"%s\": expected auto, native, wait%s%s", choice,
+                   has_fence ? ", fence" : " (provider has no FI_FENCE)",
+                   messages ? ", message" : " (no messages: provider has no FI_MSG)");
         return UTIL_ERR_INVALID;
     }
     return UTIL_OK;
@@ -1530,6 +2027,33 @@ static util_status_t btl_ofi_reqs_init(btl_ofi_iface_t *oif)
     return status;
 }
 
+/* Messages: receive buffers posted, and the registered per-peer counts of
+ * applied messages that peers read. */
+static util_status_t btl_ofi_am_init(btl_ofi_iface_t *oif)
+{
+    size_t count_bytes = 2 * (size_t)oif->super.ctx->size * sizeof(uint64_t);
+    util_status_t status;
+
+    if (posix_memalign(&oif->rx_buf, 4096, (size_t)BTL_OFI_AM_RX * BTL_OFI_AM_SIZE) != 0) {
+        oif->rx_buf = NULL;
+        return UTIL_ERR_NO_MEMORY;
+    }
+    if (posix_memalign((void **)&oif->am_applied, 64, count_bytes) != 0) {
+        oif->am_applied = NULL;
+        return UTIL_ERR_NO_MEMORY;
+    }
+    memset(oif->am_applied, 0, count_bytes);
+    oif->am_landing = oif->am_applied + oif->super.ctx->size;
+    status = btl_ofi_reg(oif, oif->rx_buf, (size_t)BTL_OFI_AM_RX * BTL_OFI_AM_SIZE, &oif->rx_mr);
+    if (status == UTIL_OK) {
+        status = btl_ofi_reg(oif, oif->am_applied, count_bytes, &oif->am_mr);
+    }
+    for (unsigned i = 0; status == UTIL_OK && i < BTL_OFI_AM_RX; i++) {
+        status = btl_ofi_rx_post(oif, i);
+    }
+    return status;
+}
+
 static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p);
 
 static const btl_ops_t btl_ofi_ops = {
@@ -1546,6 +2070,7 @@ static const btl_ops_t btl_ofi_ops = {
     .put = btl_ofi_put,
     .get = btl_ofi_get,
     .put_flag = btl_ofi_put_flag,
+    .put_flag_rec = btl_ofi_put_flag_rec,
     .get_flag = btl_ofi_get_flag,
     .amo_post = btl_ofi_amo_post,
     .amo_fetch = btl_ofi_amo_fetch,
@@ -1611,6 +2136,8 @@ static const char *btl_ofi_flag_order_name(btl_ofi_flag_order_t order)
         return "native";
     case BTL_OFI_FLAG_FENCE:
         return "fence";
+    case BTL_OFI_FLAG_MESSAGE:
+        return "message";
     default:
         return "wait";
     }
@@ -1620,7 +2147,8 @@ static const char *btl_ofi_flag_order_name(btl_ofi_flag_order_t order)
  * them: a helper thread does when the PE does not (RMB_OFI_PROGRESS_USEC). */
 static int btl_ofi_wants_thread(const btl_ofi_iface_t *oif)
 {
-    return oif->info->domain_attr->data_progress == FI_PROGRESS_MANUAL &&
+    return (oif->info->domain_attr->data_progress == FI_PROGRESS_MANUAL ||
+            oif->flag_order == BTL_OFI_FLAG_MESSAGE) &&
            oif->helper.interval_usec != 0;
 }
 
@@ -1645,6 +2173,7 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     btl_iface_base_init(&oif->super, &btl_ofi_component, ctx, index, 0);
     oif->next_key = 1;
     oif->wait_fd = -1;
+    oif->rx_wait_fd = -1;
     status = util_env_get_int("RMB_OFI_PROGRESS_USEC", &oif->helper.interval_usec);
     if (status == UTIL_OK) {
         status = util_env_get_bool("RMB_OFI_PROGRESS_FD", &oif->progress_fd);
@@ -1721,6 +2250,19 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         fi_control(&oif->cq->fid, FI_GETWAIT, &oif->wait_fd) != 0) {
         oif->wait_fd = -1;
     }
+    if (oif->flag_order == BTL_OFI_FLAG_MESSAGE) {
+        /* Messages complete on a CQ of their own, which the helper thread
+         * reads too (the PE alone reads the other one). */
+        ret = fi_cq_open(oif->domain, &cq_attr, &oif->rx_cq, NULL);
+        if (ret != 0) {
+            status = btl_ofi_fail("fi_cq_open (messages)", ret);
+            goto err;
+        }
+        if (cq_attr.wait_obj == FI_WAIT_FD &&
+            fi_control(&oif->rx_cq->fid, FI_GETWAIT, &oif->rx_wait_fd) != 0) {
+            oif->rx_wait_fd = -1;
+        }
+    }
     cntr_attr.events = FI_CNTR_EVENTS_COMP;
     cntr_attr.wait_obj = FI_WAIT_NONE;
     ret = fi_cntr_open(oif->domain, &cntr_attr, &oif->wr_cntr, NULL);
@@ -1737,7 +2279,12 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         goto err;
     }
     ret = fi_ep_bind(oif->ep, &oif->av->fid, 0);
-    if (ret == 0) {
+    if (ret == 0 && oif->rx_cq != NULL) {
+        ret = fi_ep_bind(oif->ep, &oif->cq->fid, FI_TRANSMIT | FI_SELECTIVE_COMPLETION);
+        if (ret == 0) {
+            ret = fi_ep_bind(oif->ep, &oif->rx_cq->fid, FI_RECV);
+        }
+    } else if (ret == 0) {
         ret = fi_ep_bind(oif->ep, &oif->cq->fid, FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION);
     }
     if (ret == 0) {
@@ -1781,6 +2328,9 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     }
 
     status = btl_ofi_reqs_init(oif);
+    if (status == UTIL_OK && oif->rx_cq != NULL) {
+        status = btl_ofi_am_init(oif);
+    }
     if (status != UTIL_OK) {
         goto err;
     }
@@ -1824,9 +2374,23 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     }
     oif->super.caps = caps;
 
-    status = btl_iface_key(&oif->super, "addr", key, sizeof(key));
-    if (status == UTIL_OK) {
-        status = bootstrap_put(key, addr, addrlen);
+    /* Published: where peers read our count of their messages (zeros:
+     * we take none), then the endpoint's address. */
+    {
+        btl_ofi_packed_t am = {0, 0, 0};
+        uint8_t blob[sizeof(am) + BTL_OFI_ADDR_MAX];
+
+        if (oif->am_mr != NULL) {
+            am.base = (uint64_t)(uintptr_t)oif->am_applied;
+            am.len = (uint64_t)oif->super.ctx->size * sizeof(uint64_t);
+            am.key = oif->am_mr->key;
+        }
+        memcpy(blob, &am, sizeof(am));
+        memcpy(blob + sizeof(am), addr, addrlen);
+        status = btl_iface_key(&oif->super, "addr", key, sizeof(key));
+        if (status == UTIL_OK) {
+            status = bootstrap_put(key, blob, sizeof(am) + addrlen);
+        }
     }
     if (status != UTIL_OK) {
         goto err;

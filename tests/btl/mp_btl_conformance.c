@@ -892,6 +892,92 @@ START_TEST(test_contract)
 END_TEST
 
 /* ---- set-up ------------------------------------------------------------- */
+/* Flags, then a fence, then a get, an atomic or a put to the same peer:
+ * they see what the flagged writes wrote, where flags travel as messages
+ * that the target applies later (btl/ofi's flag order message) too. Each
+ * PE checks its own writes to the next one, all at once. */
+START_TEST(test_flag_fence)
+{
+    t_backend_t *be = &t_be[_i];
+    int to = t_next(1);
+    btl_ep_t *ep = be->ep[to];
+    btl_rkey_t *rk = be->remote.rkey[to];
+    uint64_t rbase = be->remote.base[to] + T_OFF_FLAG + 4096;
+    uint64_t *mine = (uint64_t *)(be->local + T_OFF_FLAG + 4096);
+    long n = t_stress_iters / 50 > 100 ? t_stress_iters / 50 : 100;
+
+    t_case_begin("flags, fence, then RMA", _i);
+    memset(mine, 0, 8 * sizeof(uint64_t));
+    T_OK(bootstrap_barrier());
+    for (long k = 1; k <= n; k++) {
+        uint64_t v = (uint64_t)k * 100, rec = (uint64_t)k * 7, got = 0, old = 0;
+        uint64_t z = (uint64_t)k * 3;
+
+        /* Each part starts after a quiet, so that the fence has only the
+         * flagged write to order (nothing else outstanding to wait for).
+         * word 0: payload, word 1: flag; a get after the fence */
+        T_OK(btl_ctx_quiet(be->ctx));
+        T_OK(btl_put_flag(ep, &v, 8, NULL, rbase, rk, rbase + 8, rk, (uint64_t)k, NULL));
+        T_OK(btl_fence(ep));
+        T_OK(btl_get(ep, &got, 8, NULL, rbase, rk));
+        T_ASSERT(got == v, "round %ld: a get after put_flag and fence read %llu, not %llu", k,
+                 (unsigned long long)got, (unsigned long long)v);
+        /* an atomic after the fence */
+        T_OK(btl_ctx_quiet(be->ctx));
+        T_OK(btl_put_flag(ep, &v, 8, NULL, rbase + 16, rk, rbase + 8, rk, (uint64_t)k, NULL));
+        T_OK(btl_fence(ep));
+        T_OK(btl_amo_fetch(ep, BTL_AMO_ADD, 8, rbase + 16, rk, 1, 0, &old));
+        T_ASSERT(old == v, "round %ld: fetch_add after put_flag and fence saw %llu, not %llu", k,
+                 (unsigned long long)old, (unsigned long long)v);
+        /* put_flag_rec, fence, a put, a fence, then the get of both */
+        T_OK(btl_ctx_quiet(be->ctx));
+        T_OK(btl_put_flag_rec(ep, &v, 8, NULL, rbase + 24, rk, rbase + 8, rk, (uint64_t)k, &rec, 8,
+                              rbase + 32, rk));
+        T_OK(btl_fence(ep));
+        T_OK(btl_put(ep, &z, 8, NULL, rbase + 40, rk));
+        T_OK(btl_fence(ep));
+        T_OK(btl_get(ep, &got, 8, NULL, rbase + 32, rk));
+        T_ASSERT(got == rec, "round %ld: the record reads %llu, not %llu", k,
+                 (unsigned long long)got, (unsigned long long)rec);
+        T_OK(btl_get(ep, &got, 8, NULL, rbase + 40, rk));
+        T_ASSERT(got == z, "round %ld: the put after the fence reads %llu, not %llu", k,
+                 (unsigned long long)got, (unsigned long long)z);
+    }
+    /* after a quiet, the target's own loads see the last round */
+    T_OK(btl_ctx_quiet(be->ctx));
+    T_OK(bootstrap_barrier());
+    /* A target that stays away from the btl: its progress thread applies
+     * what arrives (where the backend needs one) before it wakes. Even PEs
+     * write, the next one sleeps. */
+    if (t_rank % 2 == 0 && t_rank + 1 < t_size) {
+        uint64_t v = 0xabc;
+        btl_ep_t *ep1 = be->ep[t_rank + 1];
+        uint64_t r1 = be->remote.base[t_rank + 1] + T_OFF_FLAG + 4096;
+
+        T_OK(bootstrap_barrier());
+        T_OK(btl_put_flag(ep1, &v, 8, NULL, r1 + 48, be->remote.rkey[t_rank + 1], r1 + 56,
+                          be->remote.rkey[t_rank + 1], 1, NULL));
+        T_OK(btl_ctx_quiet(be->ctx));
+    } else if (t_rank % 2 == 1) {
+        T_OK(bootstrap_barrier());
+        usleep(2000000); /* no btl call */
+        T_ASSERT(btl_flag_load(&mine[7]) == 1 && mine[6] == 0xabc,
+                 "a flagged write to a sleeping target was not applied: flag %llu, word 0x%llx",
+                 (unsigned long long)mine[7], (unsigned long long)mine[6]);
+    } else {
+        T_OK(bootstrap_barrier());
+    }
+    T_OK(bootstrap_barrier());
+    T_ASSERT(btl_flag_load(&mine[1]) == (uint64_t)n && mine[0] == (uint64_t)n * 100 &&
+                 mine[2] == (uint64_t)n * 100 + 1 && mine[3] == (uint64_t)n * 100 &&
+                 mine[4] == (uint64_t)n * 7 && mine[5] == (uint64_t)n * 3,
+             "after quiet and barrier: words %llu %llu %llu %llu %llu %llu",
+             (unsigned long long)mine[0], (unsigned long long)mine[1], (unsigned long long)mine[2],
+             (unsigned long long)mine[3], (unsigned long long)mine[4], (unsigned long long)mine[5]);
+    t_case_end(_i);
+}
+END_TEST
+
 /* Batched puts and atomics (btl_put_batch, btl_amo_post_batch; backends
  * without batches do put and amo_post): what a quiet, a fence then a
  * put_flag, a wait's progress deliver, and, where the backend batches, a
@@ -1079,6 +1165,7 @@ static Suite *t_suite(void)
     tcase_add_loop_test(tc, test_atomics32, 0, t_nbe);
     tcase_add_loop_test(tc, test_quiet, 0, t_nbe);
     tcase_add_loop_test(tc, test_fence, 0, t_nbe);
+    tcase_add_loop_test(tc, test_flag_fence, 0, t_nbe);
     tcase_add_loop_test(tc, test_batch, 0, t_nbe);
     suite_add_tcase(s, tc);
     return s;
