@@ -1603,6 +1603,15 @@ static void btl_ofi_unreg(btl_ofi_mr_t *mr)
     free(mr);
 }
 
+/* Deregisters mr (if any) and frees the buffer (if any) it covered. */
+static void btl_ofi_unreg_free(btl_ofi_mr_t *mr, void *buf)
+{
+    if (mr != NULL) {
+        btl_ofi_unreg(mr);
+    }
+    free(buf);
+}
+
 static util_status_t btl_ofi_mem_reg(btl_iface_t *iface, void *addr, size_t size, btl_mr_t **mr_p)
 {
     btl_ofi_mr_t *mr;
@@ -1760,25 +1769,11 @@ static void btl_ofi_teardown(btl_ofi_iface_t *oif)
     btl_helper_stop(&oif->helper);
     btl_ofi_close_fid(oif->ep != NULL ? &oif->ep->fid : NULL, "ep");
     btl_ofi_close_fid(oif->rx_cq != NULL ? &oif->rx_cq->fid : NULL, "message cq");
-    if (oif->rx_mr != NULL) {
-        btl_ofi_unreg(oif->rx_mr);
-    }
-    free(oif->rx_buf);
-    if (oif->am_mr != NULL) {
-        btl_ofi_unreg(oif->am_mr);
-    }
-    free(oif->am_applied);
-    if (oif->scratch_mr != NULL) {
-        btl_ofi_unreg(oif->scratch_mr);
-    }
-    if (oif->bounce_mr != NULL) {
-        btl_ofi_unreg(oif->bounce_mr);
-    }
-    free(oif->bounce);
-    if (oif->ring_mr != NULL) {
-        btl_ofi_unreg(oif->ring_mr);
-    }
-    free(oif->ring);
+    btl_ofi_unreg_free(oif->rx_mr, oif->rx_buf);
+    btl_ofi_unreg_free(oif->am_mr, oif->am_applied);
+    btl_ofi_unreg_free(oif->scratch_mr, NULL); /* the scratch words live in oif */
+    btl_ofi_unreg_free(oif->bounce_mr, oif->bounce);
+    btl_ofi_unreg_free(oif->ring_mr, oif->ring);
     btl_ofi_close_fid(oif->av != NULL ? &oif->av->fid : NULL, "av");
     btl_ofi_close_fid(oif->wr_cntr != NULL ? &oif->wr_cntr->fid : NULL, "write counter");
     btl_ofi_close_fid(oif->rd_cntr != NULL ? &oif->rd_cntr->fid : NULL, "read counter");
@@ -2152,6 +2147,27 @@ static int btl_ofi_wants_thread(const btl_ofi_iface_t *oif)
            oif->helper.interval_usec != 0;
 }
 
+/* Opens a CQ with attr's wait object, else with none (the helper then
+ * sleeps its interval); *fd_p gets its wait fd, or -1. */
+static util_status_t btl_ofi_cq_open(btl_ofi_iface_t *oif, struct fi_cq_attr *attr,
+                                     struct fid_cq **cq_p, int *fd_p, const char *what)
+{
+    int ret = fi_cq_open(oif->domain, attr, cq_p, NULL);
+
+    if (ret != 0 && attr->wait_obj != FI_WAIT_NONE) {
+        attr->wait_obj = FI_WAIT_NONE;
+        ret = fi_cq_open(oif->domain, attr, cq_p, NULL);
+    }
+    if (ret != 0) {
+        *cq_p = NULL;
+        return btl_ofi_fail(what, ret);
+    }
+    if (attr->wait_obj == FI_WAIT_FD && fi_control(&(*cq_p)->fid, FI_GETWAIT, fd_p) != 0) {
+        *fd_p = -1;
+    }
+    return UTIL_OK;
+}
+
 static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
 {
     struct fi_av_attr av_attr = {0};
@@ -2237,31 +2253,15 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
      * the util providers). */
     cq_attr.format = FI_CQ_FORMAT_CONTEXT;
     cq_attr.wait_obj = btl_ofi_wants_thread(oif) && oif->progress_fd ? FI_WAIT_FD : FI_WAIT_NONE;
-    ret = fi_cq_open(oif->domain, &cq_attr, &oif->cq, NULL);
-    if (ret != 0 && cq_attr.wait_obj != FI_WAIT_NONE) {
-        cq_attr.wait_obj = FI_WAIT_NONE; /* the helper then sleeps its interval */
-        ret = fi_cq_open(oif->domain, &cq_attr, &oif->cq, NULL);
-    }
-    if (ret != 0) {
-        status = btl_ofi_fail("fi_cq_open", ret);
-        goto err;
-    }
-    if (cq_attr.wait_obj == FI_WAIT_FD &&
-        fi_control(&oif->cq->fid, FI_GETWAIT, &oif->wait_fd) != 0) {
-        oif->wait_fd = -1;
-    }
-    if (oif->flag_order == BTL_OFI_FLAG_MESSAGE) {
+    status = btl_ofi_cq_open(oif, &cq_attr, &oif->cq, &oif->wait_fd, "fi_cq_open");
+    if (status == UTIL_OK && oif->flag_order == BTL_OFI_FLAG_MESSAGE) {
         /* Messages complete on a CQ of their own, which the helper thread
          * reads too (the PE alone reads the other one). */
-        ret = fi_cq_open(oif->domain, &cq_attr, &oif->rx_cq, NULL);
-        if (ret != 0) {
-            status = btl_ofi_fail("fi_cq_open (messages)", ret);
-            goto err;
-        }
-        if (cq_attr.wait_obj == FI_WAIT_FD &&
-            fi_control(&oif->rx_cq->fid, FI_GETWAIT, &oif->rx_wait_fd) != 0) {
-            oif->rx_wait_fd = -1;
-        }
+        status =
+            btl_ofi_cq_open(oif, &cq_attr, &oif->rx_cq, &oif->rx_wait_fd, "fi_cq_open (messages)");
+    }
+    if (status != UTIL_OK) {
+        goto err;
     }
     cntr_attr.events = FI_CNTR_EVENTS_COMP;
     cntr_attr.wait_obj = FI_WAIT_NONE;
