@@ -116,6 +116,60 @@ START_TEST(test_ofi_forced)
 }
 END_TEST
 
+/* tcp;ofi_rxm's put-with-flag goes as one message since flag order
+ * "message"; the older way (payload delivered, then the flag) stays what
+ * auto takes without the helper thread: the suite over it at 2 PEs. A
+ * value the provider cannot do is one line and a failed job. */
+START_TEST(test_ofi_flag_order)
+{
+    if (btl_component_find("ofi") == NULL) {
+        printf("SKIP btl/ofi flag orders: not built\n");
+        return;
+    }
+    if (_i == 0) {
+        char iters[24];
+
+        snprintf(iters, sizeof(iters), "%ld", mp_scaled_count(5000));
+        setenv("BTL_CONF_ITERS", iters, 1);
+        setenv("RMB_OFI_FLAG_ORDER", "wait", 1);
+        run_suite(2, 1, "ofi", "tcp;ofi_rxm", NULL);
+    } else {
+        char **argv = mp_oshrun_argv(2, 1, PROG, NULL);
+        char cmd[4096], out[8192] = "";
+        size_t n = 0, len = 0;
+        int fd, status;
+        FILE *f;
+        pid_t pid;
+
+        for (int i = 0; argv[i] != NULL; i++) {
+            len += (size_t)snprintf(cmd + len, sizeof(cmd) - len, "%s ", argv[i]);
+        }
+        snprintf(cmd + len, sizeof(cmd) - len, "2>&1");
+        setenv("RMB_OFI_FLAG_ORDER", "sideways", 1);
+        setenv("RMB_BTL", "ofi", 1);
+        setenv("BTL_CONF_ONLY", "ofi", 1);
+        setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
+        pid = mp_start((char *[]){"sh", "-c", cmd, NULL}, &fd);
+        ck_assert_int_gt(pid, 0);
+        f = fdopen(fd, "r");
+        while (n + 1 < sizeof(out) && fgets(out + n, (int)(sizeof(out) - n), f) != NULL) {
+            n = strlen(out);
+        }
+        fclose(f);
+        status = mp_wait(pid, 60, NULL);
+        ck_assert_msg(status != 0, "a job with RMB_OFI_FLAG_ORDER=sideways exited 0");
+        ck_assert_msg(mp_count_lines(out, "RMB_OFI_FLAG_ORDER=\"sideways\": expected") >= 1,
+                      "no one-line error for RMB_OFI_FLAG_ORDER=sideways:\n%s", out);
+        ck_assert_int_eq(mp_count_alive(PROG), 0);
+        unsetenv("RMB_BTL");
+        unsetenv("BTL_CONF_ONLY");
+        unsetenv("FI_PROVIDER");
+    }
+    unsetenv("RMB_OFI_FLAG_ORDER");
+    unsetenv("BTL_CONF_ITERS");
+}
+END_TEST
+
 /* Waits are bounded: a stalled peer makes quiet and a non-blocking put
  * fail with a timeout after RMB_BTL_TIMEOUT_SEC=1, then everything
  * completes once it serves again (~7 s: the peer stalls 5 s). Both network
@@ -162,6 +216,7 @@ int main(void)
     suite_add_tcase(s, shm);
     tcase_set_timeout(ofi, 300);
     tcase_add_loop_test(ofi, test_ofi_forced, 0, 4);
+    tcase_add_loop_test(ofi, test_ofi_flag_order, 0, 2);
     suite_add_tcase(s, ofi);
     tcase_set_timeout(ucx, 300);
     tcase_add_loop_test(ucx, test_ucx_forced, 0, 2);
