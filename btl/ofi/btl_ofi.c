@@ -242,7 +242,8 @@ typedef struct {
     struct fid_cq *rx_cq;
     int rx_wait_fd;
     int rx_lock;
-    unsigned rx_head; /* next buffer to apply, in posting order */
+    unsigned rx_head;  /* next buffer to apply, in posting order */
+    unsigned tx_skips; /* polls that left the other CQ alone (btl_ofi_poll) */
     btl_ofi_rx_t rx[BTL_OFI_AM_RX];
     void *rx_buf; /* BTL_OFI_AM_RX buffers of BTL_OFI_AM_SIZE bytes */
     btl_ofi_mr_t *rx_mr;
@@ -485,11 +486,19 @@ static util_status_t btl_ofi_am_poll(btl_ofi_iface_t *oif)
 /* ---- completion ---- */
 
 /* Drives the provider and finishes requests whose completions are queued;
- * reports an error completion, if one is queued. Applies arrived messages. */
+ * reports an error completion, if one is queued. Applies arrived messages.
+ * Each CQ read drives the provider (on tcp, a system call): with messages,
+ * the message CQ's read does it, and the other is read where requests wait
+ * for their entries, and every 64th time (error entries of operations that
+ * asked for none; btl_ofi_cntr_wait reads it when a counter shows one). */
 static util_status_t btl_ofi_poll(btl_ofi_iface_t *oif)
 {
-    util_status_t status = btl_ofi_poll_tx(oif), am = btl_ofi_am_poll(oif);
+    util_status_t status = UTIL_OK, am;
 
+    if (oif->rx_cq == NULL || oif->reqs_pending > 0 || ++oif->tx_skips % 64 == 0) {
+        status = btl_ofi_poll_tx(oif);
+    }
+    am = btl_ofi_am_poll(oif);
     return status != UTIL_OK ? status : am;
 }
 
@@ -581,7 +590,7 @@ static util_status_t btl_ofi_cntr_wait(btl_ofi_iface_t *oif, struct fid_cntr *cn
         util_status_t status;
 
         if (errs > *err_seen) {
-            status = btl_ofi_poll(oif);
+            status = btl_ofi_poll_tx(oif);
             util_error("btl/ofi: %llu operation(s) completed in error",
                        (unsigned long long)(errs - *err_seen));
             *err_seen = errs;
@@ -1072,25 +1081,24 @@ static util_status_t btl_ofi_put(btl_ep_t *ep, const void *src, size_t len, btl_
                                  uint64_t raddr, btl_rkey_t *rkey, btl_comp_t *comp)
 {
     btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    btl_ofi_ep_t *oep = btl_ofi_ep(ep);
     void *desc;
 
     if (len == 0) {
         return UTIL_OK;
     }
-    if (btl_ofi_ep(ep)->am_seen < btl_ofi_ep(ep)->am_fenced &&
-        btl_ofi_am_fits(oif, btl_ofi_ep(ep), len)) {
+    if (oep->am_seen < oep->am_fenced && btl_ofi_am_fits(oif, oep, len)) {
         /* behind messages a fence put first: as a message, it needs no wait */
-        return btl_ofi_am_send(oif, btl_ofi_ep(ep), src, len, raddr, 0, 0, NULL, 0, 0, 1);
+        return btl_ofi_am_send(oif, oep, src, len, raddr, 0, 0, NULL, 0, 0, 1);
     }
     if (comp == NULL || btl_ofi_write_is_eager(oif, len)) {
-        return btl_ofi_write(oif, btl_ofi_ep(ep), src, len, lmem, raddr, rkey);
+        return btl_ofi_write(oif, oep, src, len, lmem, raddr, rkey);
     }
     desc = btl_ofi_desc(oif, lmem);
     if (desc == NULL && (oif->mr_mode & FI_MR_LOCAL)) {
-        return btl_ofi_write(oif, btl_ofi_ep(ep), src, len, lmem, raddr, rkey);
+        return btl_ofi_write(oif, oep, src, len, lmem, raddr, rkey);
     }
-    return btl_ofi_rma_nb(oif, btl_ofi_ep(ep), 1, (void *)(uintptr_t)src, len, desc, raddr, rkey,
-                          comp);
+    return btl_ofi_rma_nb(oif, oep, 1, (void *)(uintptr_t)src, len, desc, raddr, rkey, comp);
 }
 
 static util_status_t btl_ofi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
