@@ -59,11 +59,11 @@ static double t_now(void)
 }
 
 /* Polls a local word with btl progress until it is nonzero or limit_s passed. */
-static int t_wait_word(btl_ctx_t *ctx, volatile uint64_t *word, double limit_s)
+static int t_wait_value(btl_ctx_t *ctx, volatile uint64_t *word, uint64_t value, double limit_s)
 {
     double end = t_now() + limit_s;
 
-    while (btl_flag_load((const uint64_t *)word) == 0) {
+    while (btl_flag_load((const uint64_t *)word) < value) {
         if (btl_ctx_progress(ctx) < 0 || t_now() > end) {
             return -1;
         }
@@ -116,10 +116,17 @@ int main(void)
     }
 
     /* Connect while both serve: the provider's connection set-up needs the
-     * peer's progress too, and the stall below is about data. */
+     * peer's progress too, and the stall below is about data. The second
+     * word says the peer's quiet is done: a PE must not leave for the
+     * bootstrap barrier (where it serves nothing) while the other's quiet
+     * still needs it (that quiet has RMB_BTL_TIMEOUT_SEC, 1 s, and failed
+     * the warm-up now and then on the loaded machine). */
     if (btl_amo_post(ep, BTL_AMO_SET, 8, raddr + T_HELLO, rk, 1) != UTIL_OK ||
-        t_wait_word(ctx, (volatile uint64_t *)(arena + T_HELLO), 30) != 0 ||
-        btl_quiet(ep->iface) != UTIL_OK || bootstrap_barrier() != UTIL_OK) {
+        t_wait_value(ctx, (volatile uint64_t *)(arena + T_HELLO), 1, 30) != 0 ||
+        btl_quiet(ep->iface) != UTIL_OK ||
+        btl_amo_post(ep, BTL_AMO_SET, 8, raddr + T_HELLO, rk, 2) != UTIL_OK ||
+        t_wait_value(ctx, (volatile uint64_t *)(arena + T_HELLO), 2, 30) != 0 ||
+        bootstrap_barrier() != UTIL_OK) {
         bootstrap_abort(1, "mp_btl_timeout: warm-up failed");
     }
 
@@ -127,7 +134,7 @@ int main(void)
         sleep(T_STALL_S); /* no btl call: nothing of PE 0's is served */
         T_CHECK(btl_amo_post(ep, BTL_AMO_SET, 8, raddr + T_AWAKE, rk, 1) == UTIL_OK,
                 "telling PE 0 I am awake");
-        T_CHECK(t_wait_word(ctx, (volatile uint64_t *)(arena + T_DONE), 30) == 0,
+        T_CHECK(t_wait_value(ctx, (volatile uint64_t *)(arena + T_DONE), 1, 30) == 0,
                 "PE 0 never said it was done");
     } else {
         btl_comp_t comp;
@@ -158,7 +165,7 @@ int main(void)
         T_CHECK(dt >= 0.9 && dt < T_STALL_S, "comp_wait gave up after %.2f s (limit 1 s)", dt);
 
         /* 3. the peer serves again: everything completes, data is there. */
-        T_CHECK(t_wait_word(ctx, (volatile uint64_t *)(arena + T_AWAKE), 30) == 0,
+        T_CHECK(t_wait_value(ctx, (volatile uint64_t *)(arena + T_AWAKE), 1, 30) == 0,
                 "PE 1 never woke up");
         status = btl_quiet(ep->iface);
         T_CHECK(status == UTIL_OK, "quiet after the peer woke returned %s",
