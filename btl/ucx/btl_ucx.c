@@ -58,7 +58,7 @@
  * Waits are bounded by RMB_BTL_TIMEOUT_SEC (btl_wait.h).
  */
 #include "btl/btl.h"
-#include "btl/btl_cpu_amo.h"
+#include "btl/btl_batch.h"
 #include "btl/btl_helper.h"
 #include "btl/btl_wait.h"
 #include "bootstrap/bootstrap.h"
@@ -92,25 +92,10 @@ enum {
     BTL_UCX_AM_BATCH = 0x78, /* header: btl_ucx_am_batch_t; payload: records */
 };
 
-/* Every active message of ours is a batch: records of puts, put_flags and
- * non-fetching atomics to one peer, each followed by a put's data padded
- * to 8 bytes, which the target's handler applies in order; and maybe a
- * ping (quiet). A put or atomic sent alone is a batch of one; OpenSHMEM's
- * (btl_ucx_put_batch, btl_ucx_amo_post_batch) wait in the peer's batch for
- * the next ones. */
-enum { BTL_UCX_REC_PUT = 1, BTL_UCX_REC_AMO, BTL_UCX_REC_PUT_FLAG };
-
-typedef struct {
-    uint32_t kind; /* BTL_UCX_REC_* */
-    uint32_t len;  /* PUT, PUT_FLAG: bytes of data after the record; AMO: size | op << 8 */
-    uint64_t raddr;
-    uint64_t arg[2]; /* AMO: the operand; PUT_FLAG: the flag's address and value */
-} btl_ucx_rec_t;
-
-/* Bytes of each kind's record (PUT has no arg, AMO one). */
-static const size_t btl_ucx_rec_bytes[] = {
-    [BTL_UCX_REC_PUT] = 16, [BTL_UCX_REC_AMO] = 24, [BTL_UCX_REC_PUT_FLAG] = 32};
-
+/* Every active message of ours is a batch (btl_batch.h) to one peer, and
+ * maybe a ping (quiet). A put or atomic sent alone is a batch of one;
+ * OpenSHMEM's (btl_ucx_put_batch, btl_ucx_amo_post_batch) wait in the
+ * peer's batch for the next ones. */
 typedef struct {
     uint64_t ping; /* 1: answer with a pong once applied (quiet) */
 } btl_ucx_am_batch_t;
@@ -501,12 +486,6 @@ static inline util_status_t btl_ucx_batch_out(btl_ucx_iface_t *uif, btl_ucx_ep_t
     return status;
 }
 
-/* Bytes a record and its data take in a batch. */
-static inline size_t btl_ucx_rec_size(unsigned kind, size_t len)
-{
-    return btl_ucx_rec_bytes[kind] + ((len + 7) & ~(size_t)7);
-}
-
 /* With batch_lock held: room for need more bytes in uep's batch (what it
  * holds goes first where they would not fit). */
 static util_status_t btl_ucx_batch_room(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep, size_t need)
@@ -524,25 +503,20 @@ static util_status_t btl_ucx_batch_room(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep,
 }
 
 /* With batch_lock held and room made: a record and len bytes of data. */
-static void btl_ucx_batch_append(btl_ucx_ep_t *uep, const btl_ucx_rec_t *rec, const void *data,
+static void btl_ucx_batch_append(btl_ucx_ep_t *uep, const btl_batch_rec_t *rec, const void *data,
                                  size_t len)
 {
-    size_t head = btl_ucx_rec_bytes[rec->kind], need = btl_ucx_rec_size(rec->kind, len);
-    char *at = uep->batch + uep->batch_len;
+    size_t size = btl_batch_write(uep->batch + uep->batch_len, rec, data, len);
 
-    memcpy(at, rec, head);
-    if (len > 0) {
-        memcpy(at + head, data, len);
-        memset(at + head + len, 0, need - head - len);
-    }
-    __atomic_store_n(&uep->batch_len, uep->batch_len + need, __ATOMIC_RELEASE);
+    __atomic_store_n(&uep->batch_len, uep->batch_len + size, __ATOMIC_RELEASE);
 }
 
 /* Adds a record (and len bytes of data, at most BTL_UCX_AM_MAX) to ep's
  * batch. hold: it may wait there for the next ones (up to batch_max
  * bytes); else the batch goes now. */
-static util_status_t btl_ucx_batch_add(btl_ucx_iface_t *uif, btl_ep_t *ep, const btl_ucx_rec_t *rec,
-                                       const void *data, size_t len, int hold, int for_quiet)
+static util_status_t btl_ucx_batch_add(btl_ucx_iface_t *uif, btl_ep_t *ep,
+                                       const btl_batch_rec_t *rec, const void *data, size_t len,
+                                       int hold, int for_quiet)
 {
     btl_ucx_ep_t *uep = btl_ucx_ep(ep);
     util_status_t status;
@@ -552,7 +526,7 @@ static util_status_t btl_ucx_batch_add(btl_ucx_iface_t *uif, btl_ep_t *ep, const
         btl_ucx_am_dirty(uif, uep);
     }
     btl_ucx_batch_lock(uif);
-    status = btl_ucx_batch_room(uif, uep, btl_ucx_rec_size(rec->kind, len));
+    status = btl_ucx_batch_room(uif, uep, btl_batch_rec_size(rec->kind, len));
     if (status == UTIL_OK) {
         btl_ucx_batch_append(uep, rec, data, len);
         if (!hold || uep->batch_len >= uif->batch_max) {
@@ -602,7 +576,7 @@ static util_status_t btl_ucx_put(btl_ep_t *ep, const void *src, size_t len, btl_
     }
     if (len <= uif->am_put_max) {
         /* one message, no completion message back (quiet pings instead) */
-        btl_ucx_rec_t rec = {BTL_UCX_REC_PUT, (uint32_t)len, raddr, {0, 0}};
+        btl_batch_rec_t rec = {BTL_BATCH_PUT, (uint32_t)len, raddr, {0, 0}};
         return btl_ucx_batch_add(uif, ep, &rec, src, len, 0, 1);
     }
     status = btl_ucx_batch_out(uif, btl_ucx_ep(ep));
@@ -623,7 +597,7 @@ static util_status_t btl_ucx_put_batch(btl_ep_t *ep, const void *src, size_t len
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
 
     if (len > 0 && len <= uif->am_put_max) {
-        btl_ucx_rec_t rec = {BTL_UCX_REC_PUT, (uint32_t)len, raddr, {0, 0}};
+        btl_batch_rec_t rec = {BTL_BATCH_PUT, (uint32_t)len, raddr, {0, 0}};
         return btl_ucx_batch_add(uif, ep, &rec, src, len, 1, 1);
     }
     return btl_ucx_put(ep, src, len, NULL, raddr, rkey, NULL);
@@ -799,7 +773,7 @@ static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
     if (uif->am_amo) {
         /* applied by the target's worker with CPU atomics, as UCX's own
          * emulation does, but without its completion message back */
-        btl_ucx_rec_t rec = {BTL_UCX_REC_AMO, size | (uint32_t)op << 8, raddr, {operand, 0}};
+        btl_batch_rec_t rec = {BTL_BATCH_AMO, size | (uint32_t)op << 8, raddr, {operand, 0}};
         return btl_ucx_batch_add(uif, ep, &rec, NULL, 0, 0, 1);
     }
     status = btl_ucx_batch_out(uif, btl_ucx_ep(ep));
@@ -836,7 +810,7 @@ static util_status_t btl_ucx_amo_post_batch(btl_ep_t *ep, btl_amo_op_t op, unsig
         return status;
     }
     if (uif->am_amo && (op == BTL_AMO_SET || op >= BTL_AMO_ADD)) {
-        btl_ucx_rec_t rec = {BTL_UCX_REC_AMO, size | (uint32_t)op << 8, raddr, {operand, 0}};
+        btl_batch_rec_t rec = {BTL_BATCH_AMO, size | (uint32_t)op << 8, raddr, {operand, 0}};
         return btl_ucx_batch_add(uif, ep, &rec, NULL, 0, 1, 1);
     }
     return btl_ucx_amo_post(ep, op, size, raddr, rkey, operand);
@@ -884,7 +858,7 @@ static util_status_t btl_ucx_am_put_flag(btl_ucx_iface_t *uif, btl_ep_t *ep, con
                                          size_t len, uint64_t raddr, uint64_t flag_raddr,
                                          uint64_t flag_value, int for_quiet)
 {
-    btl_ucx_rec_t rec = {BTL_UCX_REC_PUT_FLAG, (uint32_t)len, raddr, {flag_raddr, flag_value}};
+    btl_batch_rec_t rec = {BTL_BATCH_PUT_FLAG, (uint32_t)len, raddr, {flag_raddr, flag_value}};
 
     if ((flag_raddr & 7) != 0) {
         util_error("btl/ucx: flag address 0x%llx is not 8-byte aligned",
@@ -910,38 +884,11 @@ static void btl_ucx_pong(const ucp_am_recv_param_t *param)
     }
 }
 
-/* Applies one batch record; 0 if it is malformed. */
-static int btl_ucx_rec_apply(const btl_ucx_rec_t *rec, const char *data, size_t len)
-{
-    if (rec->kind == BTL_UCX_REC_AMO) {
-        unsigned size = rec->len & 0xff, op = rec->len >> 8;
-
-        if ((size != 4 && size != 8) || (rec->raddr & (size - 1)) != 0 ||
-            (op != BTL_AMO_SET && (op < BTL_AMO_ADD || op >= BTL_AMO_LAST))) {
-            return 0;
-        }
-        btl_cpu_amo_post((btl_amo_op_t)op, size, (void *)(uintptr_t)rec->raddr, rec->arg[0]);
-        return 1;
-    }
-    if (len > 0) {
-        memcpy((void *)(uintptr_t)rec->raddr, data, len);
-    }
-    if (rec->kind == BTL_UCX_REC_PUT_FLAG) {
-        if ((rec->arg[0] & 7) != 0) {
-            return 0;
-        }
-        __atomic_store_n((uint64_t *)(uintptr_t)rec->arg[0], rec->arg[1], __ATOMIC_RELEASE);
-    }
-    return 1;
-}
-
 /* A batch: its records in order, then the pong quiet asked for. */
 static ucs_status_t btl_ucx_am_batch_recv(void *arg, const void *header, size_t header_length,
                                           void *data, size_t length,
                                           const ucp_am_recv_param_t *param)
 {
-    const char *at = data;
-    size_t left = length;
     btl_ucx_am_batch_t hdr;
 
     (void)arg;
@@ -950,30 +897,7 @@ static ucs_status_t btl_ucx_am_batch_recv(void *arg, const void *header, size_t 
         return UCS_OK;
     }
     memcpy(&hdr, header, sizeof(hdr));
-    while (left > 0) {
-        btl_ucx_rec_t rec = {0, 0, 0, {0, 0}};
-        size_t head = 0, len = 0;
-
-        if (left >= 8) {
-            memcpy(&rec, at, 8);
-        }
-        if (rec.kind >= BTL_UCX_REC_PUT && rec.kind <= BTL_UCX_REC_PUT_FLAG) {
-            head = btl_ucx_rec_bytes[rec.kind];
-            len = rec.kind == BTL_UCX_REC_AMO ? 0 : rec.len;
-        }
-        if (head == 0 || left < head || left - head < len) {
-            util_error("btl/ucx: malformed batch record at byte %zu of %zu", length - left, length);
-            break;
-        }
-        memcpy(&rec, at, head);
-        if (!btl_ucx_rec_apply(&rec, at + head, len)) {
-            util_error("btl/ucx: malformed batch record at byte %zu of %zu", length - left, length);
-            break;
-        }
-        size_t step = btl_ucx_rec_size(rec.kind, len);
-        at += step < left ? step : left;
-        left -= step < left ? step : left;
-    }
+    (void)btl_batch_apply(data, length, "btl/ucx");
     if (hdr.ping) {
         btl_ucx_pong(param);
     }
@@ -1069,8 +993,8 @@ static util_status_t btl_ucx_put_flag_rec(btl_ep_t *ep, const void *src, size_t 
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     btl_ucx_ep_t *uep = btl_ucx_ep(ep);
-    btl_ucx_rec_t put = {BTL_UCX_REC_PUT, (uint32_t)rec_len, rec_raddr, {0, 0}};
-    btl_ucx_rec_t flag = {BTL_UCX_REC_PUT_FLAG, (uint32_t)len, raddr, {flag_raddr, flag_value}};
+    btl_batch_rec_t put = {BTL_BATCH_PUT, (uint32_t)rec_len, rec_raddr, {0, 0}};
+    btl_batch_rec_t flag = {BTL_BATCH_PUT_FLAG, (uint32_t)len, raddr, {flag_raddr, flag_value}};
     util_status_t status;
 
     (void)lmem, (void)rkey, (void)flag_rkey, (void)rec_rkey; /* active messages need no keys */
@@ -1081,7 +1005,7 @@ static util_status_t btl_ucx_put_flag_rec(btl_ep_t *ep, const void *src, size_t 
     btl_ucx_am_dirty(uif, uep);
     btl_ucx_batch_lock(uif);
     status = btl_ucx_batch_room(
-        uif, uep, btl_ucx_rec_size(put.kind, rec_len) + btl_ucx_rec_size(flag.kind, len));
+        uif, uep, btl_batch_rec_size(put.kind, rec_len) + btl_batch_rec_size(flag.kind, len));
     if (status == UTIL_OK) {
         btl_ucx_batch_append(uep, &put, rec, rec_len);
         btl_ucx_batch_append(uep, &flag, src, len);
@@ -1723,8 +1647,8 @@ static util_status_t btl_ucx_batch_mode(btl_ucx_iface_t *uif)
         return UTIL_ERR_INVALID;
     }
     uif->batch_max = uif->am_put_max > 0 ? (size_t)max : 0;
-    uif->batch_cap = btl_ucx_rec_size(BTL_UCX_REC_PUT, BTL_PUT_REC_MAX) +
-                     btl_ucx_rec_size(BTL_UCX_REC_PUT_FLAG, BTL_UCX_AM_MAX);
+    uif->batch_cap = btl_batch_rec_size(BTL_BATCH_PUT, BTL_PUT_REC_MAX) +
+                     btl_batch_rec_size(BTL_BATCH_PUT_FLAG, BTL_UCX_AM_MAX);
     uif->batch_cap = uif->batch_max > uif->batch_cap ? uif->batch_max : uif->batch_cap;
     return UTIL_OK;
 }
