@@ -86,6 +86,7 @@
  * seen complete (tcp;ofi_rxm).
  */
 #include "btl/btl.h"
+#include "btl/btl_batch.h"
 #include "btl/btl_cpu_amo.h"
 #include "btl/btl_helper.h"
 #include "btl/btl_wait.h"
@@ -104,6 +105,7 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,7 +123,10 @@
 #define BTL_OFI_TIMEOUT_CHECK 1024 /* progress calls between timeout scans */
 #define BTL_OFI_AM_RX         32   /* receive buffers posted for messages */
 #define BTL_OFI_AM_SIZE       4096 /* bytes of a message's buffer: header and payload */
-#define BTL_OFI_AM_INJECT_MAX 128  /* larger messages are staged in the bounce ring */
+#define BTL_OFI_BATCH_PUT_MAX 1024 /* larger puts are not batched */
+#define BTL_OFI_SPANS         64   /* per peer: batches whose target bytes we remember */
+#define BTL_OFI_SEND_TRIES    64   /* the helper's tries of a send the provider defers */
+#define BTL_OFI_ASK_AFTER     256  /* polls for a pong before reading the peer's count */
 
 #define BTL_OFI_MR_MODES                                                                           \
     (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
@@ -140,9 +145,10 @@ typedef enum {
     BTL_OFI_FLAG_WAIT
 } btl_ofi_flag_order_t;
 
-/* A message (flag order message): len payload bytes for raddr follow the
- * header, then rec_len bytes for rec_raddr; then flag_raddr gets
- * flag_value. Addresses are the target's. */
+/* A message (flag order message): batch_len bytes of batch records
+ * (btl_batch.h) follow the header, then len payload bytes for raddr, then
+ * rec_len bytes for rec_raddr; then flag_raddr gets flag_value. Addresses
+ * are the target's. */
 typedef struct {
     uint64_t raddr;
     uint64_t flag_raddr;
@@ -150,9 +156,16 @@ typedef struct {
     uint64_t rec_raddr; /* put_flag_rec: rec_len bytes after the payload go here */
     uint32_t len;
     uint32_t rec_len;
-    uint32_t origin; /* the sender's rank: its am_applied word */
-    uint32_t unused;
+    uint32_t origin;    /* the sender's rank: its am_applied word */
+    uint16_t batch_len; /* records applied first: puts and atomics held back for this peer */
+    uint16_t ping;      /* BTL_OFI_PING: answer with a pong (quiet); BTL_OFI_PONG: one */
 } btl_ofi_am_hdr_t;
+
+/* A ping asks the target for its count of our messages once it has
+ * applied this one; the pong carries it back as a flag write into our
+ * am_pong word for the target. Pongs are not counted as messages: an
+ * answer must not stand for a message still waiting to be applied. */
+enum { BTL_OFI_PING = 1, BTL_OFI_PONG = 2 };
 
 /* A posted receive buffer; its address is the receive's context. */
 typedef struct {
@@ -249,8 +262,30 @@ typedef struct {
     btl_ofi_mr_t *rx_mr;
     uint64_t *am_applied;        /* per peer: its messages applied here (peers read them) */
     uint64_t *am_landing;        /* per peer: its count of ours, read here */
+    uint64_t *am_pong;           /* per peer: its count of ours, as its pong wrote it */
     btl_ofi_mr_t *am_mr;         /* both arrays */
     struct btl_ofi_ep *am_dirty; /* eps with messages not yet seen applied */
+    size_t am_inject;            /* messages up to this size are injected */
+    /* Pongs owed (a ping applied here), under rx_lock; peers[] are the
+     * endpoints by rank, which pongs go out on. pong_connect: a pong is
+     * owed to a peer we have no endpoint for (the PE connects it). */
+    struct btl_ofi_ep **peers;
+    uint8_t *pong_owed;
+    int *pong_list;
+    int num_pongs;
+    int pong_connect;
+
+    /* Batches (software providers with messages): OpenSHMEM's small puts
+     * and non-fetching atomics wait per peer, up to batch_max bytes of
+     * records, and go as one message (btl_ofi_batch_send). The helper
+     * thread sends them too, so batch_lock guards every message send, the
+     * batches and the list of peers that hold one. */
+    size_t batch_max; /* 0: no batches */
+    int batch_lock;
+    struct btl_ofi_ep **batched;
+    int num_batched;
+    int helper_asleep; /* blocked in poll with no batch to send */
+    int wake_fd;       /* an eventfd that ends the helper's block, or -1 */
 } btl_ofi_iface_t;
 
 typedef struct {
@@ -275,8 +310,24 @@ typedef struct btl_ofi_ep {
     uint64_t am_raddr;
     uint64_t am_sent, am_need, am_seen;
     uint64_t am_fenced; /* messages a fence put before later RMA and atomics */
+    uint64_t am_pinged; /* the number of our latest ping */
     int am_listed;
     struct btl_ofi_ep *am_next;
+
+    /* The message being built: a header's room, then batch_len bytes of
+     * held records covering target bytes [batch_lo, batch_hi). */
+    char *msg; /* BTL_OFI_AM_SIZE bytes, allocated at the first message */
+    size_t batch_len;
+    uint64_t batch_lo, batch_hi;
+    int batched; /* in the iface's batched list */
+    /* Batches sent: message number and target bytes of the latest ones,
+     * so that an RMA or atomic waits only for those it overlaps
+     * (span_lost: the latest number forgotten). */
+    struct {
+        uint64_t no, lo, hi;
+    } span[BTL_OFI_SPANS];
+    unsigned span_next;
+    uint64_t span_max, span_lost;
 } btl_ofi_ep_t;
 
 static inline btl_ofi_iface_t *btl_ofi_iface(btl_iface_t *iface)
@@ -408,32 +459,52 @@ static util_status_t btl_ofi_rx_post(btl_ofi_iface_t *oif, unsigned i)
     return UTIL_OK;
 }
 
-/* One message: the payload, then the flag if it has one (release: a
- * reader that sees the flag sees the payload), then the sender's count. */
+/* One message: its batch's records, the payload, then the flag if it has
+ * one (release: a reader that sees the flag sees the payload), then the
+ * sender's count. */
 static void btl_ofi_am_apply(btl_ofi_iface_t *oif, const char *msg)
 {
+    const size_t room = BTL_OFI_AM_SIZE - sizeof(btl_ofi_am_hdr_t);
     btl_ofi_am_hdr_t hdr;
+    const char *at = msg + sizeof(hdr);
 
     memcpy(&hdr, msg, sizeof(hdr));
-    if (hdr.len > BTL_OFI_AM_SIZE - sizeof(hdr) ||
-        hdr.rec_len > BTL_OFI_AM_SIZE - sizeof(hdr) - hdr.len ||
+    if (hdr.batch_len > room || hdr.len > room - hdr.batch_len ||
+        hdr.rec_len > room - hdr.batch_len - hdr.len ||
         hdr.origin >= (uint32_t)oif->super.ctx->size || (hdr.flag_raddr & 7) != 0) {
-        util_error("btl/ofi: malformed message (%u + %u bytes, from %u, flag at 0x%llx): dropped",
-                   hdr.len, hdr.rec_len, hdr.origin, (unsigned long long)hdr.flag_raddr);
+        util_error("btl/ofi: malformed message (%u + %u + %u bytes, from %u, flag at 0x%llx): "
+                   "dropped",
+                   hdr.batch_len, hdr.len, hdr.rec_len, hdr.origin,
+                   (unsigned long long)hdr.flag_raddr);
         return;
     }
+    if (hdr.batch_len > 0) {
+        (void)btl_batch_apply(at, hdr.batch_len, "btl/ofi");
+        at += hdr.batch_len;
+    }
     if (hdr.len > 0) {
-        memcpy((void *)(uintptr_t)hdr.raddr, msg + sizeof(hdr), hdr.len);
+        btl_batch_copy_in((void *)(uintptr_t)hdr.raddr, at, hdr.len);
     }
     if (hdr.rec_len > 0) {
-        memcpy((void *)(uintptr_t)hdr.rec_raddr, msg + sizeof(hdr) + hdr.len, hdr.rec_len);
+        btl_batch_copy_in((void *)(uintptr_t)hdr.rec_raddr, at + hdr.len, hdr.rec_len);
     }
     if (hdr.flag_raddr != 0) {
         __atomic_store_n((uint64_t *)(uintptr_t)hdr.flag_raddr, hdr.flag_value, __ATOMIC_RELEASE);
     }
+    if (hdr.ping == BTL_OFI_PONG) {
+        return;
+    }
     __atomic_store_n(&oif->am_applied[hdr.origin], oif->am_applied[hdr.origin] + 1,
                      __ATOMIC_RELEASE);
+    if (hdr.ping == BTL_OFI_PING && !oif->pong_owed[hdr.origin]) {
+        oif->pong_owed[hdr.origin] = 1;
+        oif->pong_list[oif->num_pongs] = (int)hdr.origin;
+        __atomic_store_n(&oif->num_pongs, oif->num_pongs + 1,
+                         __ATOMIC_RELAXED); /* the helper's block peeks */
+    }
 }
+
+static void btl_ofi_pongs_send(btl_ofi_iface_t *oif);
 
 /* Applies the messages that arrived, in the order their buffers were
  * posted (the order they were sent), and reposts the buffers. The PE and
@@ -479,6 +550,9 @@ static util_status_t btl_ofi_am_poll(btl_ofi_iface_t *oif)
             oif->rx_head = (head + 1) % BTL_OFI_AM_RX;
         }
     } while (status == UTIL_OK && ret == BTL_OFI_CQ_BATCH);
+    if (oif->num_pongs > 0) {
+        btl_ofi_pongs_send(oif);
+    }
     btl_ofi_rx_unlock(oif);
     return status;
 }
@@ -599,9 +673,12 @@ static util_status_t btl_ofi_cntr_wait(btl_ofi_iface_t *oif, struct fid_cntr *cn
         if (done + errs >= posted) {
             return UTIL_OK;
         }
-        /* The counter read drove the provider; the CQ only matters when
-         * requests wait for their entries (errors show on the counter). */
-        status = oif->reqs_pending > 0 ? btl_ofi_poll(oif) : UTIL_OK;
+        /* The counter read drove the provider; the other CQ only matters
+         * when requests wait for their entries (errors show on the
+         * counter). Messages are applied: peers' batches must not fill our
+         * receive buffers while we wait (rxm then stops reading the
+         * connection, the answers to our own reads included). */
+        status = oif->reqs_pending > 0 ? btl_ofi_poll(oif) : btl_ofi_am_poll(oif);
         if (status == UTIL_OK) {
             status = btl_ofi_wait_tick(oif, &w, what, peer);
         }
@@ -731,14 +808,15 @@ static util_status_t btl_ofi_rma_post_raw(btl_ofi_iface_t *oif, btl_ofi_ep_t *oe
     return UTIL_OK;
 }
 
-static util_status_t btl_ofi_am_order(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep);
+static util_status_t btl_ofi_am_order(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, uint64_t raddr,
+                                      size_t len);
 
 /* btl_ofi_rma_post_raw behind the messages a fence put before it. */
 static util_status_t btl_ofi_rma_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int is_write,
                                       void *buf, size_t len, void *desc, uint64_t raddr,
                                       btl_rkey_t *rkey, uint64_t extra_flags, btl_ofi_req_t *req)
 {
-    util_status_t status = btl_ofi_am_order(oif, oep);
+    util_status_t status = btl_ofi_am_order(oif, oep, raddr, len);
 
     return status != UTIL_OK ? status
                              : btl_ofi_rma_post_raw(oif, oep, is_write, buf, len, desc, raddr, rkey,
@@ -894,10 +972,11 @@ static util_status_t btl_ofi_rma_nb(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int
 
 /* ---- messages: the sender's side ---- */
 
-/* A message of this many bytes is injected (from the stack), not staged. */
+/* A message of this many bytes is injected (built in the peer's message
+ * buffer), else staged in the bounce ring. */
 static inline int btl_ofi_am_injects(const btl_ofi_iface_t *oif, size_t bytes)
 {
-    return bytes <= oif->inject_size && bytes <= BTL_OFI_AM_INJECT_MAX;
+    return bytes <= oif->am_inject;
 }
 
 /* Can len payload bytes go to oep as one message? */
@@ -909,9 +988,342 @@ static inline int btl_ofi_am_fits(const btl_ofi_iface_t *oif, const btl_ofi_ep_t
            (btl_ofi_am_injects(oif, bytes) || bytes <= oif->eager_size);
 }
 
-/* Sends payload and flag as one message (btl_ofi_am_fits said it fits):
- * injected, or staged in a bounce-ring slot. need: a quiet must see it
- * applied (not for btl_comp_signal's flags). */
+/* batch_lock: held for every message send (the helper thread sends
+ * batches), the batches and the batched list. */
+static inline void btl_ofi_tx_lock(btl_ofi_iface_t *oif)
+{
+    while (__atomic_exchange_n(&oif->batch_lock, 1, __ATOMIC_ACQUIRE)) {
+        while (__atomic_load_n(&oif->batch_lock, __ATOMIC_RELAXED)) {
+            sched_yield(); /* the helper thread sends a batch: microseconds */
+        }
+    }
+}
+
+static inline int btl_ofi_tx_trylock(btl_ofi_iface_t *oif)
+{
+    return !__atomic_exchange_n(&oif->batch_lock, 1, __ATOMIC_ACQUIRE);
+}
+
+static inline void btl_ofi_tx_unlock(btl_ofi_iface_t *oif)
+{
+    __atomic_store_n(&oif->batch_lock, 0, __ATOMIC_RELEASE);
+}
+
+/* oep's message buffer (tx lock held), allocated at its first message. */
+static inline char *btl_ofi_msg_buf(btl_ofi_ep_t *oep)
+{
+    if (oep->msg == NULL) {
+        oep->msg = malloc(BTL_OFI_AM_SIZE);
+    }
+    return oep->msg;
+}
+
+/* A message to oep went out (tx lock held): its number; need: a quiet
+ * must see it applied; batch: it carried the held records, remembered by
+ * their span. */
+static void btl_ofi_am_count(btl_ofi_ep_t *oep, int need, int batch)
+{
+    oep->am_sent++;
+    if (need || batch) {
+        oep->am_need = oep->am_sent;
+    }
+    if (batch) {
+        unsigned i = oep->span_next++ % BTL_OFI_SPANS;
+
+        if (oep->span[i].no > oep->span_lost) {
+            oep->span_lost = oep->span[i].no;
+        }
+        oep->span[i].no = oep->am_sent;
+        oep->span[i].lo = oep->batch_lo;
+        oep->span[i].hi = oep->batch_hi;
+        oep->span_max = oep->am_sent;
+        __atomic_store_n(&oep->batch_len, 0, __ATOMIC_RELEASE);
+    }
+}
+
+/* The PE's thread: quiet waits for oep's messages. */
+static inline void btl_ofi_am_list(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
+{
+    oep->accepted = 1;
+    if (!oep->am_listed) {
+        oep->am_listed = 1;
+        oep->am_next = oif->am_dirty;
+        oif->am_dirty = oep;
+    }
+}
+
+/* Injects bytes of msg to oep (tx lock held). Another thread than the
+ * PE's (helper) drives the provider itself between tries and gives up
+ * after BTL_OFI_SEND_TRIES (UTIL_ERR_NO_RESOURCE: it is sent later). */
+static util_status_t btl_ofi_msg_inject(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *msg,
+                                        size_t bytes, int helper)
+{
+    btl_wait_t w = BTL_WAIT_INIT;
+    util_status_t status;
+    ssize_t ret;
+
+    for (int tries = 1; (ret = fi_inject(oif->ep, msg, bytes, oep->addr)) != 0; tries++) {
+        if (!helper) {
+            status = btl_ofi_retry(oif, &w, "fi_inject", ret, oep);
+        } else if (ret == -FI_EAGAIN && tries < BTL_OFI_SEND_TRIES) {
+            (void)fi_cntr_read(oif->wr_cntr); /* drives the provider */
+            status = UTIL_OK;
+        } else {
+            status = ret == -FI_EAGAIN ? UTIL_ERR_NO_RESOURCE : btl_ofi_fail("fi_inject", ret);
+        }
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
+    return UTIL_OK;
+}
+
+/* Sends oep's held records as one message (tx lock held); ping: the
+ * peer answers once it has applied it (quiet). */
+static util_status_t btl_ofi_batch_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int helper,
+                                        int ping)
+{
+    btl_ofi_am_hdr_t hdr = {
+        0, 0, 0, 0, 0, 0, (uint32_t)oif->super.ctx->rank, (uint16_t)oep->batch_len, (uint16_t)ping};
+    util_status_t status;
+
+    memcpy(oep->msg, &hdr, sizeof(hdr));
+    status = btl_ofi_msg_inject(oif, oep, oep->msg, sizeof(hdr) + oep->batch_len, helper);
+    if (status == UTIL_OK) {
+        btl_ofi_am_count(oep, 1, 1);
+        if (ping) {
+            oep->am_pinged = oep->am_sent;
+        }
+    }
+    return status;
+}
+
+/* A message of a header alone (tx lock held): a ping (quiet), counted,
+ * or a pong that writes value, our count of the peer's messages, into its
+ * am_pong word for us (pong_raddr), not counted. */
+static util_status_t btl_ofi_bare_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int kind,
+                                       uint64_t pong_raddr, uint64_t value, int helper)
+{
+    btl_ofi_am_hdr_t hdr = {0, pong_raddr,    value, 0, 0, 0, (uint32_t)oif->super.ctx->rank,
+                            0, (uint16_t)kind};
+    util_status_t status = btl_ofi_msg_inject(oif, oep, &hdr, sizeof(hdr), helper);
+
+    if (status == UTIL_OK && kind == BTL_OFI_PING) {
+        btl_ofi_am_count(oep, 0, 0);
+        oep->am_pinged = oep->am_sent;
+    }
+    return status;
+}
+
+/* The pongs owed (rx_lock held; any thread): our count of each pinging
+ * peer's messages into its am_pong word for us. Owed on while the PE
+ * sends (tx lock busy), the provider defers, or we have no endpoint to the
+ * peer yet (the PE connects it: btl_ofi_pong_connect). */
+static void btl_ofi_pongs_send(btl_ofi_iface_t *oif)
+{
+    const uint64_t pong_offset = 2 * (uint64_t)oif->super.ctx->size * sizeof(uint64_t);
+    int kept = 0;
+
+    if (!btl_ofi_tx_trylock(oif)) {
+        return;
+    }
+    for (int i = 0; i < oif->num_pongs; i++) {
+        int peer = oif->pong_list[i];
+        btl_ofi_ep_t *oep = oif->peers[peer];
+        util_status_t status = UTIL_OK;
+
+        if (oep == NULL) {
+            __atomic_store_n(&oif->pong_connect, 1, __ATOMIC_RELEASE);
+            status = UTIL_ERR_NO_RESOURCE;
+        } else if (oep->am) {
+            uint64_t count = __atomic_load_n(&oif->am_applied[peer], __ATOMIC_RELAXED);
+
+            status =
+                btl_ofi_bare_send(oif, oep, BTL_OFI_PONG, oep->am_raddr + pong_offset, count, 1);
+        }
+        if (status == UTIL_ERR_NO_RESOURCE) {
+            oif->pong_list[kept++] = peer;
+        } else {
+            oif->pong_owed[peer] = 0;
+        }
+    }
+    __atomic_store_n(&oif->num_pongs, kept, __ATOMIC_RELAXED);
+    btl_ofi_tx_unlock(oif);
+}
+
+static util_status_t btl_ofi_ep_open(btl_ofi_iface_t *oif, int peer, btl_ofi_ep_t **oep_p);
+
+/* The PE's thread: endpoints to the peers a pong is owed to. */
+static void btl_ofi_pong_connect(btl_ofi_iface_t *oif)
+{
+    int peers[64], n = 0;
+
+    if (!btl_ofi_rx_trylock(oif)) {
+        return; /* the helper applies messages: next time */
+    }
+    __atomic_store_n(&oif->pong_connect, 0, __ATOMIC_RELAXED);
+    for (int i = 0; i < oif->num_pongs && n < 64; i++) {
+        if (oif->peers[oif->pong_list[i]] == NULL) {
+            peers[n++] = oif->pong_list[i];
+        }
+    }
+    btl_ofi_rx_unlock(oif);
+    for (int i = 0; i < n; i++) {
+        btl_ofi_ep_t *oep;
+
+        if (btl_ofi_ep_open(oif, peers[i], &oep) != UTIL_OK) {
+            util_error("btl/ofi: PE %d waits for our answer, but we cannot reach it", peers[i]);
+        } else {
+            util_debug("btl/ofi: connected back to PE %d to answer its ping", peers[i]);
+        }
+    }
+    if (n == 64) {
+        __atomic_store_n(&oif->pong_connect, 1, __ATOMIC_RELEASE); /* more next time */
+    }
+}
+
+/* Sends every held batch (tx lock held): the PE's progress and quiet, or
+ * the helper thread (a batch the provider keeps deferring stays listed). */
+static util_status_t btl_ofi_batch_flush(btl_ofi_iface_t *oif, int helper)
+{
+    util_status_t status = UTIL_OK;
+    int kept = 0;
+
+    for (int i = 0; i < oif->num_batched; i++) {
+        btl_ofi_ep_t *oep = oif->batched[i];
+        util_status_t sent = oep->batch_len > 0 ? btl_ofi_batch_send(oif, oep, helper, 0) : UTIL_OK;
+
+        if (sent == UTIL_ERR_NO_RESOURCE && helper) {
+            oif->batched[kept++] = oep;
+            continue;
+        }
+        oep->batched = 0;
+        status = status == UTIL_OK ? sent : status;
+    }
+    __atomic_store_n(&oif->num_batched, kept, __ATOMIC_RELEASE);
+    return status;
+}
+
+/* The PE's thread, before anything else to oep: what it holds goes first. */
+static inline util_status_t btl_ofi_batch_out(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
+{
+    util_status_t status = UTIL_OK;
+
+    if (__atomic_load_n(&oep->batch_len, __ATOMIC_ACQUIRE) == 0) {
+        return UTIL_OK;
+    }
+    btl_ofi_tx_lock(oif);
+    if (oep->batch_len > 0) {
+        status = btl_ofi_batch_send(oif, oep, 0, 0);
+    }
+    btl_ofi_tx_unlock(oif);
+    return status;
+}
+
+/* Ends the helper thread's block (a batch to send, or stop). */
+static void btl_ofi_wake(void *arg)
+{
+    btl_ofi_iface_t *oif = arg;
+    uint64_t one = 1;
+
+    if (oif->wake_fd >= 0) {
+        ssize_t ret = write(oif->wake_fd, &one, sizeof(one));
+        (void)ret; /* a full counter wakes it too */
+    }
+}
+
+/* A record (and len bytes of data) into oep's batch: it goes with the
+ * next message to oep, at the PE's next progress or quiet, when the batch
+ * is full, or from the helper thread once the PE stays away. */
+static util_status_t btl_ofi_batch_add(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
+                                       const btl_batch_rec_t *rec, const void *data, size_t len)
+{
+    size_t need = btl_batch_rec_size(rec->kind, len);
+    util_status_t status = UTIL_OK;
+    uint64_t lo, hi;
+    int wake = 0;
+
+    btl_ofi_tx_lock(oif);
+    if (sizeof(btl_ofi_am_hdr_t) + oep->batch_len + need > BTL_OFI_AM_SIZE) {
+        status = btl_ofi_batch_send(oif, oep, 0, 0);
+    }
+    if (status == UTIL_OK && btl_ofi_msg_buf(oep) == NULL) {
+        status = UTIL_ERR_NO_MEMORY;
+    }
+    if (status == UTIL_OK) {
+        btl_batch_rec_span(rec, &lo, &hi);
+        if (oep->batch_len == 0 || lo < oep->batch_lo) {
+            oep->batch_lo = lo;
+        }
+        if (oep->batch_len == 0 || hi > oep->batch_hi) {
+            oep->batch_hi = hi;
+        }
+        need =
+            btl_batch_write(oep->msg + sizeof(btl_ofi_am_hdr_t) + oep->batch_len, rec, data, len);
+        __atomic_store_n(&oep->batch_len, oep->batch_len + need, __ATOMIC_RELEASE);
+        if (oep->batch_len >= oif->batch_max) {
+            status = btl_ofi_batch_send(oif, oep, 0, 0);
+        } else if (!oep->batched) {
+            oep->batched = 1;
+            oif->batched[oif->num_batched] = oep;
+            __atomic_store_n(&oif->num_batched, oif->num_batched + 1, __ATOMIC_SEQ_CST);
+            /* the first batch while the helper sleeps long: wake it */
+            wake = oif->num_batched == 1 && __atomic_load_n(&oif->helper_asleep, __ATOMIC_SEQ_CST);
+        }
+    }
+    btl_ofi_tx_unlock(oif);
+    btl_ofi_am_list(oif, oep);
+    btl_helper_touch(&oif->helper);
+    if (wake) {
+        btl_ofi_wake(oif);
+    }
+    return status;
+}
+
+/* Stages a message too large to inject in a bounce-ring slot (tx lock
+ * held; no batch rides in it: batches need injects of a whole message). */
+static util_status_t btl_ofi_am_stage(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
+                                      const btl_ofi_am_hdr_t *hdr, const void *src, size_t len,
+                                      const void *rec, size_t rec_len)
+{
+    size_t bytes = sizeof(*hdr) + len + rec_len;
+    btl_wait_t w = BTL_WAIT_INIT;
+    btl_ofi_req_t *req;
+    char *slot;
+    struct iovec iov;
+    void *desc = oif->ring_mr->desc;
+    struct fi_msg msg = {.msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oep->addr};
+    util_status_t status = btl_ofi_req_get(oif, 1, oep->super.peer, &req);
+    ssize_t ret;
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    slot = (char *)oif->ring + (size_t)req->slot * oif->eager_size;
+    memcpy(slot, hdr, sizeof(*hdr));
+    if (len > 0) {
+        memcpy(slot + sizeof(*hdr), src, len);
+    }
+    if (rec_len > 0) {
+        memcpy(slot + sizeof(*hdr) + len, rec, rec_len);
+    }
+    iov.iov_base = slot;
+    iov.iov_len = bytes;
+    msg.context = req;
+    while ((ret = fi_sendmsg(oif->ep, &msg, FI_COMPLETION)) != 0) {
+        status = btl_ofi_retry(oif, &w, "fi_sendmsg", ret, oep);
+        if (status != UTIL_OK) {
+            btl_ofi_req_release(oif, req);
+            return status;
+        }
+    }
+    return UTIL_OK;
+}
+
+/* Sends payload and flag as one message (btl_ofi_am_fits said it fits),
+ * behind the records held for oep: injected, or staged in a bounce-ring
+ * slot. need: a quiet must see it applied (not for btl_comp_signal's
+ * flags). */
 static util_status_t btl_ofi_am_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src,
                                      size_t len, uint64_t raddr, uint64_t flag_raddr,
                                      uint64_t flag_value, const void *rec, size_t rec_len,
@@ -924,74 +1336,51 @@ static util_status_t btl_ofi_am_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, co
                             (uint32_t)len,
                             (uint32_t)rec_len,
                             (uint32_t)oif->super.ctx->rank,
+                            0,
                             0};
-    size_t bytes = sizeof(hdr) + len + rec_len;
-    btl_wait_t w = BTL_WAIT_INIT;
-    util_status_t status;
-    ssize_t ret;
+    util_status_t status = UTIL_OK;
+    size_t bytes;
 
     if ((flag_raddr & 7) != 0) { /* 0: no flag */
         util_error("btl/ofi: flag address 0x%llx is not 8-byte aligned",
                    (unsigned long long)flag_raddr);
         return UTIL_ERR_INVALID;
     }
-    if (btl_ofi_am_injects(oif, bytes)) {
-        char msg[BTL_OFI_AM_INJECT_MAX];
+    btl_ofi_tx_lock(oif);
+    bytes = sizeof(hdr) + oep->batch_len + len + rec_len;
+    if (oep->batch_len > 0 && (bytes > BTL_OFI_AM_SIZE || !btl_ofi_am_injects(oif, bytes))) {
+        status = btl_ofi_batch_send(oif, oep, 0, 0); /* no room for both: the records first */
+    }
+    hdr.batch_len = (uint16_t)oep->batch_len;
+    bytes = sizeof(hdr) + hdr.batch_len + len + rec_len;
+    if (status == UTIL_OK && btl_ofi_am_injects(oif, bytes)) {
+        char *msg = btl_ofi_msg_buf(oep);
 
-        memcpy(msg, &hdr, sizeof(hdr));
-        if (len > 0) {
-            memcpy(msg + sizeof(hdr), src, len);
-        }
-        if (rec_len > 0) {
-            memcpy(msg + sizeof(hdr) + len, rec, rec_len);
-        }
-        while ((ret = fi_inject(oif->ep, msg, bytes, oep->addr)) != 0) {
-            status = btl_ofi_retry(oif, &w, "fi_inject", ret, oep);
-            if (status != UTIL_OK) {
-                return status;
-            }
-        }
-    } else {
-        btl_ofi_req_t *req;
-        char *slot;
-        struct iovec iov;
-        void *desc = oif->ring_mr->desc;
-        struct fi_msg msg = {.msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oep->addr};
+        if (msg == NULL) {
+            status = UTIL_ERR_NO_MEMORY;
+        } else {
+            char *at = msg + sizeof(hdr) + hdr.batch_len;
 
-        status = btl_ofi_req_get(oif, 1, oep->super.peer, &req);
-        if (status != UTIL_OK) {
-            return status;
-        }
-        slot = (char *)oif->ring + (size_t)req->slot * oif->eager_size;
-        memcpy(slot, &hdr, sizeof(hdr));
-        if (len > 0) {
-            memcpy(slot + sizeof(hdr), src, len);
-        }
-        if (rec_len > 0) {
-            memcpy(slot + sizeof(hdr) + len, rec, rec_len);
-        }
-        iov.iov_base = slot;
-        iov.iov_len = bytes;
-        msg.context = req;
-        while ((ret = fi_sendmsg(oif->ep, &msg, FI_COMPLETION)) != 0) {
-            status = btl_ofi_retry(oif, &w, "fi_sendmsg", ret, oep);
-            if (status != UTIL_OK) {
-                btl_ofi_req_release(oif, req);
-                return status;
+            memcpy(msg, &hdr, sizeof(hdr));
+            if (len > 0) {
+                memcpy(at, src, len);
             }
+            if (rec_len > 0) {
+                memcpy(at + len, rec, rec_len);
+            }
+            status = btl_ofi_msg_inject(oif, oep, msg, bytes, 0);
         }
+    } else if (status == UTIL_OK) {
+        status = btl_ofi_am_stage(oif, oep, &hdr, src, len, rec, rec_len);
     }
-    oep->accepted = 1;
-    oep->am_sent++;
-    if (need) {
-        oep->am_need = oep->am_sent;
+    if (status == UTIL_OK) {
+        btl_ofi_am_count(oep, need, hdr.batch_len > 0);
     }
-    if (!oep->am_listed) {
-        oep->am_listed = 1;
-        oep->am_next = oif->am_dirty;
-        oif->am_dirty = oep;
+    btl_ofi_tx_unlock(oif);
+    if (status == UTIL_OK) {
+        btl_ofi_am_list(oif, oep);
     }
-    return UTIL_OK;
+    return status;
 }
 
 /* Posts a read of oep's peer's count of our applied messages into our
@@ -1003,52 +1392,90 @@ static util_status_t btl_ofi_am_ask(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
                                 oif->am_mr->desc, oep->am_raddr, &oep->am_rkey.super, 0, NULL);
 }
 
+/* What we know oep's peer applied: its pongs, or a read of its count. */
 static inline void btl_ofi_am_landed(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
 {
-    uint64_t seen = __atomic_load_n(&oif->am_landing[oep->super.peer], __ATOMIC_ACQUIRE);
+    uint64_t read = __atomic_load_n(&oif->am_landing[oep->super.peer], __ATOMIC_ACQUIRE);
+    uint64_t pong = __atomic_load_n(&oif->am_pong[oep->super.peer], __ATOMIC_ACQUIRE);
+    uint64_t seen = read > pong ? read : pong;
 
     if (seen > oep->am_seen) {
         oep->am_seen = seen;
     }
 }
 
-/* Waits until oep's peer applied our messages up to number upto: reads
- * its count for us (a delivered message may still wait in its buffer). */
+/* Asks oep's peer to answer once it has applied what we sent so far (a
+ * pong); what we hold for it rides along. The PE's thread. */
+static util_status_t btl_ofi_am_ping(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
+{
+    util_status_t status;
+
+    btl_ofi_tx_lock(oif);
+    status = oep->batch_len > 0 ? btl_ofi_batch_send(oif, oep, 0, BTL_OFI_PING)
+                                : btl_ofi_bare_send(oif, oep, BTL_OFI_PING, 0, 0, 0);
+    btl_ofi_tx_unlock(oif);
+    return status;
+}
+
+/* Waits until oep's peer applied our messages up to number upto (a
+ * delivered message may still wait in its buffer): one ping, whose pong
+ * our progress applies; a read of the peer's count now and then in case
+ * the pong is slow (the peer connects back to us first). */
 static util_status_t btl_ofi_am_wait(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, uint64_t upto,
                                      const char *what)
 {
     btl_wait_t w = BTL_WAIT_INIT;
-    util_status_t status;
+    util_status_t status = UTIL_OK;
+    unsigned polls = 0;
 
-    while (oep->am_seen < upto) {
-        status = btl_ofi_am_ask(oif, oep);
-        if (status == UTIL_OK) {
-            status = btl_ofi_wait_reads(oif, what, oep->super.peer);
-        }
-        if (status != UTIL_OK) {
-            return status;
+    btl_ofi_am_landed(oif, oep);
+    if (!btl_ofi_am_injects(oif, sizeof(btl_ofi_am_hdr_t))) {
+        polls = BTL_OFI_ASK_AFTER - 1; /* no pings: read at once */
+    } else if (oep->am_seen < upto && oep->am_pinged < upto) {
+        status = btl_ofi_am_ping(oif, oep);
+    }
+    while (status == UTIL_OK && oep->am_seen < upto) {
+        if (++polls % BTL_OFI_ASK_AFTER == 0) {
+            status = btl_ofi_am_ask(oif, oep);
+            if (status == UTIL_OK) {
+                status = btl_ofi_wait_reads(oif, what, oep->super.peer);
+            }
+        } else {
+            status = btl_ofi_poll(oif); /* applies the pong (and the peer may wait for ours) */
         }
         btl_ofi_am_landed(oif, oep);
-        if (oep->am_seen >= upto) {
-            break;
-        }
-        status = btl_ofi_poll(oif); /* it may wait for ours, too */
-        if (status == UTIL_OK) {
+        if (status == UTIL_OK && oep->am_seen < upto) {
             status = btl_ofi_wait_tick(oif, &w, what, oep->super.peer);
         }
-        if (status != UTIL_OK) {
-            return status;
-        }
     }
-    return UTIL_OK;
+    return status;
 }
 
-/* Before an RMA or atomic to oep: the messages sent before a fence to it
- * are applied (a delivered message may wait in its buffer). */
-static util_status_t btl_ofi_am_order(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
+/* Before an RMA or atomic to oep on target bytes [raddr, raddr + len):
+ * the records held for oep go first, and the provider, which performs it
+ * on arrival, must not overtake messages still waiting in their buffers:
+ * those sent before a fence to oep, and batches that wrote those bytes
+ * (a get sees the puts before it; a batch we no longer remember counts
+ * as overlapping). */
+static util_status_t btl_ofi_am_order(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, uint64_t raddr,
+                                      size_t len)
 {
-    return oep->am_seen < oep->am_fenced ? btl_ofi_am_wait(oif, oep, oep->am_fenced, "fence")
-                                         : UTIL_OK;
+    util_status_t status = btl_ofi_batch_out(oif, oep);
+    uint64_t upto = oep->am_fenced;
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (oep->span_max > oep->am_seen) {
+        upto = oep->span_lost > upto ? oep->span_lost : upto;
+        for (unsigned i = 0; i < BTL_OFI_SPANS; i++) {
+            if (oep->span[i].no > upto && oep->span[i].lo < raddr + len &&
+                raddr < oep->span[i].hi) {
+                upto = oep->span[i].no;
+            }
+        }
+    }
+    return oep->am_seen < upto ? btl_ofi_am_wait(oif, oep, upto, "ordering") : UTIL_OK;
 }
 
 /* Every peer's messages that a quiet must see applied; peers with none
@@ -1099,6 +1526,21 @@ static util_status_t btl_ofi_put(btl_ep_t *ep, const void *src, size_t len, btl_
         return btl_ofi_write(oif, oep, src, len, lmem, raddr, rkey);
     }
     return btl_ofi_rma_nb(oif, oep, 1, (void *)(uintptr_t)src, len, desc, raddr, rkey, comp);
+}
+
+/* A put of up to BTL_OFI_BATCH_PUT_MAX bytes into the peer's batch where
+ * the iface batches (else a put). */
+static util_status_t btl_ofi_put_batch(btl_ep_t *ep, const void *src, size_t len, uint64_t raddr,
+                                       btl_rkey_t *rkey)
+{
+    btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    btl_ofi_ep_t *oep = btl_ofi_ep(ep);
+
+    if (oif->batch_max > 0 && oep->am && len > 0 && len <= BTL_OFI_BATCH_PUT_MAX) {
+        btl_batch_rec_t rec = {BTL_BATCH_PUT, (uint32_t)len, raddr, {0, 0}};
+        return btl_ofi_batch_add(oif, oep, &rec, src, len);
+    }
+    return btl_ofi_put(ep, src, len, NULL, raddr, rkey, NULL);
 }
 
 static util_status_t btl_ofi_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t *lmem,
@@ -1270,7 +1712,7 @@ static util_status_t btl_ofi_amo_fetch_native(btl_ofi_iface_t *oif, btl_ofi_ep_t
     void *res_desc = desc, *cmp_desc = desc;
     uint64_t flags;
     btl_wait_t w = BTL_WAIT_INIT;
-    util_status_t status = btl_ofi_am_order(oif, oep);
+    util_status_t status = btl_ofi_am_order(oif, oep, raddr, size);
     ssize_t ret;
 
     if (status != UTIL_OK) {
@@ -1375,7 +1817,7 @@ static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
     uint64_t old;
 
     if (status == UTIL_OK) {
-        status = btl_ofi_am_order(oif, oep);
+        status = btl_ofi_am_order(oif, oep, raddr, size);
     }
     if (status != UTIL_OK) {
         return status;
@@ -1421,6 +1863,26 @@ static util_status_t btl_ofi_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
     return btl_ofi_amo_fetch(ep, op, size, raddr, rkey, operand, 0, &old);
 }
 
+/* A non-fetching atomic into the peer's batch where the iface batches
+ * (the target applies it with CPU atomics, as the provider applies
+ * others' atomics to the same word; else amo_post). */
+static util_status_t btl_ofi_amo_post_batch(btl_ep_t *ep, btl_amo_op_t op, unsigned size,
+                                            uint64_t raddr, btl_rkey_t *rkey, uint64_t operand)
+{
+    btl_ofi_iface_t *oif = btl_ofi_iface(ep->iface);
+    btl_ofi_ep_t *oep = btl_ofi_ep(ep);
+    util_status_t status = btl_ofi_amo_check(op, size, raddr);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (oif->batch_max > 0 && oep->am && (op == BTL_AMO_SET || op >= BTL_AMO_ADD)) {
+        btl_batch_rec_t rec = {BTL_BATCH_AMO, size | (uint32_t)op << 8, raddr, {operand, 0}};
+        return btl_ofi_batch_add(oif, oep, &rec, NULL, 0);
+    }
+    return btl_ofi_amo_post(ep, op, size, raddr, rkey, operand);
+}
+
 /* ---- ordering ---- */
 
 /* Remote completion of everything: both counters caught up, and every
@@ -1432,21 +1894,27 @@ static util_status_t btl_ofi_quiet(btl_iface_t *iface)
     btl_wait_t w = BTL_WAIT_INIT;
     util_status_t status = UTIL_OK;
 
-    /* Ask every peer with our messages outstanding for its count first:
-     * the answers travel while the writes complete. */
+    /* Every peer with messages a quiet must see applied gets a ping first
+     * (what we hold for it rides along): the pongs travel while the
+     * writes complete. Then what is held for the others goes. */
     for (btl_ofi_ep_t *oep = oif->am_dirty; oep != NULL && status == UTIL_OK; oep = oep->am_next) {
-        if (oep->am_seen < oep->am_need) {
-            status = btl_ofi_am_ask(oif, oep);
+        btl_ofi_am_landed(oif, oep);
+        if (((oep->am_seen < oep->am_need && oep->am_pinged < oep->am_need) ||
+             __atomic_load_n(&oep->batch_len, __ATOMIC_ACQUIRE) > 0) &&
+            btl_ofi_am_injects(oif, sizeof(btl_ofi_am_hdr_t))) {
+            status = btl_ofi_am_ping(oif, oep);
         }
+    }
+    if (status == UTIL_OK && __atomic_load_n(&oif->num_batched, __ATOMIC_ACQUIRE) > 0) {
+        btl_ofi_tx_lock(oif);
+        status = btl_ofi_batch_flush(oif, 0);
+        btl_ofi_tx_unlock(oif);
     }
     if (status == UTIL_OK) {
         status = btl_ofi_wait_writes(oif, "quiet", -1);
     }
     if (status == UTIL_OK) {
         status = btl_ofi_wait_reads(oif, "quiet", -1);
-    }
-    for (btl_ofi_ep_t *oep = oif->am_dirty; oep != NULL && status == UTIL_OK; oep = oep->am_next) {
-        btl_ofi_am_landed(oif, oep);
     }
     /* A counter may run ahead of the CQ entry of the same operation. */
     while (status == UTIL_OK && oif->reqs_pending > 0) {
@@ -1475,7 +1943,12 @@ static util_status_t btl_ofi_fence(btl_ep_t *ep)
     btl_ofi_ep_t *oep = btl_ofi_ep(ep);
 
     /* Later messages are applied after these anyway; a later RMA or
-     * atomic waits until they are (btl_ofi_am_order). */
+     * atomic waits until they are (btl_ofi_am_order). Held records too. */
+    util_status_t status = btl_ofi_batch_out(oif, oep);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
     oep->am_fenced = oep->am_sent;
     switch (oif->fence_mode) {
     case BTL_OFI_FENCE_ORDERED:
@@ -1523,6 +1996,19 @@ static util_status_t btl_ofi_progress(btl_iface_t *iface)
             btl_ofi_expire(oif);
         }
     }
+    if (__atomic_load_n(&oif->pong_connect, __ATOMIC_ACQUIRE)) {
+        btl_ofi_pong_connect(oif);
+    }
+    if (__atomic_load_n(&oif->num_batched, __ATOMIC_ACQUIRE) > 0) {
+        util_status_t status;
+
+        btl_ofi_tx_lock(oif);
+        status = btl_ofi_batch_flush(oif, 0); /* the PE waits: what it held back goes */
+        btl_ofi_tx_unlock(oif);
+        if (status != UTIL_OK) {
+            return status;
+        }
+    }
     return btl_ofi_poll(oif); /* reading the CQ drives the endpoint too */
 }
 
@@ -1534,6 +2020,11 @@ static void btl_ofi_drain(void *arg)
 {
     btl_ofi_iface_t *oif = arg;
 
+    /* The PE stayed away a whole interval: what it held back goes now. */
+    if (__atomic_load_n(&oif->num_batched, __ATOMIC_ACQUIRE) > 0 && btl_ofi_tx_trylock(oif)) {
+        (void)btl_ofi_batch_flush(oif, 1);
+        btl_ofi_tx_unlock(oif);
+    }
     (void)fi_cntr_read(oif->rd_cntr);
     (void)fi_cntr_read(oif->wr_cntr);
     (void)btl_ofi_am_poll(oif); /* errors are logged; the PE sees them on its next poll */
@@ -1543,14 +2034,35 @@ static int btl_ofi_block(void *arg, int timeout_ms)
 {
     btl_ofi_iface_t *oif = arg;
     struct fid *fids[2] = {&oif->cq->fid, oif->rx_cq != NULL ? &oif->rx_cq->fid : NULL};
-    struct pollfd pfd[2] = {{oif->wait_fd, POLLIN, 0}, {oif->rx_wait_fd, POLLIN, 0}};
-    int n = oif->rx_cq != NULL ? 2 : 1;
+    struct pollfd pfd[3] = {{oif->wait_fd, POLLIN, 0}, {oif->rx_wait_fd, POLLIN, 0}};
+    int n = oif->rx_cq != NULL ? 2 : 1, ready;
 
     if (oif->wait_fd < 0 || (n == 2 && oif->rx_wait_fd < 0) ||
         fi_trywait(oif->fabric, fids, n) != FI_SUCCESS) {
         return 0;
     }
-    if (poll(pfd, (nfds_t)n, timeout_ms) > 0) {
+    /* Batches waiting: back within an interval to send them, as the PE may
+     * not return soon; the first batch while we sleep wakes us
+     * (btl_ofi_batch_add). */
+    __atomic_store_n(&oif->helper_asleep, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&oif->num_batched, __ATOMIC_SEQ_CST) > 0 ||
+        __atomic_load_n(&oif->num_pongs, __ATOMIC_RELAXED) > 0) {
+        long ms = oif->helper.interval_usec / 1000;
+        timeout_ms = ms < 1 ? 1 : ms < timeout_ms ? (int)ms : timeout_ms;
+    }
+    if (oif->wake_fd >= 0) {
+        pfd[n++] = (struct pollfd){oif->wake_fd, POLLIN, 0};
+    }
+    ready = poll(pfd, (nfds_t)n, timeout_ms);
+    __atomic_store_n(&oif->helper_asleep, 0, __ATOMIC_RELAXED);
+    if (oif->wake_fd >= 0 && (pfd[n - 1].revents & POLLIN)) {
+        uint64_t count;
+        ssize_t got = read(oif->wake_fd, &count, sizeof(count));
+
+        (void)got;
+        ready--;
+    }
+    if (ready > 0) {
         util_wait_note_served(); /* peers' traffic: a napping PE serves it itself next */
     }
     return 1;
@@ -1685,9 +2197,11 @@ static util_status_t btl_ofi_rkey_release(btl_rkey_t *rkey)
 }
 
 /* ---- endpoints ---- */
-static util_status_t btl_ofi_ep_connect(btl_iface_t *iface, int peer, btl_ep_t **ep_p)
+/* Opens the endpoint to peer (the PE's thread): its address and its count
+ * of our messages, from the bootstrap. */
+static util_status_t btl_ofi_ep_open(btl_ofi_iface_t *oif, int peer, btl_ofi_ep_t **oep_p)
 {
-    btl_ofi_iface_t *oif = btl_ofi_iface(iface);
+    btl_iface_t *iface = &oif->super;
     uint8_t blob[sizeof(btl_ofi_packed_t) + BTL_OFI_ADDR_MAX],
         *addr = blob + sizeof(btl_ofi_packed_t);
     btl_ofi_packed_t am;
@@ -1737,8 +2251,26 @@ static util_status_t btl_ofi_ep_connect(btl_iface_t *iface, int peer, btl_ep_t *
             snprintf(oep->where, sizeof(oep->where), "(address not printable)");
         }
     }
-    *ep_p = &oep->super;
+    oep->super.iface = iface;
+    oep->super.peer = peer;
+    btl_ofi_tx_lock(oif); /* pongs look endpoints up from any thread */
+    oif->peers[peer] = oep;
+    btl_ofi_tx_unlock(oif);
+    *oep_p = oep;
     return UTIL_OK;
+}
+
+/* The endpoint may exist already: opened to answer the peer's pings. */
+static util_status_t btl_ofi_ep_connect(btl_iface_t *iface, int peer, btl_ep_t **ep_p)
+{
+    btl_ofi_iface_t *oif = btl_ofi_iface(iface);
+    btl_ofi_ep_t *oep = oif->peers[peer];
+    util_status_t status = oep != NULL ? UTIL_OK : btl_ofi_ep_open(oif, peer, &oep);
+
+    if (status == UTIL_OK) {
+        *ep_p = &oep->super;
+    }
+    return status;
 }
 
 static util_status_t btl_ofi_ep_disconnect(btl_ep_t *ep)
@@ -1752,8 +2284,18 @@ static util_status_t btl_ofi_ep_disconnect(btl_ep_t *ep)
             break;
         }
     }
+    btl_ofi_tx_lock(oif); /* the helper thread may be sending its batch or a pong */
+    oif->peers[oep->super.peer] = NULL;
+    for (int i = 0; i < oif->num_batched; i++) {
+        if (oif->batched[i] == oep) {
+            oif->batched[i] = oif->batched[--oif->num_batched];
+            break;
+        }
+    }
+    btl_ofi_tx_unlock(oif);
     /* The AV entry goes with the AV at iface_close: peers may still be
      * reaching us until then, and removal is optional for providers. */
+    free(oep->msg);
     free(oep);
     return UTIL_OK;
 }
@@ -1791,6 +2333,21 @@ static void btl_ofi_teardown(btl_ofi_iface_t *oif)
     if (oif->info != NULL) {
         fi_freeinfo(oif->info);
     }
+    if (oif->wake_fd >= 0) {
+        close(oif->wake_fd);
+    }
+    free(oif->batched);
+    if (oif->peers != NULL) {
+        for (int i = 0; i < oif->super.ctx->size; i++) {
+            if (oif->peers[i] != NULL) { /* connected for a pong, never handed out */
+                free(oif->peers[i]->msg);
+                free(oif->peers[i]);
+            }
+        }
+        free(oif->peers);
+    }
+    free(oif->pong_owed);
+    free(oif->pong_list);
     free(oif);
 }
 
@@ -2034,7 +2591,7 @@ static util_status_t btl_ofi_reqs_init(btl_ofi_iface_t *oif)
  * applied messages that peers read. */
 static util_status_t btl_ofi_am_init(btl_ofi_iface_t *oif)
 {
-    size_t count_bytes = 2 * (size_t)oif->super.ctx->size * sizeof(uint64_t);
+    size_t size = (size_t)oif->super.ctx->size, count_bytes = 3 * size * sizeof(uint64_t);
     util_status_t status;
 
     if (posix_memalign(&oif->rx_buf, 4096, (size_t)BTL_OFI_AM_RX * BTL_OFI_AM_SIZE) != 0) {
@@ -2046,7 +2603,14 @@ static util_status_t btl_ofi_am_init(btl_ofi_iface_t *oif)
         return UTIL_ERR_NO_MEMORY;
     }
     memset(oif->am_applied, 0, count_bytes);
-    oif->am_landing = oif->am_applied + oif->super.ctx->size;
+    oif->am_landing = oif->am_applied + size;
+    oif->am_pong =
+        oif->am_applied + 2 * size; /* the peers' pongs write here: see btl_ofi_pong_raddr */
+    oif->pong_owed = calloc(size, 1);
+    oif->pong_list = calloc(size, sizeof(int));
+    if (oif->pong_owed == NULL || oif->pong_list == NULL) {
+        return UTIL_ERR_NO_MEMORY;
+    }
     status = btl_ofi_reg(oif, oif->rx_buf, (size_t)BTL_OFI_AM_RX * BTL_OFI_AM_SIZE, &oif->rx_mr);
     if (status == UTIL_OK) {
         status = btl_ofi_reg(oif, oif->am_applied, count_bytes, &oif->am_mr);
@@ -2076,6 +2640,8 @@ static const btl_ops_t btl_ofi_ops = {
     .put_flag_rec = btl_ofi_put_flag_rec,
     .get_flag = btl_ofi_get_flag,
     .amo_post = btl_ofi_amo_post,
+    .put_batch = btl_ofi_put_batch,
+    .amo_post_batch = btl_ofi_amo_post_batch,
     .amo_fetch = btl_ofi_amo_fetch,
     .amo_fetch_nbi = btl_amo_fetch_nbi_at_once,
     .fence = btl_ofi_fence,
@@ -2155,6 +2721,53 @@ static int btl_ofi_wants_thread(const btl_ofi_iface_t *oif)
            oif->helper.interval_usec != 0;
 }
 
+/* RMB_OFI_AM_BATCH: bytes of records held per peer (0: no batches). */
+static util_status_t btl_ofi_batch_size(btl_ofi_iface_t *oif)
+{
+    const long limit = BTL_OFI_AM_SIZE - (long)sizeof(btl_ofi_am_hdr_t);
+    long max = limit;
+    util_status_t status = util_env_get_int("RMB_OFI_AM_BATCH", &max);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (max != 0 && (max < 64 || max > limit)) {
+        util_error("btl/ofi: RMB_OFI_AM_BATCH is %ld; use 0 (off) or 64 to %ld bytes", max, limit);
+        return UTIL_ERR_INVALID;
+    }
+    oif->batch_max = (size_t)max;
+    return UTIL_OK;
+}
+
+/* How large a message we inject: tcp;ofi_rxm reports 64 bytes but takes
+ * up to its buffer size when asked (FI_OFI_RXM_BUFFER_SIZE, 16 KiB), so
+ * every message goes without a bounce-ring slot and from any thread
+ * (batches); other providers keep what they report. */
+static size_t btl_ofi_am_inject_size(btl_ofi_iface_t *oif)
+{
+    struct fi_info *hints, *got = NULL;
+    size_t size = oif->inject_size;
+
+    if (!(oif->info->caps & FI_MSG) || size >= BTL_OFI_AM_SIZE ||
+        (hints = btl_ofi_hints()) == NULL) {
+        return size;
+    }
+    hints->caps |= FI_MSG;
+    hints->fabric_attr->prov_name = strdup(oif->info->fabric_attr->prov_name);
+    hints->tx_attr->inject_size = BTL_OFI_AM_SIZE;
+    if (hints->fabric_attr->prov_name != NULL &&
+        fi_getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &got) == 0 && got != NULL &&
+        got->tx_attr->inject_size >= BTL_OFI_AM_SIZE) {
+        oif->info->tx_attr->inject_size = BTL_OFI_AM_SIZE; /* the endpoint takes it from here */
+        size = BTL_OFI_AM_SIZE;
+    }
+    if (got != NULL) {
+        fi_freeinfo(got);
+    }
+    fi_freeinfo(hints);
+    return size;
+}
+
 /* Opens a CQ with attr's wait object, else with none (the helper then
  * sleeps its interval); *fd_p gets its wait fd, or -1. */
 static util_status_t btl_ofi_cq_open(btl_ofi_iface_t *oif, struct fi_cq_attr *attr,
@@ -2196,8 +2809,14 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     oif->super.ops = btl_ofi_ops;
     btl_iface_base_init(&oif->super, &btl_ofi_component, ctx, index, 0);
     oif->next_key = 1;
+    oif->peers = calloc((size_t)ctx->size, sizeof(*oif->peers));
+    if (oif->peers == NULL) {
+        free(oif);
+        return UTIL_ERR_NO_MEMORY;
+    }
     oif->wait_fd = -1;
     oif->rx_wait_fd = -1;
+    oif->wake_fd = -1;
     status = util_env_get_int("RMB_OFI_PROGRESS_USEC", &oif->helper.interval_usec);
     if (status == UTIL_OK) {
         status = util_env_get_bool("RMB_OFI_PROGRESS_FD", &oif->progress_fd);
@@ -2207,6 +2826,9 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     }
     if (status == UTIL_OK) {
         status = util_env_get_size("RMB_OFI_EAGER_SIZE", &oif->eager_size);
+    }
+    if (status == UTIL_OK) {
+        status = btl_ofi_batch_size(oif);
     }
     if (status == UTIL_OK) {
         status = btl_wait_bound_init(&oif->bound, "btl/ofi", "RMB_OFI_TIMEOUT_SEC");
@@ -2220,6 +2842,7 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     oif->mr_mode = oif->info->domain_attr->mr_mode;
     oif->virt_addr = (oif->mr_mode & FI_MR_VIRT_ADDR) != 0;
     oif->inject_size = oif->info->tx_attr->inject_size;
+    oif->am_inject = btl_ofi_am_inject_size(oif);
     oif->comp_flag = FI_DELIVERY_COMPLETE;
     oif->max_msg =
         oif->info->ep_attr->max_msg_size > 0 ? oif->info->ep_attr->max_msg_size : (size_t)1 << 30;
@@ -2381,6 +3004,22 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         util_wait_serves_unseen();
     }
     oif->super.caps = caps;
+    /* Batches where the target applies atomics with CPU atomics (ours and
+     * the provider's agree), a whole message is injected from any thread,
+     * and the helper thread sends what a PE that stays away held back. */
+    if (oif->flag_order != BTL_OFI_FLAG_MESSAGE || !(caps & BTL_CAP_AMO_CPU) ||
+        oif->am_inject < BTL_OFI_AM_SIZE || !btl_ofi_wants_thread(oif)) {
+        oif->batch_max = 0;
+    }
+    if (oif->batch_max > 0) {
+        oif->batched = calloc((size_t)oif->super.ctx->size, sizeof(*oif->batched));
+        oif->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (oif->batched == NULL) {
+            status = UTIL_ERR_NO_MEMORY;
+            goto err;
+        }
+        oif->helper.wake = btl_ofi_wake;
+    }
 
     /* Published: where peers read our count of their messages (zeros:
      * we take none), then the endpoint's address. */
@@ -2420,11 +3059,12 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         }
         util_debug("btl/ofi: my address %s (published to the peers)", where);
     }
-    util_debug("btl/ofi: provider %s, domain %s, mr_mode 0x%llx, inject %zu, eager %zu, "
-               "flag order %s, fence %s, progress thread %s",
+    util_debug("btl/ofi: provider %s, domain %s, mr_mode 0x%llx, inject %zu (messages %zu), "
+               "eager %zu, batch %zu, flag order %s, fence %s, progress thread %s",
                oif->info->fabric_attr->prov_name, oif->info->domain_attr->name,
-               (unsigned long long)oif->mr_mode, oif->inject_size, oif->eager_size,
-               btl_ofi_flag_order_name(oif->flag_order), btl_ofi_fence_name(oif->fence_mode),
+               (unsigned long long)oif->mr_mode, oif->inject_size, oif->am_inject, oif->eager_size,
+               oif->batch_max, btl_ofi_flag_order_name(oif->flag_order),
+               btl_ofi_fence_name(oif->fence_mode),
                !oif->helper.running ? "off"
                : oif->wait_fd >= 0  ? "on (sleeps in the CQ fd)"
                                     : "on (interval)");

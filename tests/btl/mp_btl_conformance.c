@@ -1060,6 +1060,26 @@ START_TEST(test_batch)
     }
     T_OK(bootstrap_barrier());
 
+    /* No fence, no quiet: a get or a fetching atomic of words batches
+     * wrote sees them (btl/ofi orders provider reads behind the batches
+     * that overlap them); a batched put elsewhere in between adds a batch
+     * that does not overlap. */
+    for (uint64_t k = 0; k < 200; k++) {
+        uint64_t put = 7000 + k, got = 0, old = 0, other = k;
+
+        T_OK(btl_put_batch(ep, &put, 8, rbase + T_OFF_BATCH + 8, rk));
+        T_OK(btl_amo_post_batch(ep, BTL_AMO_ADD, 8, rbase + T_OFF_BATCH + 16, rk, 1));
+        T_OK(btl_get(ep, &got, 8, NULL, rbase + T_OFF_BATCH + 8, rk));
+        T_ASSERT(got == put, "round %llu: a get after a batched put read %llu, not %llu",
+                 (unsigned long long)k, (unsigned long long)got, (unsigned long long)put);
+        T_OK(btl_put_batch(ep, &other, 8, rbase + T_OFF_BATCH + 32, rk));
+        T_OK(btl_amo_fetch(ep, BTL_AMO_FETCH, 8, rbase + T_OFF_BATCH + 16, rk, 0, 0, &old));
+        T_ASSERT(old == k + 1, "round %llu: a fetch after batched adds read %llu, not %llu",
+                 (unsigned long long)k, (unsigned long long)old, (unsigned long long)k + 1);
+    }
+    T_OK(btl_ctx_quiet(be->ctx));
+    T_OK(bootstrap_barrier());
+
     /* No quiet: a wait's progress sends them. */
     uint64_t v = 0x5eed;
     T_OK(btl_put_batch(ep, &v, 8, rbase + T_OFF_BATCH, rk));
