@@ -162,9 +162,11 @@ for m in $(awk '{print $1}' "$work/ours.txt" "$work/oshmem.txt" | grep -v '_erro
         "$(awk -v o="$o" -v s="$s" 'BEGIN{ if (o=="nan"||s=="nan"||s==0) print "-"; else printf "%.2f", o/s }')" \
         "$(awk -v m="$m" -v o="$o" -v f="$floor" 'BEGIN{ if (m ~ /_(GBs|Mps|Kups)$/ || o=="nan" || f=="nan" || f==0) print "-"; else printf "%.2f", o/(2*f) }')"
 done
-for m in amo fetch getput; do
-    e=$(grep "^gups_${m}_errors " "$work/ours.txt" | awk '{print $2}' | sort -g | tail -1)
-    [ -n "$e" ] && [ "$e" != 0 ] && echo "ours: gups $m: up to $e wrong words (HPCC allows 1% for getput)"
+for who in ours oshmem; do
+    for m in amo fetch getput; do
+        e=$(grep "^gups_${m}_errors " "$work/$who.txt" | awk '{print $2}' | sort -g | tail -1)
+        [ -n "$e" ] && [ "$e" != 0 ] && echo "$who: gups $m: up to $e wrong words (HPCC allows 1% for getput)"
+    done
 done
 echo "(rates: *_GBs, *_Mps, *_Kups, higher is better, ratio > 1 is ours faster;"
 echo " latencies in µs, ratio < 1 is ours faster; ours/$floor_name: latency over the round trip of"
