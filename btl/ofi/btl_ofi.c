@@ -53,17 +53,7 @@
  * wait: sockets gets native, tcp;ofi_rxm message (it reports
  * max_order_waw_size 0 once FI_ATOMIC is asked for).
  *
- * Messages (flag order message). Each iface posts BTL_OFI_AM_RX receive
- * buffers on a CQ of their own; whoever drives the provider (the PE's
- * progress, the helper thread) applies arrived messages in the order the
- * buffers were posted, which is the order they were sent (FI_ORDER_SAS),
- * and counts them in am_applied[origin], a registered word per peer. Every
- * flag to a peer goes this way (put_flag, get_flag, larger payloads' flags
- * after their delivered RMA write), so flags are seen in the order they
- * were set. A delivered message may still wait in its receive buffer, so
- * quiet reads the peer's word for us until it covers what we sent; a fence
- * only notes the count, and a later RMA or atomic to that peer waits for
- * it (a small put goes as a message instead: no wait).
+ * Messages, batches, pings: btl_ofi_am.c.
  *
  * Atomics. fi_query_atomic tells at open which (op, 32/64-bit) pairs the
  * provider has in base, fetching and compare form. A missing form is
@@ -85,273 +75,24 @@
  * only when something was posted to that peer since everything was last
  * seen complete (tcp;ofi_rxm).
  */
-#include "btl/btl.h"
-#include "btl/btl_batch.h"
+#include "btl/ofi/btl_ofi.h"
 #include "btl/btl_cpu_amo.h"
-#include "btl/btl_helper.h"
-#include "btl/btl_wait.h"
 #include "bootstrap/bootstrap.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/wait.h"
 
-#include <rdma/fabric.h>
-#include <rdma/fi_atomic.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
-#include <rdma/fi_rma.h>
-
 #include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#define BTL_OFI_API_VERSION FI_VERSION(1, 10)
-#define BTL_OFI_ADDR_MAX    128 /* bytes of a published fi_getname address */
-#define BTL_OFI_SPINS_BEFORE_YIELD                                                                 \
-    BTL_WAIT_NET_SPINS            /* progress calls between yields (oversubscribed) */
-#define BTL_OFI_SLOTS         64  /* bounce-ring slots (staged puts in flight) */
-#define BTL_OFI_REQS          256 /* requests: BTL_OFI_SLOTS staged + the rest plain */
-#define BTL_OFI_CQ_BATCH      16
-#define BTL_OFI_TIMEOUT_CHECK 1024 /* progress calls between timeout scans */
-#define BTL_OFI_AM_RX         32   /* receive buffers posted for messages */
-#define BTL_OFI_AM_SIZE       4096 /* bytes of a message's buffer: header and payload */
-#define BTL_OFI_BATCH_PUT_MAX 1024 /* larger puts are not batched */
-#define BTL_OFI_SPANS         64   /* per peer: batches whose target bytes we remember */
-#define BTL_OFI_SEND_TRIES    64   /* the helper's tries of a send the provider defers */
-#define BTL_OFI_ASK_AFTER     256  /* polls for a pong before reading the peer's count */
-
-#define BTL_OFI_MR_MODES                                                                           \
-    (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
-
-/* How fence(ep) orders later operations to one peer behind earlier ones. */
-typedef enum {
-    BTL_OFI_FENCE_ORDERED, /* provider orders every RMA/atomic pair: nothing to do */
-    BTL_OFI_FENCE_FLAG,    /* the next operation to the peer carries FI_FENCE */
-    BTL_OFI_FENCE_WAIT     /* wait for everything, when the peer has anything outstanding */
-} btl_ofi_fence_mode_t;
-
-typedef enum {
-    BTL_OFI_FLAG_NATIVE,
-    BTL_OFI_FLAG_FENCE,
-    BTL_OFI_FLAG_MESSAGE,
-    BTL_OFI_FLAG_WAIT
-} btl_ofi_flag_order_t;
-
-/* A message (flag order message): batch_len bytes of batch records
- * (btl_batch.h) follow the header, then len payload bytes for raddr, then
- * rec_len bytes for rec_raddr; then flag_raddr gets flag_value. Addresses
- * are the target's. */
-typedef struct {
-    uint64_t raddr;
-    uint64_t flag_raddr;
-    uint64_t flag_value;
-    uint64_t rec_raddr; /* put_flag_rec: rec_len bytes after the payload go here */
-    uint32_t len;
-    uint32_t rec_len;
-    uint32_t origin;    /* the sender's rank: its am_applied word */
-    uint16_t batch_len; /* records applied first: puts and atomics held back for this peer */
-    uint16_t ping;      /* BTL_OFI_PING: answer with a pong (quiet); BTL_OFI_PONG: one */
-} btl_ofi_am_hdr_t;
-
-/* A ping asks the target for its count of our messages once it has
- * applied this one; the pong carries it back as a flag write into our
- * am_pong word for the target. Pongs are not counted as messages: an
- * answer must not stand for a message still waiting to be applied. */
-enum { BTL_OFI_PING = 1, BTL_OFI_PONG = 2 };
-
-/* A posted receive buffer; its address is the receive's context. */
-typedef struct {
-    int arrived; /* completed, waiting for the ones posted before it */
-} btl_ofi_rx_t;
-
-/* Which forms of an atomic the provider has for one size. */
-enum { BTL_OFI_AMO_BASE = 1u << 0, BTL_OFI_AMO_FETCH = 1u << 1 };
-
-/* Packed remote key. */
-typedef struct {
-    uint64_t base;
-    uint64_t len;
-    uint64_t key;
-} btl_ofi_packed_t;
-
-/* Words atomics read and write locally: registered once, so FI_MR_LOCAL
- * providers get a descriptor without a registration per call. */
-typedef struct {
-    uint64_t operand;
-    uint64_t compare;
-    uint64_t result;
-    uint64_t flag; /* source of flag writes */
-} btl_ofi_scratch_t;
-
-/* An operation posted with FI_COMPLETION whose CQ entry we wait for: a
- * non-blocking operation counted in comp, or a put staged in bounce-ring
- * slot `slot` (freed on completion). The request is the op's context. */
-typedef struct btl_ofi_req {
-    btl_comp_t *comp; /* NULL: nobody to tell (staged put, or detached) */
-    int slot;         /* bounce-ring slot, -1 for plain requests */
-    int peer;
-    int in_use;
-    uint64_t posted_ns; /* non-blocking operations: for their timeout */
-    struct btl_ofi_req *next_free;
-} btl_ofi_req_t;
-
-typedef struct {
-    btl_mr_t super;
-    struct fid_mr *mr;
-    void *desc;
-    uint64_t key;
-} btl_ofi_mr_t;
-
-typedef struct {
-    btl_iface_t super;
-    struct fi_info *info;
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
-    struct fid_av *av;
-    struct fid_cq *cq;
-    struct fid_cntr *wr_cntr;
-    struct fid_cntr *rd_cntr;
-    struct fid_ep *ep;
-    uint64_t mr_mode;
-    int virt_addr;
-    size_t inject_size;
-    uint64_t comp_flag; /* completion level of writes and atomics */
-    size_t max_msg;     /* largest single transfer */
-    size_t max_waw;     /* largest payload whose placement is ordered */
-    btl_ofi_flag_order_t flag_order;
-    btl_ofi_fence_mode_t fence_mode;
-    uint64_t drained_seq;   /* wr_posted + rd_posted when last seen all done */
-    btl_wait_bound_t bound; /* RMB_BTL_TIMEOUT_SEC: how long waits may take */
-    size_t eager_size;      /* puts up to this size are staged in the ring */
-    void *ring;             /* BTL_OFI_SLOTS slots of eager_size bytes */
-    btl_ofi_mr_t *ring_mr;
-    btl_ofi_req_t reqs[BTL_OFI_REQS];
-    btl_ofi_req_t *staged_free, *plain_free;
-    unsigned reqs_pending;
-    uint64_t wr_posted, rd_posted;     /* operations we posted */
-    uint64_t wr_err_seen, rd_err_seen; /* errors already reported */
-    uint64_t next_key;
-    unsigned progress_calls;
-    unsigned amo[BTL_AMO_LAST][2]; /* BTL_OFI_AMO_* by [op][size == 8] */
-    btl_ofi_scratch_t scratch;
-    btl_ofi_mr_t *scratch_mr;
-    void *bounce;
-    size_t bounce_size;
-    btl_ofi_mr_t *bounce_mr;
-    btl_helper_t helper;
-    int progress_fd; /* RMB_OFI_PROGRESS_FD: the helper may sleep in the CQ fd */
-    int wait_fd;     /* the CQ's wait fd for the helper thread, or -1 */
-
-    /* Messages (flag order message); the PE and the helper apply them,
-     * whoever holds rx_lock. */
-    struct fid_cq *rx_cq;
-    int rx_wait_fd;
-    int rx_lock;
-    unsigned rx_head;  /* next buffer to apply, in posting order */
-    unsigned tx_skips; /* polls that left the other CQ alone (btl_ofi_poll) */
-    btl_ofi_rx_t rx[BTL_OFI_AM_RX];
-    void *rx_buf; /* BTL_OFI_AM_RX buffers of BTL_OFI_AM_SIZE bytes */
-    btl_ofi_mr_t *rx_mr;
-    uint64_t *am_applied;        /* per peer: its messages applied here (peers read them) */
-    uint64_t *am_landing;        /* per peer: its count of ours, read here */
-    uint64_t *am_pong;           /* per peer: its count of ours, as its pong wrote it */
-    btl_ofi_mr_t *am_mr;         /* both arrays */
-    struct btl_ofi_ep *am_dirty; /* eps with messages not yet seen applied */
-    size_t am_inject;            /* messages up to this size are injected */
-    /* Pongs owed (a ping applied here), under rx_lock; peers[] are the
-     * endpoints by rank, which pongs go out on. pong_connect: a pong is
-     * owed to a peer we have no endpoint for (the PE connects it). */
-    struct btl_ofi_ep **peers;
-    uint8_t *pong_owed;
-    int *pong_list;
-    int num_pongs;
-    int pong_connect;
-
-    /* Batches (software providers with messages): OpenSHMEM's small puts
-     * and non-fetching atomics wait per peer, up to batch_max bytes of
-     * records, and go as one message (btl_ofi_batch_send). The helper
-     * thread sends them too, so batch_lock guards every message send, the
-     * batches and the list of peers that hold one. */
-    size_t batch_max; /* 0: no batches */
-    int batch_lock;
-    struct btl_ofi_ep **batched;
-    int num_batched;
-    int helper_asleep; /* blocked in poll with no batch to send */
-    int wake_fd;       /* an eventfd that ends the helper's block, or -1 */
-} btl_ofi_iface_t;
-
-typedef struct {
-    btl_rkey_t super;
-    uint64_t key;
-    uint64_t offset; /* subtracted from remote addresses (0 with FI_MR_VIRT_ADDR) */
-} btl_ofi_rkey_t;
-
-typedef struct btl_ofi_ep {
-    btl_ep_t super;
-    fi_addr_t addr;
-    uint64_t fence_flag; /* FI_FENCE for the next operation, after a fence */
-    uint64_t last_seq;   /* wr_posted + rd_posted after our latest operation */
-    int accepted;        /* the provider took an operation to this peer */
-    char where[64];      /* the peer's address as text, for error messages */
-
-    /* Messages: the peer's am_applied word for us, what we sent, what a
-     * quiet must see applied (btl_comp_signal flags need not), and what
-     * we last read there. */
-    int am;
-    btl_ofi_rkey_t am_rkey;
-    uint64_t am_raddr;
-    uint64_t am_sent, am_need, am_seen;
-    uint64_t am_fenced; /* messages a fence put before later RMA and atomics */
-    uint64_t am_pinged; /* the number of our latest ping */
-    int am_listed;
-    struct btl_ofi_ep *am_next;
-
-    /* The message being built: a header's room, then batch_len bytes of
-     * held records covering target bytes [batch_lo, batch_hi). */
-    char *msg; /* BTL_OFI_AM_SIZE bytes, allocated at the first message */
-    size_t batch_len;
-    uint64_t batch_lo, batch_hi;
-    int batched; /* in the iface's batched list */
-    /* Batches sent: message number and target bytes of the latest ones,
-     * so that an RMA or atomic waits only for those it overlaps
-     * (span_lost: the latest number forgotten). */
-    struct {
-        uint64_t no, lo, hi;
-    } span[BTL_OFI_SPANS];
-    unsigned span_next;
-    uint64_t span_max, span_lost;
-} btl_ofi_ep_t;
-
-static inline btl_ofi_iface_t *btl_ofi_iface(btl_iface_t *iface)
-{
-    return btl_container_of(iface, btl_ofi_iface_t, super);
-}
-
-static inline btl_ofi_ep_t *btl_ofi_ep(btl_ep_t *ep)
-{
-    return btl_container_of(ep, btl_ofi_ep_t, super);
-}
-
-static inline btl_ofi_rkey_t *btl_ofi_rkey(btl_rkey_t *rkey)
-{
-    return btl_container_of(rkey, btl_ofi_rkey_t, super);
-}
-
-static inline btl_ofi_mr_t *btl_ofi_mr(btl_mr_t *mr)
-{
-    return btl_container_of(mr, btl_ofi_mr_t, super);
-}
-
 /* A libfabric return code as a status; the caller has logged the cause. */
-static util_status_t btl_ofi_status(ssize_t ret)
+util_status_t btl_ofi_status(ssize_t ret)
 {
     switch (-ret) {
     case FI_ENOMEM:
@@ -376,14 +117,14 @@ static util_status_t btl_ofi_status(ssize_t ret)
     }
 }
 
-static util_status_t btl_ofi_fail(const char *call, ssize_t ret)
+util_status_t btl_ofi_fail(const char *call, ssize_t ret)
 {
     util_error("btl/ofi: %s: %s", call, fi_strerror((int)-ret));
     return btl_ofi_status(ret);
 }
 
 /* ---- requests: operations whose own completion we must see ---- */
-static void btl_ofi_req_release(btl_ofi_iface_t *oif, btl_ofi_req_t *req)
+void btl_ofi_req_release(btl_ofi_iface_t *oif, btl_ofi_req_t *req)
 {
     btl_ofi_req_t **head = req->slot >= 0 ? &oif->staged_free : &oif->plain_free;
 
@@ -421,142 +162,6 @@ static void btl_ofi_req_detach(btl_ofi_iface_t *oif, btl_comp_t *comp)
 
 static util_status_t btl_ofi_poll_tx(btl_ofi_iface_t *oif);
 
-/* ---- messages: the target's side ---- */
-static inline int btl_ofi_rx_trylock(btl_ofi_iface_t *oif)
-{
-    return __atomic_exchange_n(&oif->rx_lock, 1, __ATOMIC_ACQUIRE) == 0;
-}
-
-static inline void btl_ofi_rx_unlock(btl_ofi_iface_t *oif)
-{
-    __atomic_store_n(&oif->rx_lock, 0, __ATOMIC_RELEASE);
-}
-
-static inline char *btl_ofi_rx_buf(btl_ofi_iface_t *oif, unsigned i)
-{
-    return (char *)oif->rx_buf + (size_t)i * BTL_OFI_AM_SIZE;
-}
-
-/* (Re)posts receive buffer i; the provider may ask us to drive it first. */
-static util_status_t btl_ofi_rx_post(btl_ofi_iface_t *oif, unsigned i)
-{
-    btl_wait_t w = BTL_WAIT_INIT;
-    ssize_t ret;
-
-    while ((ret = fi_recv(oif->ep, btl_ofi_rx_buf(oif, i), BTL_OFI_AM_SIZE, oif->rx_mr->desc,
-                          FI_ADDR_UNSPEC, &oif->rx[i])) != 0) {
-        util_status_t status;
-
-        if (ret != -FI_EAGAIN) {
-            return btl_ofi_fail("fi_recv", ret);
-        }
-        (void)fi_cntr_read(oif->wr_cntr); /* drives the provider */
-        status = btl_wait_tick(&w, &oif->bound, "posting a receive buffer", -1);
-        if (status != UTIL_OK) {
-            return status;
-        }
-    }
-    return UTIL_OK;
-}
-
-/* One message: its batch's records, the payload, then the flag if it has
- * one (release: a reader that sees the flag sees the payload), then the
- * sender's count. */
-static void btl_ofi_am_apply(btl_ofi_iface_t *oif, const char *msg)
-{
-    const size_t room = BTL_OFI_AM_SIZE - sizeof(btl_ofi_am_hdr_t);
-    btl_ofi_am_hdr_t hdr;
-    const char *at = msg + sizeof(hdr);
-
-    memcpy(&hdr, msg, sizeof(hdr));
-    if (hdr.batch_len > room || hdr.len > room - hdr.batch_len ||
-        hdr.rec_len > room - hdr.batch_len - hdr.len ||
-        hdr.origin >= (uint32_t)oif->super.ctx->size || (hdr.flag_raddr & 7) != 0) {
-        util_error("btl/ofi: malformed message (%u + %u + %u bytes, from %u, flag at 0x%llx): "
-                   "dropped",
-                   hdr.batch_len, hdr.len, hdr.rec_len, hdr.origin,
-                   (unsigned long long)hdr.flag_raddr);
-        return;
-    }
-    if (hdr.batch_len > 0) {
-        (void)btl_batch_apply(at, hdr.batch_len, "btl/ofi");
-        at += hdr.batch_len;
-    }
-    if (hdr.len > 0) {
-        btl_batch_copy_in((void *)(uintptr_t)hdr.raddr, at, hdr.len);
-    }
-    if (hdr.rec_len > 0) {
-        btl_batch_copy_in((void *)(uintptr_t)hdr.rec_raddr, at + hdr.len, hdr.rec_len);
-    }
-    if (hdr.flag_raddr != 0) {
-        __atomic_store_n((uint64_t *)(uintptr_t)hdr.flag_raddr, hdr.flag_value, __ATOMIC_RELEASE);
-    }
-    if (hdr.ping == BTL_OFI_PONG) {
-        return;
-    }
-    __atomic_store_n(&oif->am_applied[hdr.origin], oif->am_applied[hdr.origin] + 1,
-                     __ATOMIC_RELEASE);
-    if (hdr.ping == BTL_OFI_PING && !oif->pong_owed[hdr.origin]) {
-        oif->pong_owed[hdr.origin] = 1;
-        oif->pong_list[oif->num_pongs] = (int)hdr.origin;
-        __atomic_store_n(&oif->num_pongs, oif->num_pongs + 1,
-                         __ATOMIC_RELAXED); /* the helper's block peeks */
-    }
-}
-
-static void btl_ofi_pongs_send(btl_ofi_iface_t *oif);
-
-/* Applies the messages that arrived, in the order their buffers were
- * posted (the order they were sent), and reposts the buffers. The PE and
- * the helper thread both call it; one of them at a time does the work. */
-static util_status_t btl_ofi_am_poll(btl_ofi_iface_t *oif)
-{
-    struct fi_cq_entry entries[BTL_OFI_CQ_BATCH];
-    util_status_t status = UTIL_OK;
-    ssize_t ret;
-
-    if (oif->rx_cq == NULL || !btl_ofi_rx_trylock(oif)) {
-        return UTIL_OK;
-    }
-    do {
-        ret = fi_cq_read(oif->rx_cq, entries, BTL_OFI_CQ_BATCH);
-        for (ssize_t i = 0; i < ret; i++) {
-            ((btl_ofi_rx_t *)entries[i].op_context)->arrived = 1;
-        }
-        if (ret == -FI_EAVAIL) {
-            struct fi_cq_err_entry err;
-
-            memset(&err, 0, sizeof(err));
-            if (fi_cq_readerr(oif->rx_cq, &err, 0) > 0 && err.err != FI_ECANCELED) {
-                util_error("btl/ofi: receiving a message: %s (%s)", fi_strerror(err.err),
-                           fi_cq_strerror(oif->rx_cq, err.prov_errno, err.err_data, NULL, 0));
-                status = btl_ofi_status(-(ssize_t)err.err);
-                if (err.op_context != NULL) {
-                    ((btl_ofi_rx_t *)err.op_context)->arrived = 2; /* repost, apply nothing */
-                }
-            }
-            ret = 1;
-        } else if (ret < 0 && ret != -FI_EAGAIN) {
-            status = btl_ofi_fail("fi_cq_read (messages)", ret);
-        }
-        while (status == UTIL_OK && oif->rx[oif->rx_head].arrived) {
-            unsigned head = oif->rx_head;
-
-            if (oif->rx[head].arrived == 1) {
-                btl_ofi_am_apply(oif, btl_ofi_rx_buf(oif, head));
-            }
-            oif->rx[head].arrived = 0;
-            status = btl_ofi_rx_post(oif, head);
-            oif->rx_head = (head + 1) % BTL_OFI_AM_RX;
-        }
-    } while (status == UTIL_OK && ret == BTL_OFI_CQ_BATCH);
-    if (oif->num_pongs > 0) {
-        btl_ofi_pongs_send(oif);
-    }
-    btl_ofi_rx_unlock(oif);
-    return status;
-}
-
 /* ---- completion ---- */
 
 /* Drives the provider and finishes requests whose completions are queued;
@@ -565,7 +170,7 @@ static util_status_t btl_ofi_am_poll(btl_ofi_iface_t *oif)
  * the message CQ's read does it, and the other is read where requests wait
  * for their entries, and every 64th time (error entries of operations that
  * asked for none; btl_ofi_cntr_wait reads it when a counter shows one). */
-static util_status_t btl_ofi_poll(btl_ofi_iface_t *oif)
+util_status_t btl_ofi_poll(btl_ofi_iface_t *oif)
 {
     util_status_t status = UTIL_OK, am;
 
@@ -614,8 +219,7 @@ static util_status_t btl_ofi_poll_tx(btl_ofi_iface_t *oif)
 
 /* A bounded wait (btl_wait.h) that also tells the helper thread the PE
  * drives the provider itself. */
-static inline util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_wait_t *w, const char *what,
-                                              int peer)
+util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_wait_t *w, const char *what, int peer)
 {
     btl_helper_touch(&oif->helper);
     return btl_wait_tick(w, &oif->bound, what, peer);
@@ -623,8 +227,7 @@ static inline util_status_t btl_ofi_wait_tick(btl_ofi_iface_t *oif, btl_wait_t *
 
 /* A free request: staged ones (index < BTL_OFI_SLOTS) own a bounce-ring
  * slot. Waits (progress, bounded) while none is free. */
-static util_status_t btl_ofi_req_get(btl_ofi_iface_t *oif, int staged, int peer,
-                                     btl_ofi_req_t **req_p)
+util_status_t btl_ofi_req_get(btl_ofi_iface_t *oif, int staged, int peer, btl_ofi_req_t **req_p)
 {
     btl_ofi_req_t **head = staged ? &oif->staged_free : &oif->plain_free;
     btl_wait_t w = BTL_WAIT_INIT;
@@ -693,7 +296,7 @@ static util_status_t btl_ofi_wait_writes(btl_ofi_iface_t *oif, const char *what,
     return btl_ofi_cntr_wait(oif, oif->wr_cntr, oif->wr_posted, &oif->wr_err_seen, what, peer);
 }
 
-static util_status_t btl_ofi_wait_reads(btl_ofi_iface_t *oif, const char *what, int peer)
+util_status_t btl_ofi_wait_reads(btl_ofi_iface_t *oif, const char *what, int peer)
 {
     return btl_ofi_cntr_wait(oif, oif->rd_cntr, oif->rd_posted, &oif->rd_err_seen, what, peer);
 }
@@ -703,8 +306,8 @@ static util_status_t btl_ofi_wait_reads(btl_ofi_iface_t *oif, const char *what, 
  * likely unreachable at the address it published (rxm answers FI_EAGAIN
  * to every post while its connection is refused): say so, with the
  * address. */
-static util_status_t btl_ofi_retry(btl_ofi_iface_t *oif, btl_wait_t *w, const char *call,
-                                   ssize_t ret, btl_ofi_ep_t *oep)
+util_status_t btl_ofi_retry(btl_ofi_iface_t *oif, btl_wait_t *w, const char *call, ssize_t ret,
+                            btl_ofi_ep_t *oep)
 {
     util_status_t status;
 
@@ -764,10 +367,9 @@ static inline void *btl_ofi_desc(btl_ofi_iface_t *oif, btl_mem_t *lmem)
  * at once); every write asks for delivery completion. Counted in
  * wr_posted / rd_posted; with req, the operation also reports to the CQ
  * with req as its context. */
-static util_status_t btl_ofi_rma_post_raw(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int is_write,
-                                          void *buf, size_t len, void *desc, uint64_t raddr,
-                                          btl_rkey_t *rkey, uint64_t extra_flags,
-                                          btl_ofi_req_t *req)
+util_status_t btl_ofi_rma_post_raw(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int is_write, void *buf,
+                                   size_t len, void *desc, uint64_t raddr, btl_rkey_t *rkey,
+                                   uint64_t extra_flags, btl_ofi_req_t *req)
 {
     struct iovec iov = {buf, len};
     struct fi_rma_iov rma = {btl_ofi_raddr(rkey, raddr), len, btl_ofi_rkey(rkey)->key};
@@ -807,9 +409,6 @@ static util_status_t btl_ofi_rma_post_raw(btl_ofi_iface_t *oif, btl_ofi_ep_t *oe
     btl_ofi_mark(oif, oep);
     return UTIL_OK;
 }
-
-static util_status_t btl_ofi_am_order(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, uint64_t raddr,
-                                      size_t len);
 
 /* btl_ofi_rma_post_raw behind the messages a fence put before it. */
 static util_status_t btl_ofi_rma_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int is_write,
@@ -968,537 +567,6 @@ static util_status_t btl_ofi_rma_nb(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int
         return status;
     }
     return UTIL_IN_PROGRESS;
-}
-
-/* ---- messages: the sender's side ---- */
-
-/* A message of this many bytes is injected (built in the peer's message
- * buffer), else staged in the bounce ring. */
-static inline int btl_ofi_am_injects(const btl_ofi_iface_t *oif, size_t bytes)
-{
-    return bytes <= oif->am_inject;
-}
-
-/* Can len payload bytes go to oep as one message? */
-static inline int btl_ofi_am_fits(const btl_ofi_iface_t *oif, const btl_ofi_ep_t *oep, size_t len)
-{
-    size_t bytes = sizeof(btl_ofi_am_hdr_t) + len;
-
-    return oif->flag_order == BTL_OFI_FLAG_MESSAGE && oep->am && bytes <= BTL_OFI_AM_SIZE &&
-           (btl_ofi_am_injects(oif, bytes) || bytes <= oif->eager_size);
-}
-
-/* batch_lock: held for every message send (the helper thread sends
- * batches), the batches and the batched list. */
-static inline void btl_ofi_tx_lock(btl_ofi_iface_t *oif)
-{
-    while (__atomic_exchange_n(&oif->batch_lock, 1, __ATOMIC_ACQUIRE)) {
-        while (__atomic_load_n(&oif->batch_lock, __ATOMIC_RELAXED)) {
-            sched_yield(); /* the helper thread sends a batch: microseconds */
-        }
-    }
-}
-
-static inline int btl_ofi_tx_trylock(btl_ofi_iface_t *oif)
-{
-    return !__atomic_exchange_n(&oif->batch_lock, 1, __ATOMIC_ACQUIRE);
-}
-
-static inline void btl_ofi_tx_unlock(btl_ofi_iface_t *oif)
-{
-    __atomic_store_n(&oif->batch_lock, 0, __ATOMIC_RELEASE);
-}
-
-/* oep's message buffer (tx lock held), allocated at its first message. */
-static inline char *btl_ofi_msg_buf(btl_ofi_ep_t *oep)
-{
-    if (oep->msg == NULL) {
-        oep->msg = malloc(BTL_OFI_AM_SIZE);
-    }
-    return oep->msg;
-}
-
-/* A message to oep went out (tx lock held): its number; need: a quiet
- * must see it applied; batch: it carried the held records, remembered by
- * their span. */
-static void btl_ofi_am_count(btl_ofi_ep_t *oep, int need, int batch)
-{
-    oep->am_sent++;
-    if (need || batch) {
-        oep->am_need = oep->am_sent;
-    }
-    if (batch) {
-        unsigned i = oep->span_next++ % BTL_OFI_SPANS;
-
-        if (oep->span[i].no > oep->span_lost) {
-            oep->span_lost = oep->span[i].no;
-        }
-        oep->span[i].no = oep->am_sent;
-        oep->span[i].lo = oep->batch_lo;
-        oep->span[i].hi = oep->batch_hi;
-        oep->span_max = oep->am_sent;
-        __atomic_store_n(&oep->batch_len, 0, __ATOMIC_RELEASE);
-    }
-}
-
-/* The PE's thread: quiet waits for oep's messages. */
-static inline void btl_ofi_am_list(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
-{
-    oep->accepted = 1;
-    if (!oep->am_listed) {
-        oep->am_listed = 1;
-        oep->am_next = oif->am_dirty;
-        oif->am_dirty = oep;
-    }
-}
-
-/* Injects bytes of msg to oep (tx lock held). Another thread than the
- * PE's (helper) drives the provider itself between tries and gives up
- * after BTL_OFI_SEND_TRIES (UTIL_ERR_NO_RESOURCE: it is sent later). */
-static util_status_t btl_ofi_msg_inject(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *msg,
-                                        size_t bytes, int helper)
-{
-    btl_wait_t w = BTL_WAIT_INIT;
-    util_status_t status;
-    ssize_t ret;
-
-    for (int tries = 1; (ret = fi_inject(oif->ep, msg, bytes, oep->addr)) != 0; tries++) {
-        if (!helper) {
-            status = btl_ofi_retry(oif, &w, "fi_inject", ret, oep);
-        } else if (ret == -FI_EAGAIN && tries < BTL_OFI_SEND_TRIES) {
-            (void)fi_cntr_read(oif->wr_cntr); /* drives the provider */
-            status = UTIL_OK;
-        } else {
-            status = ret == -FI_EAGAIN ? UTIL_ERR_NO_RESOURCE : btl_ofi_fail("fi_inject", ret);
-        }
-        if (status != UTIL_OK) {
-            return status;
-        }
-    }
-    return UTIL_OK;
-}
-
-/* Sends oep's held records as one message (tx lock held); ping: the
- * peer answers once it has applied it (quiet). */
-static util_status_t btl_ofi_batch_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int helper,
-                                        int ping)
-{
-    btl_ofi_am_hdr_t hdr = {
-        0, 0, 0, 0, 0, 0, (uint32_t)oif->super.ctx->rank, (uint16_t)oep->batch_len, (uint16_t)ping};
-    util_status_t status;
-
-    memcpy(oep->msg, &hdr, sizeof(hdr));
-    status = btl_ofi_msg_inject(oif, oep, oep->msg, sizeof(hdr) + oep->batch_len, helper);
-    if (status == UTIL_OK) {
-        btl_ofi_am_count(oep, 1, 1);
-        if (ping) {
-            oep->am_pinged = oep->am_sent;
-        }
-    }
-    return status;
-}
-
-/* A message of a header alone (tx lock held): a ping (quiet), counted,
- * or a pong that writes value, our count of the peer's messages, into its
- * am_pong word for us (pong_raddr), not counted. */
-static util_status_t btl_ofi_bare_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int kind,
-                                       uint64_t pong_raddr, uint64_t value, int helper)
-{
-    btl_ofi_am_hdr_t hdr = {0, pong_raddr,    value, 0, 0, 0, (uint32_t)oif->super.ctx->rank,
-                            0, (uint16_t)kind};
-    util_status_t status = btl_ofi_msg_inject(oif, oep, &hdr, sizeof(hdr), helper);
-
-    if (status == UTIL_OK && kind == BTL_OFI_PING) {
-        btl_ofi_am_count(oep, 0, 0);
-        oep->am_pinged = oep->am_sent;
-    }
-    return status;
-}
-
-/* The pongs owed (rx_lock held; any thread): our count of each pinging
- * peer's messages into its am_pong word for us. Owed on while the PE
- * sends (tx lock busy), the provider defers, or we have no endpoint to the
- * peer yet (the PE connects it: btl_ofi_pong_connect). */
-static void btl_ofi_pongs_send(btl_ofi_iface_t *oif)
-{
-    const uint64_t pong_offset = 2 * (uint64_t)oif->super.ctx->size * sizeof(uint64_t);
-    int kept = 0;
-
-    if (!btl_ofi_tx_trylock(oif)) {
-        return;
-    }
-    for (int i = 0; i < oif->num_pongs; i++) {
-        int peer = oif->pong_list[i];
-        btl_ofi_ep_t *oep = oif->peers[peer];
-        util_status_t status = UTIL_OK;
-
-        if (oep == NULL) {
-            __atomic_store_n(&oif->pong_connect, 1, __ATOMIC_RELEASE);
-            status = UTIL_ERR_NO_RESOURCE;
-        } else if (oep->am) {
-            uint64_t count = __atomic_load_n(&oif->am_applied[peer], __ATOMIC_RELAXED);
-
-            status =
-                btl_ofi_bare_send(oif, oep, BTL_OFI_PONG, oep->am_raddr + pong_offset, count, 1);
-        }
-        if (status == UTIL_ERR_NO_RESOURCE) {
-            oif->pong_list[kept++] = peer;
-        } else {
-            oif->pong_owed[peer] = 0;
-        }
-    }
-    __atomic_store_n(&oif->num_pongs, kept, __ATOMIC_RELAXED);
-    btl_ofi_tx_unlock(oif);
-}
-
-static util_status_t btl_ofi_ep_open(btl_ofi_iface_t *oif, int peer, btl_ofi_ep_t **oep_p);
-
-/* The PE's thread: endpoints to the peers a pong is owed to. */
-static void btl_ofi_pong_connect(btl_ofi_iface_t *oif)
-{
-    int peers[64], n = 0;
-
-    if (!btl_ofi_rx_trylock(oif)) {
-        return; /* the helper applies messages: next time */
-    }
-    __atomic_store_n(&oif->pong_connect, 0, __ATOMIC_RELAXED);
-    for (int i = 0; i < oif->num_pongs && n < 64; i++) {
-        if (oif->peers[oif->pong_list[i]] == NULL) {
-            peers[n++] = oif->pong_list[i];
-        }
-    }
-    btl_ofi_rx_unlock(oif);
-    for (int i = 0; i < n; i++) {
-        btl_ofi_ep_t *oep;
-
-        if (btl_ofi_ep_open(oif, peers[i], &oep) != UTIL_OK) {
-            util_error("btl/ofi: PE %d waits for our answer, but we cannot reach it", peers[i]);
-        } else {
-            util_debug("btl/ofi: connected back to PE %d to answer its ping", peers[i]);
-        }
-    }
-    if (n == 64) {
-        __atomic_store_n(&oif->pong_connect, 1, __ATOMIC_RELEASE); /* more next time */
-    }
-}
-
-/* Sends every held batch (tx lock held): the PE's progress and quiet, or
- * the helper thread (a batch the provider keeps deferring stays listed). */
-static util_status_t btl_ofi_batch_flush(btl_ofi_iface_t *oif, int helper)
-{
-    util_status_t status = UTIL_OK;
-    int kept = 0;
-
-    for (int i = 0; i < oif->num_batched; i++) {
-        btl_ofi_ep_t *oep = oif->batched[i];
-        util_status_t sent = oep->batch_len > 0 ? btl_ofi_batch_send(oif, oep, helper, 0) : UTIL_OK;
-
-        if (sent == UTIL_ERR_NO_RESOURCE && helper) {
-            oif->batched[kept++] = oep;
-            continue;
-        }
-        oep->batched = 0;
-        status = status == UTIL_OK ? sent : status;
-    }
-    __atomic_store_n(&oif->num_batched, kept, __ATOMIC_RELEASE);
-    return status;
-}
-
-/* The PE's thread, before anything else to oep: what it holds goes first. */
-static inline util_status_t btl_ofi_batch_out(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
-{
-    util_status_t status = UTIL_OK;
-
-    if (__atomic_load_n(&oep->batch_len, __ATOMIC_ACQUIRE) == 0) {
-        return UTIL_OK;
-    }
-    btl_ofi_tx_lock(oif);
-    if (oep->batch_len > 0) {
-        status = btl_ofi_batch_send(oif, oep, 0, 0);
-    }
-    btl_ofi_tx_unlock(oif);
-    return status;
-}
-
-/* Ends the helper thread's block (a batch to send, or stop). */
-static void btl_ofi_wake(void *arg)
-{
-    btl_ofi_iface_t *oif = arg;
-    uint64_t one = 1;
-
-    if (oif->wake_fd >= 0) {
-        ssize_t ret = write(oif->wake_fd, &one, sizeof(one));
-        (void)ret; /* a full counter wakes it too */
-    }
-}
-
-/* A record (and len bytes of data) into oep's batch: it goes with the
- * next message to oep, at the PE's next progress or quiet, when the batch
- * is full, or from the helper thread once the PE stays away. */
-static util_status_t btl_ofi_batch_add(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
-                                       const btl_batch_rec_t *rec, const void *data, size_t len)
-{
-    size_t need = btl_batch_rec_size(rec->kind, len);
-    util_status_t status = UTIL_OK;
-    uint64_t lo, hi;
-    int wake = 0;
-
-    btl_ofi_tx_lock(oif);
-    if (sizeof(btl_ofi_am_hdr_t) + oep->batch_len + need > BTL_OFI_AM_SIZE) {
-        status = btl_ofi_batch_send(oif, oep, 0, 0);
-    }
-    if (status == UTIL_OK && btl_ofi_msg_buf(oep) == NULL) {
-        status = UTIL_ERR_NO_MEMORY;
-    }
-    if (status == UTIL_OK) {
-        btl_batch_rec_span(rec, &lo, &hi);
-        if (oep->batch_len == 0 || lo < oep->batch_lo) {
-            oep->batch_lo = lo;
-        }
-        if (oep->batch_len == 0 || hi > oep->batch_hi) {
-            oep->batch_hi = hi;
-        }
-        need =
-            btl_batch_write(oep->msg + sizeof(btl_ofi_am_hdr_t) + oep->batch_len, rec, data, len);
-        __atomic_store_n(&oep->batch_len, oep->batch_len + need, __ATOMIC_RELEASE);
-        if (oep->batch_len >= oif->batch_max) {
-            status = btl_ofi_batch_send(oif, oep, 0, 0);
-        } else if (!oep->batched) {
-            oep->batched = 1;
-            oif->batched[oif->num_batched] = oep;
-            __atomic_store_n(&oif->num_batched, oif->num_batched + 1, __ATOMIC_SEQ_CST);
-            /* the first batch while the helper sleeps long: wake it */
-            wake = oif->num_batched == 1 && __atomic_load_n(&oif->helper_asleep, __ATOMIC_SEQ_CST);
-        }
-    }
-    btl_ofi_tx_unlock(oif);
-    btl_ofi_am_list(oif, oep);
-    btl_helper_touch(&oif->helper);
-    if (wake) {
-        btl_ofi_wake(oif);
-    }
-    return status;
-}
-
-/* Stages a message too large to inject in a bounce-ring slot (tx lock
- * held; no batch rides in it: batches need injects of a whole message). */
-static util_status_t btl_ofi_am_stage(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
-                                      const btl_ofi_am_hdr_t *hdr, const void *src, size_t len,
-                                      const void *rec, size_t rec_len)
-{
-    size_t bytes = sizeof(*hdr) + len + rec_len;
-    btl_wait_t w = BTL_WAIT_INIT;
-    btl_ofi_req_t *req;
-    char *slot;
-    struct iovec iov;
-    void *desc = oif->ring_mr->desc;
-    struct fi_msg msg = {.msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oep->addr};
-    util_status_t status = btl_ofi_req_get(oif, 1, oep->super.peer, &req);
-    ssize_t ret;
-
-    if (status != UTIL_OK) {
-        return status;
-    }
-    slot = (char *)oif->ring + (size_t)req->slot * oif->eager_size;
-    memcpy(slot, hdr, sizeof(*hdr));
-    if (len > 0) {
-        memcpy(slot + sizeof(*hdr), src, len);
-    }
-    if (rec_len > 0) {
-        memcpy(slot + sizeof(*hdr) + len, rec, rec_len);
-    }
-    iov.iov_base = slot;
-    iov.iov_len = bytes;
-    msg.context = req;
-    while ((ret = fi_sendmsg(oif->ep, &msg, FI_COMPLETION)) != 0) {
-        status = btl_ofi_retry(oif, &w, "fi_sendmsg", ret, oep);
-        if (status != UTIL_OK) {
-            btl_ofi_req_release(oif, req);
-            return status;
-        }
-    }
-    return UTIL_OK;
-}
-
-/* Sends payload and flag as one message (btl_ofi_am_fits said it fits),
- * behind the records held for oep: injected, or staged in a bounce-ring
- * slot. need: a quiet must see it applied (not for btl_comp_signal's
- * flags). */
-static util_status_t btl_ofi_am_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src,
-                                     size_t len, uint64_t raddr, uint64_t flag_raddr,
-                                     uint64_t flag_value, const void *rec, size_t rec_len,
-                                     uint64_t rec_raddr, int need)
-{
-    btl_ofi_am_hdr_t hdr = {raddr,
-                            flag_raddr,
-                            flag_value,
-                            rec_raddr,
-                            (uint32_t)len,
-                            (uint32_t)rec_len,
-                            (uint32_t)oif->super.ctx->rank,
-                            0,
-                            0};
-    util_status_t status = UTIL_OK;
-    size_t bytes;
-
-    if ((flag_raddr & 7) != 0) { /* 0: no flag */
-        util_error("btl/ofi: flag address 0x%llx is not 8-byte aligned",
-                   (unsigned long long)flag_raddr);
-        return UTIL_ERR_INVALID;
-    }
-    btl_ofi_tx_lock(oif);
-    bytes = sizeof(hdr) + oep->batch_len + len + rec_len;
-    if (oep->batch_len > 0 && (bytes > BTL_OFI_AM_SIZE || !btl_ofi_am_injects(oif, bytes))) {
-        status = btl_ofi_batch_send(oif, oep, 0, 0); /* no room for both: the records first */
-    }
-    hdr.batch_len = (uint16_t)oep->batch_len;
-    bytes = sizeof(hdr) + hdr.batch_len + len + rec_len;
-    if (status == UTIL_OK && btl_ofi_am_injects(oif, bytes)) {
-        char *msg = btl_ofi_msg_buf(oep);
-
-        if (msg == NULL) {
-            status = UTIL_ERR_NO_MEMORY;
-        } else {
-            char *at = msg + sizeof(hdr) + hdr.batch_len;
-
-            memcpy(msg, &hdr, sizeof(hdr));
-            if (len > 0) {
-                memcpy(at, src, len);
-            }
-            if (rec_len > 0) {
-                memcpy(at + len, rec, rec_len);
-            }
-            status = btl_ofi_msg_inject(oif, oep, msg, bytes, 0);
-        }
-    } else if (status == UTIL_OK) {
-        status = btl_ofi_am_stage(oif, oep, &hdr, src, len, rec, rec_len);
-    }
-    if (status == UTIL_OK) {
-        btl_ofi_am_count(oep, need, hdr.batch_len > 0);
-    }
-    btl_ofi_tx_unlock(oif);
-    if (status == UTIL_OK) {
-        btl_ofi_am_list(oif, oep);
-    }
-    return status;
-}
-
-/* Posts a read of oep's peer's count of our applied messages into our
- * landing word for it; btl_ofi_am_landed takes the value once the reads
- * are done. */
-static util_status_t btl_ofi_am_ask(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
-{
-    return btl_ofi_rma_post_raw(oif, oep, 0, &oif->am_landing[oep->super.peer], sizeof(uint64_t),
-                                oif->am_mr->desc, oep->am_raddr, &oep->am_rkey.super, 0, NULL);
-}
-
-/* What we know oep's peer applied: its pongs, or a read of its count. */
-static inline void btl_ofi_am_landed(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
-{
-    uint64_t read = __atomic_load_n(&oif->am_landing[oep->super.peer], __ATOMIC_ACQUIRE);
-    uint64_t pong = __atomic_load_n(&oif->am_pong[oep->super.peer], __ATOMIC_ACQUIRE);
-    uint64_t seen = read > pong ? read : pong;
-
-    if (seen > oep->am_seen) {
-        oep->am_seen = seen;
-    }
-}
-
-/* Asks oep's peer to answer once it has applied what we sent so far (a
- * pong); what we hold for it rides along. The PE's thread. */
-static util_status_t btl_ofi_am_ping(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
-{
-    util_status_t status;
-
-    btl_ofi_tx_lock(oif);
-    status = oep->batch_len > 0 ? btl_ofi_batch_send(oif, oep, 0, BTL_OFI_PING)
-                                : btl_ofi_bare_send(oif, oep, BTL_OFI_PING, 0, 0, 0);
-    btl_ofi_tx_unlock(oif);
-    return status;
-}
-
-/* Waits until oep's peer applied our messages up to number upto (a
- * delivered message may still wait in its buffer): one ping, whose pong
- * our progress applies; a read of the peer's count now and then in case
- * the pong is slow (the peer connects back to us first). */
-static util_status_t btl_ofi_am_wait(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, uint64_t upto,
-                                     const char *what)
-{
-    btl_wait_t w = BTL_WAIT_INIT;
-    util_status_t status = UTIL_OK;
-    unsigned polls = 0;
-
-    btl_ofi_am_landed(oif, oep);
-    if (!btl_ofi_am_injects(oif, sizeof(btl_ofi_am_hdr_t))) {
-        polls = BTL_OFI_ASK_AFTER - 1; /* no pings: read at once */
-    } else if (oep->am_seen < upto && oep->am_pinged < upto) {
-        status = btl_ofi_am_ping(oif, oep);
-    }
-    while (status == UTIL_OK && oep->am_seen < upto) {
-        if (++polls % BTL_OFI_ASK_AFTER == 0) {
-            status = btl_ofi_am_ask(oif, oep);
-            if (status == UTIL_OK) {
-                status = btl_ofi_wait_reads(oif, what, oep->super.peer);
-            }
-        } else {
-            status = btl_ofi_poll(oif); /* applies the pong (and the peer may wait for ours) */
-        }
-        btl_ofi_am_landed(oif, oep);
-        if (status == UTIL_OK && oep->am_seen < upto) {
-            status = btl_ofi_wait_tick(oif, &w, what, oep->super.peer);
-        }
-    }
-    return status;
-}
-
-/* Before an RMA or atomic to oep on target bytes [raddr, raddr + len):
- * the records held for oep go first, and the provider, which performs it
- * on arrival, must not overtake messages still waiting in their buffers:
- * those sent before a fence to oep, and batches that wrote those bytes
- * (a get sees the puts before it; a batch we no longer remember counts
- * as overlapping). */
-static util_status_t btl_ofi_am_order(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, uint64_t raddr,
-                                      size_t len)
-{
-    util_status_t status = btl_ofi_batch_out(oif, oep);
-    uint64_t upto = oep->am_fenced;
-
-    if (status != UTIL_OK) {
-        return status;
-    }
-    if (oep->span_max > oep->am_seen) {
-        upto = oep->span_lost > upto ? oep->span_lost : upto;
-        for (unsigned i = 0; i < BTL_OFI_SPANS; i++) {
-            if (oep->span[i].no > upto && oep->span[i].lo < raddr + len &&
-                raddr < oep->span[i].hi) {
-                upto = oep->span[i].no;
-            }
-        }
-    }
-    return oep->am_seen < upto ? btl_ofi_am_wait(oif, oep, upto, "ordering") : UTIL_OK;
-}
-
-/* Every peer's messages that a quiet must see applied; peers with none
- * outstanding leave the list. */
-static util_status_t btl_ofi_am_quiet(btl_ofi_iface_t *oif)
-{
-    btl_ofi_ep_t **link = &oif->am_dirty;
-
-    while (*link != NULL) {
-        btl_ofi_ep_t *oep = *link;
-        util_status_t status = btl_ofi_am_wait(oif, oep, oep->am_need, "quiet");
-
-        if (status != UTIL_OK) {
-            return status;
-        }
-        if (oep->am_seen >= oep->am_sent) {
-            *link = oep->am_next;
-            oep->am_listed = 0;
-        } else {
-            link = &oep->am_next;
-        }
-    }
-    return UTIL_OK;
 }
 
 /* Non-blocking when comp is given and the buffer can be used in place:
@@ -2069,7 +1137,7 @@ static int btl_ofi_block(void *arg, int timeout_ms)
 }
 
 /* ---- memory registration ---- */
-static util_status_t btl_ofi_reg(btl_ofi_iface_t *oif, void *addr, size_t size, btl_ofi_mr_t **mr_p)
+util_status_t btl_ofi_reg(btl_ofi_iface_t *oif, void *addr, size_t size, btl_ofi_mr_t **mr_p)
 {
     btl_ofi_mr_t *mr;
     int ret;
@@ -2199,7 +1267,7 @@ static util_status_t btl_ofi_rkey_release(btl_rkey_t *rkey)
 /* ---- endpoints ---- */
 /* Opens the endpoint to peer (the PE's thread): its address and its count
  * of our messages, from the bootstrap. */
-static util_status_t btl_ofi_ep_open(btl_ofi_iface_t *oif, int peer, btl_ofi_ep_t **oep_p)
+util_status_t btl_ofi_ep_open(btl_ofi_iface_t *oif, int peer, btl_ofi_ep_t **oep_p)
 {
     btl_iface_t *iface = &oif->super;
     uint8_t blob[sizeof(btl_ofi_packed_t) + BTL_OFI_ADDR_MAX],
@@ -2583,40 +1651,6 @@ static util_status_t btl_ofi_reqs_init(btl_ofi_iface_t *oif)
     if (status != UTIL_OK) {
         free(oif->ring);
         oif->ring = NULL;
-    }
-    return status;
-}
-
-/* Messages: receive buffers posted, and the registered per-peer counts of
- * applied messages that peers read. */
-static util_status_t btl_ofi_am_init(btl_ofi_iface_t *oif)
-{
-    size_t size = (size_t)oif->super.ctx->size, count_bytes = 3 * size * sizeof(uint64_t);
-    util_status_t status;
-
-    if (posix_memalign(&oif->rx_buf, 4096, (size_t)BTL_OFI_AM_RX * BTL_OFI_AM_SIZE) != 0) {
-        oif->rx_buf = NULL;
-        return UTIL_ERR_NO_MEMORY;
-    }
-    if (posix_memalign((void **)&oif->am_applied, 64, count_bytes) != 0) {
-        oif->am_applied = NULL;
-        return UTIL_ERR_NO_MEMORY;
-    }
-    memset(oif->am_applied, 0, count_bytes);
-    oif->am_landing = oif->am_applied + size;
-    oif->am_pong =
-        oif->am_applied + 2 * size; /* the peers' pongs write here: see btl_ofi_pong_raddr */
-    oif->pong_owed = calloc(size, 1);
-    oif->pong_list = calloc(size, sizeof(int));
-    if (oif->pong_owed == NULL || oif->pong_list == NULL) {
-        return UTIL_ERR_NO_MEMORY;
-    }
-    status = btl_ofi_reg(oif, oif->rx_buf, (size_t)BTL_OFI_AM_RX * BTL_OFI_AM_SIZE, &oif->rx_mr);
-    if (status == UTIL_OK) {
-        status = btl_ofi_reg(oif, oif->am_applied, count_bytes, &oif->am_mr);
-    }
-    for (unsigned i = 0; status == UTIL_OK && i < BTL_OFI_AM_RX; i++) {
-        status = btl_ofi_rx_post(oif, i);
     }
     return status;
 }
