@@ -20,6 +20,7 @@
 #include "util/status.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 
 typedef struct {
@@ -50,6 +51,27 @@ static inline void btl_helper_touch(btl_helper_t *helper)
 static inline uint64_t btl_helper_activity(const btl_helper_t *helper)
 {
     return __atomic_load_n(&helper->activity, __ATOMIC_RELAXED);
+}
+
+/* A spin lock between the PE's thread and the helper thread, held for
+ * microseconds (a batch's send, applying arrived messages). */
+static inline void btl_helper_lock(int *lock)
+{
+    while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE)) {
+        while (__atomic_load_n(lock, __ATOMIC_RELAXED)) {
+            sched_yield();
+        }
+    }
+}
+
+static inline int btl_helper_trylock(int *lock)
+{
+    return !__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE);
+}
+
+static inline void btl_helper_unlock(int *lock)
+{
+    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
 }
 
 /* Starts the thread; `backend` names it in the one-line error. */

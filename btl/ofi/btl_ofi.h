@@ -278,25 +278,21 @@ static inline int btl_ofi_am_fits(const btl_ofi_iface_t *oif, const btl_ofi_ep_t
            (btl_ofi_am_injects(oif, bytes) || bytes <= oif->eager_size);
 }
 
-/* batch_lock: held for every message send (the helper thread sends
- * batches), the batches and the batched list. */
+/* batch_lock (btl_helper_lock): held for every message send (the helper
+ * thread sends batches), the batches and the batched list. */
 static inline void btl_ofi_tx_lock(btl_ofi_iface_t *oif)
 {
-    while (__atomic_exchange_n(&oif->batch_lock, 1, __ATOMIC_ACQUIRE)) {
-        while (__atomic_load_n(&oif->batch_lock, __ATOMIC_RELAXED)) {
-            sched_yield(); /* the helper thread sends a batch: microseconds */
-        }
-    }
+    btl_helper_lock(&oif->batch_lock);
 }
 
 static inline int btl_ofi_tx_trylock(btl_ofi_iface_t *oif)
 {
-    return !__atomic_exchange_n(&oif->batch_lock, 1, __ATOMIC_ACQUIRE);
+    return btl_helper_trylock(&oif->batch_lock);
 }
 
 static inline void btl_ofi_tx_unlock(btl_ofi_iface_t *oif)
 {
-    __atomic_store_n(&oif->batch_lock, 0, __ATOMIC_RELEASE);
+    btl_helper_unlock(&oif->batch_lock);
 }
 
 /* ---- btl_ofi.c, for btl_ofi_am.c ---- */

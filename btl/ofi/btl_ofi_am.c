@@ -41,12 +41,12 @@
 /* ---- the target's side ---- */
 static inline int btl_ofi_rx_trylock(btl_ofi_iface_t *oif)
 {
-    return __atomic_exchange_n(&oif->rx_lock, 1, __ATOMIC_ACQUIRE) == 0;
+    return btl_helper_trylock(&oif->rx_lock);
 }
 
 static inline void btl_ofi_rx_unlock(btl_ofi_iface_t *oif)
 {
-    __atomic_store_n(&oif->rx_lock, 0, __ATOMIC_RELEASE);
+    btl_helper_unlock(&oif->rx_lock);
 }
 
 static inline char *btl_ofi_rx_buf(btl_ofi_iface_t *oif, unsigned i)

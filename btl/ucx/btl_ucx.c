@@ -381,25 +381,6 @@ static inline void btl_ucx_am_dirty(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep)
 }
 
 /* ---- batches ---- */
-static inline void btl_ucx_batch_lock(btl_ucx_iface_t *uif)
-{
-    while (__atomic_exchange_n(&uif->batch_lock, 1, __ATOMIC_ACQUIRE)) {
-        while (__atomic_load_n(&uif->batch_lock, __ATOMIC_RELAXED)) {
-            sched_yield(); /* the helper thread sends a batch: microseconds */
-        }
-    }
-}
-
-static inline int btl_ucx_batch_trylock(btl_ucx_iface_t *uif)
-{
-    return !__atomic_exchange_n(&uif->batch_lock, 1, __ATOMIC_ACQUIRE);
-}
-
-static inline void btl_ucx_batch_unlock(btl_ucx_iface_t *uif)
-{
-    __atomic_store_n(&uif->batch_lock, 0, __ATOMIC_RELEASE);
-}
-
 /* Sends uep's batch as one active message (batch_lock held), complete
  * locally on return; ping: the target answers with a pong once it has
  * applied it (quiet). Behind a fence where UCP RMA or atomics went before:
@@ -478,11 +459,11 @@ static inline util_status_t btl_ucx_batch_out(btl_ucx_iface_t *uif, btl_ucx_ep_t
     if (__atomic_load_n(&uep->batch_len, __ATOMIC_ACQUIRE) == 0) {
         return UTIL_OK;
     }
-    btl_ucx_batch_lock(uif);
+    btl_helper_lock(&uif->batch_lock);
     if (uep->batch_len > 0) {
         status = btl_ucx_batch_send(uif, uep, 0, 0);
     }
-    btl_ucx_batch_unlock(uif);
+    btl_helper_unlock(&uif->batch_lock);
     return status;
 }
 
@@ -525,7 +506,7 @@ static util_status_t btl_ucx_batch_add(btl_ucx_iface_t *uif, btl_ep_t *ep,
     if (for_quiet) {
         btl_ucx_am_dirty(uif, uep);
     }
-    btl_ucx_batch_lock(uif);
+    btl_helper_lock(&uif->batch_lock);
     status = btl_ucx_batch_room(uif, uep, btl_batch_rec_size(rec->kind, len));
     if (status == UTIL_OK) {
         btl_ucx_batch_append(uep, rec, data, len);
@@ -540,7 +521,7 @@ static util_status_t btl_ucx_batch_add(btl_ucx_iface_t *uif, btl_ep_t *ep,
             wake = uif->num_batched == 1 && __atomic_load_n(&uif->helper_asleep, __ATOMIC_SEQ_CST);
         }
     }
-    btl_ucx_batch_unlock(uif);
+    btl_helper_unlock(&uif->batch_lock);
     btl_ucx_touch(uif);
     if (wake) {
         (void)ucp_worker_signal(uif->worker);
@@ -926,7 +907,7 @@ static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
     if (ret != UCS_OK) {
         status = btl_ucx_fail("ucp_worker_fence", -1, ret);
     }
-    btl_ucx_batch_lock(uif);
+    btl_helper_lock(&uif->batch_lock);
     for (int i = 0; i < uif->num_am_dirty; i++) {
         btl_ucx_ep_t *uep = uif->am_dirty[i];
 
@@ -941,7 +922,7 @@ static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
     if (status == UTIL_OK) {
         status = btl_ucx_batch_flush(uif, 0); /* empty by now: clears the list */
     }
-    btl_ucx_batch_unlock(uif);
+    btl_helper_unlock(&uif->batch_lock);
     while (status == UTIL_OK && __atomic_load_n(&uif->pongs, __ATOMIC_ACQUIRE) < uif->pings) {
         btl_ucx_touch(uif);
         ucp_worker_progress(uif->worker);
@@ -1003,7 +984,7 @@ static util_status_t btl_ucx_put_flag_rec(btl_ep_t *ep, const void *src, size_t 
         return UTIL_ERR_UNSUPPORTED;
     }
     btl_ucx_am_dirty(uif, uep);
-    btl_ucx_batch_lock(uif);
+    btl_helper_lock(&uif->batch_lock);
     status = btl_ucx_batch_room(
         uif, uep, btl_batch_rec_size(put.kind, rec_len) + btl_batch_rec_size(flag.kind, len));
     if (status == UTIL_OK) {
@@ -1011,7 +992,7 @@ static util_status_t btl_ucx_put_flag_rec(btl_ep_t *ep, const void *src, size_t 
         btl_ucx_batch_append(uep, &flag, src, len);
         status = btl_ucx_batch_send(uif, uep, 0, 0);
     }
-    btl_ucx_batch_unlock(uif);
+    btl_helper_unlock(&uif->batch_lock);
     btl_ucx_touch(uif);
     return status;
 }
@@ -1077,9 +1058,9 @@ static util_status_t btl_ucx_progress(btl_iface_t *iface)
     if (__atomic_load_n(&uif->num_batched, __ATOMIC_ACQUIRE) > 0) {
         util_status_t status;
 
-        btl_ucx_batch_lock(uif);
+        btl_helper_lock(&uif->batch_lock);
         status = btl_ucx_batch_flush(uif, 0); /* the PE waits: what it held back goes */
-        btl_ucx_batch_unlock(uif);
+        btl_helper_unlock(&uif->batch_lock);
         if (status != UTIL_OK) {
             return status;
         }
@@ -1105,9 +1086,10 @@ static void btl_ucx_drain(void *arg)
     uint64_t activity = btl_helper_activity(&uif->helper);
 
     /* The PE stayed away a whole interval: what it held back goes now. */
-    if (__atomic_load_n(&uif->num_batched, __ATOMIC_ACQUIRE) > 0 && btl_ucx_batch_trylock(uif)) {
+    if (__atomic_load_n(&uif->num_batched, __ATOMIC_ACQUIRE) > 0 &&
+        btl_helper_trylock(&uif->batch_lock)) {
         (void)btl_ucx_batch_flush(uif, 1);
-        btl_ucx_batch_unlock(uif);
+        btl_helper_unlock(&uif->batch_lock);
     }
     for (int pass = 0; pass < BTL_UCX_DRAIN_PASSES; pass++) {
         if (ucp_worker_progress(uif->worker) == 0) {
@@ -1399,14 +1381,14 @@ static util_status_t btl_ucx_ep_disconnect(btl_ep_t *ep)
             break;
         }
     }
-    btl_ucx_batch_lock(uif);
+    btl_helper_lock(&uif->batch_lock);
     for (int i = 0; uep->batched && i < uif->num_batched; i++) {
         if (uif->batched[i] == uep) {
             uif->batched[i] = uif->batched[--uif->num_batched];
             break;
         }
     }
-    btl_ucx_batch_unlock(uif);
+    btl_helper_unlock(&uif->batch_lock);
     free(uep->batch);
     free(uep);
     return status;
