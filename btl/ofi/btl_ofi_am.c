@@ -250,8 +250,9 @@ static util_status_t btl_ofi_msg_inject(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
 static util_status_t btl_ofi_batch_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int helper,
                                         int ping)
 {
-    btl_ofi_am_hdr_t hdr = {
-        0, 0, 0, 0, 0, 0, (uint32_t)oif->super.ctx->rank, (uint16_t)oep->batch_len, (uint16_t)ping};
+    btl_ofi_am_hdr_t hdr = {.origin = (uint32_t)oif->super.ctx->rank,
+                            .batch_len = (uint16_t)oep->batch_len,
+                            .ping = (uint16_t)ping};
     util_status_t status;
 
     memcpy(oep->msg, &hdr, sizeof(hdr));
@@ -271,8 +272,10 @@ static util_status_t btl_ofi_batch_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
 static util_status_t btl_ofi_bare_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int kind,
                                        uint64_t pong_raddr, uint64_t value, int helper)
 {
-    btl_ofi_am_hdr_t hdr = {0, pong_raddr,    value, 0, 0, 0, (uint32_t)oif->super.ctx->rank,
-                            0, (uint16_t)kind};
+    btl_ofi_am_hdr_t hdr = {.flag_raddr = pong_raddr,
+                            .flag_value = value,
+                            .origin = (uint32_t)oif->super.ctx->rank,
+                            .ping = (uint16_t)kind};
     util_status_t status = btl_ofi_msg_inject(oif, oep, &hdr, sizeof(hdr), helper);
 
     if (status == UTIL_OK && kind == BTL_OFI_PING) {
