@@ -1356,7 +1356,8 @@ static util_status_t btl_ofi_ep_disconnect(btl_ep_t *ep)
     oif->peers[oep->super.peer] = NULL;
     for (int i = 0; i < oif->num_batched; i++) {
         if (oif->batched[i] == oep) {
-            oif->batched[i] = oif->batched[--oif->num_batched];
+            oif->batched[i] = oif->batched[oif->num_batched - 1];
+            __atomic_store_n(&oif->num_batched, oif->num_batched - 1, __ATOMIC_RELEASE);
             break;
         }
     }

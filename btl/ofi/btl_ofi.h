@@ -173,7 +173,7 @@ typedef struct {
     uint64_t *am_applied;        /* per peer: its messages applied here (peers read them) */
     uint64_t *am_landing;        /* per peer: its count of ours, read here */
     uint64_t *am_pong;           /* per peer: its count of ours, as its pong wrote it */
-    btl_ofi_mr_t *am_mr;         /* both arrays */
+    btl_ofi_mr_t *am_mr;         /* the three arrays */
     struct btl_ofi_ep *am_dirty; /* eps with messages not yet seen applied */
     size_t am_inject;            /* messages up to this size are injected */
     /* Pongs owed (a ping applied here), under rx_lock; peers[] are the

@@ -116,10 +116,48 @@ START_TEST(test_ofi_forced)
 }
 END_TEST
 
+/* A job over ofi with var=value must fail, its error one line holding
+ * expect, and no PE may survive. */
+static void t_ofi_refused(const char *var, const char *value, const char *expect)
+{
+    char **argv = mp_oshrun_argv(2, 1, PROG, NULL);
+    char cmd[4096], out[8192] = "";
+    size_t n = 0, len = 0;
+    int fd, status;
+    FILE *f;
+    pid_t pid;
+
+    for (int i = 0; argv[i] != NULL; i++) {
+        len += (size_t)snprintf(cmd + len, sizeof(cmd) - len, "%s ", argv[i]);
+    }
+    snprintf(cmd + len, sizeof(cmd) - len, "2>&1");
+    setenv(var, value, 1);
+    setenv("RMB_BTL", "ofi", 1);
+    setenv("BTL_CONF_ONLY", "ofi", 1);
+    setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
+    pid = mp_start((char *[]){"sh", "-c", cmd, NULL}, &fd);
+    ck_assert_int_gt(pid, 0);
+    f = fdopen(fd, "r");
+    while (n + 1 < sizeof(out) && fgets(out + n, (int)(sizeof(out) - n), f) != NULL) {
+        n = strlen(out);
+    }
+    fclose(f);
+    status = mp_wait(pid, 60, NULL);
+    ck_assert_msg(status != 0, "a job with %s=%s exited 0", var, value);
+    ck_assert_msg(mp_count_lines(out, expect) >= 1, "no one-line error for %s=%s:\n%s", var, value,
+                  out);
+    ck_assert_int_eq(mp_count_alive(PROG), 0);
+    unsetenv(var);
+    unsetenv("RMB_BTL");
+    unsetenv("BTL_CONF_ONLY");
+    unsetenv("FI_PROVIDER");
+}
+
 /* tcp;ofi_rxm's put-with-flag goes as one message since flag order
  * "message"; the older way (payload delivered, then the flag) stays what
  * auto takes without the helper thread: the suite over it at 2 PEs. A
- * value the provider cannot do is one line and a failed job. */
+ * value the provider cannot do, or a bad batch size, is one line and a
+ * failed job. */
 START_TEST(test_ofi_flag_order)
 {
     if (btl_component_find("ofi") == NULL) {
@@ -134,36 +172,9 @@ START_TEST(test_ofi_flag_order)
         setenv("RMB_OFI_FLAG_ORDER", "wait", 1);
         run_suite(2, 1, "ofi", "tcp;ofi_rxm", NULL);
     } else {
-        char **argv = mp_oshrun_argv(2, 1, PROG, NULL);
-        char cmd[4096], out[8192] = "";
-        size_t n = 0, len = 0;
-        int fd, status;
-        FILE *f;
-        pid_t pid;
-
-        for (int i = 0; argv[i] != NULL; i++) {
-            len += (size_t)snprintf(cmd + len, sizeof(cmd) - len, "%s ", argv[i]);
-        }
-        snprintf(cmd + len, sizeof(cmd) - len, "2>&1");
-        setenv("RMB_OFI_FLAG_ORDER", "sideways", 1);
-        setenv("RMB_BTL", "ofi", 1);
-        setenv("BTL_CONF_ONLY", "ofi", 1);
-        setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
-        pid = mp_start((char *[]){"sh", "-c", cmd, NULL}, &fd);
-        ck_assert_int_gt(pid, 0);
-        f = fdopen(fd, "r");
-        while (n + 1 < sizeof(out) && fgets(out + n, (int)(sizeof(out) - n), f) != NULL) {
-            n = strlen(out);
-        }
-        fclose(f);
-        status = mp_wait(pid, 60, NULL);
-        ck_assert_msg(status != 0, "a job with RMB_OFI_FLAG_ORDER=sideways exited 0");
-        ck_assert_msg(mp_count_lines(out, "RMB_OFI_FLAG_ORDER=\"sideways\": expected") >= 1,
-                      "no one-line error for RMB_OFI_FLAG_ORDER=sideways:\n%s", out);
-        ck_assert_int_eq(mp_count_alive(PROG), 0);
-        unsetenv("RMB_BTL");
-        unsetenv("BTL_CONF_ONLY");
-        unsetenv("FI_PROVIDER");
+        t_ofi_refused("RMB_OFI_FLAG_ORDER", "sideways",
+                      "RMB_OFI_FLAG_ORDER=\"sideways\": expected");
+        t_ofi_refused("RMB_OFI_AM_BATCH", "5", "RMB_OFI_AM_BATCH is 5; use 0 (off) or 64 to");
     }
     unsetenv("RMB_OFI_FLAG_ORDER");
     unsetenv("BTL_CONF_ITERS");
