@@ -582,7 +582,8 @@ static util_status_t btl_ofi_put(btl_ep_t *ep, const void *src, size_t len, btl_
     if (len == 0) {
         return UTIL_OK;
     }
-    if (oep->am_seen < oep->am_fenced && btl_ofi_am_fits(oif, oep, len)) {
+    if (oep->am_seen < oep->am_fenced &&
+        btl_ofi_am_fits(oif, oep, btl_batch_rec_size(BTL_BATCH_PUT, len))) {
         /* behind messages a fence put first: as a message, it needs no wait */
         return btl_ofi_am_send(oif, oep, src, len, raddr, 0, 0, NULL, 0, 0, 1);
     }
@@ -633,7 +634,7 @@ static util_status_t btl_ofi_flag_post(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, 
 {
     util_status_t status;
 
-    if (btl_ofi_am_fits(oif, oep, 0)) {
+    if (btl_ofi_am_fits(oif, oep, btl_batch_rec_size(BTL_BATCH_PUT_FLAG, 0))) {
         return btl_ofi_am_send(oif, oep, NULL, 0, 0, flag_raddr, value, NULL, 0, 0, 1);
     }
     if ((flag_raddr & 7) != 0) {
@@ -665,7 +666,7 @@ static util_status_t btl_ofi_put_flag(btl_ep_t *ep, const void *src, size_t len,
     util_status_t status;
 
     (void)comp; /* always complete on return */
-    if (btl_ofi_am_fits(oif, oep, len)) {
+    if (btl_ofi_am_fits(oif, oep, btl_batch_rec_size(BTL_BATCH_PUT_FLAG, len))) {
         return btl_ofi_am_send(oif, oep, src, len, raddr, flag_raddr, flag_value, NULL, 0, 0,
                                comp != &btl_comp_signal);
     }
@@ -712,7 +713,9 @@ static util_status_t btl_ofi_put_flag_rec(btl_ep_t *ep, const void *src, size_t 
     btl_ofi_ep_t *oep = btl_ofi_ep(ep);
 
     (void)lmem, (void)rkey, (void)flag_rkey, (void)rec_rkey;
-    if (!btl_ofi_am_fits(oif, oep, len + rec_len)) {
+    if (!btl_ofi_am_fits(oif, oep,
+                         btl_batch_rec_size(BTL_BATCH_PUT_FLAG, len) +
+                             btl_batch_rec_size(BTL_BATCH_PUT, rec_len))) {
         return UTIL_ERR_UNSUPPORTED;
     }
     return btl_ofi_am_send(oif, oep, src, len, raddr, flag_raddr, flag_value, rec, rec_len,
@@ -969,7 +972,7 @@ static util_status_t btl_ofi_quiet(btl_iface_t *iface)
         btl_ofi_am_landed(oif, oep);
         if (((oep->am_seen < oep->am_need && oep->am_pinged < oep->am_need) ||
              __atomic_load_n(&oep->batch_len, __ATOMIC_ACQUIRE) > 0) &&
-            btl_ofi_am_injects(oif, sizeof(btl_ofi_am_hdr_t))) {
+            btl_ofi_am_small(oif)) {
             status = btl_ofi_am_ping(oif, oep);
         }
     }
@@ -1547,8 +1550,7 @@ static util_status_t btl_ofi_choose_flag_order(btl_ofi_iface_t *oif)
      * auto takes them only with the helper thread, which applies them
      * while the PE stays away from the provider. */
     int messages =
-        (info->caps & FI_MSG) != 0 &&
-        (btl_ofi_am_injects(oif, sizeof(btl_ofi_am_hdr_t)) || oif->eager_size > oif->inject_size);
+        (info->caps & FI_MSG) != 0 && (btl_ofi_am_small(oif) || oif->eager_size > oif->inject_size);
     int helper = oif->helper.interval_usec != 0;
 
     if (status != UTIL_OK) {

@@ -55,19 +55,13 @@ typedef enum {
     BTL_OFI_FLAG_WAIT
 } btl_ofi_flag_order_t;
 
-/* A message (flag order message): batch_len bytes of batch records
- * (btl_batch.h) follow the header, then len payload bytes for raddr, then
- * rec_len bytes for rec_raddr; then flag_raddr gets flag_value. Addresses
- * are the target's. */
+/* A message (flag order message): the header, then batch_len bytes of
+ * records (btl_batch.h) the target applies in order: puts and atomics held
+ * back for it, then a put_flag (or a put, or a put_flag_rec's record and
+ * its put_flag). Addresses are the target's. */
 typedef struct {
-    uint64_t raddr;
-    uint64_t flag_raddr;
-    uint64_t flag_value;
-    uint64_t rec_raddr; /* put_flag_rec: rec_len bytes after the payload go here */
-    uint32_t len;
-    uint32_t rec_len;
     uint32_t origin;    /* the sender's rank: its am_applied word */
-    uint16_t batch_len; /* records applied first: puts and atomics held back for this peer */
+    uint16_t batch_len; /* bytes of records */
     uint16_t ping;      /* BTL_OFI_PING: answer with a pong (quiet); BTL_OFI_PONG: one */
 } btl_ofi_am_hdr_t;
 
@@ -269,13 +263,21 @@ static inline int btl_ofi_am_injects(const btl_ofi_iface_t *oif, size_t bytes)
     return bytes <= oif->am_inject;
 }
 
-/* Can len payload bytes go to oep as one message? */
-static inline int btl_ofi_am_fits(const btl_ofi_iface_t *oif, const btl_ofi_ep_t *oep, size_t len)
+/* Can records (bytes of btl_batch.h records) go to oep as one message? */
+static inline int btl_ofi_am_fits(const btl_ofi_iface_t *oif, const btl_ofi_ep_t *oep,
+                                  size_t records)
 {
-    size_t bytes = sizeof(btl_ofi_am_hdr_t) + len;
+    size_t bytes = sizeof(btl_ofi_am_hdr_t) + records;
 
     return oif->flag_order == BTL_OFI_FLAG_MESSAGE && oep->am && bytes <= BTL_OFI_AM_SIZE &&
            (btl_ofi_am_injects(oif, bytes) || bytes <= oif->eager_size);
+}
+
+/* Can a header and a bare flag record (a ping, a pong) be injected? */
+static inline int btl_ofi_am_small(const btl_ofi_iface_t *oif)
+{
+    return btl_ofi_am_injects(oif,
+                              sizeof(btl_ofi_am_hdr_t) + btl_batch_rec_size(BTL_BATCH_PUT_FLAG, 0));
 }
 
 /* batch_lock (btl_helper_lock): held for every message send (the helper

@@ -76,38 +76,20 @@ static util_status_t btl_ofi_rx_post(btl_ofi_iface_t *oif, unsigned i)
     return UTIL_OK;
 }
 
-/* One message: its batch's records, the payload, then the flag if it has
- * one (release: a reader that sees the flag sees the payload), then the
- * sender's count. */
+/* One message: its records in order (a flag with release order: a reader
+ * that sees it sees what came before), then the sender's count. */
 static void btl_ofi_am_apply(btl_ofi_iface_t *oif, const char *msg)
 {
-    const size_t room = BTL_OFI_AM_SIZE - sizeof(btl_ofi_am_hdr_t);
     btl_ofi_am_hdr_t hdr;
-    const char *at = msg + sizeof(hdr);
 
     memcpy(&hdr, msg, sizeof(hdr));
-    if (hdr.batch_len > room || hdr.len > room - hdr.batch_len ||
-        hdr.rec_len > room - hdr.batch_len - hdr.len ||
-        hdr.origin >= (uint32_t)oif->super.ctx->size || (hdr.flag_raddr & 7) != 0) {
-        util_error("btl/ofi: malformed message (%u + %u + %u bytes, from %u, flag at 0x%llx): "
-                   "dropped",
-                   hdr.batch_len, hdr.len, hdr.rec_len, hdr.origin,
-                   (unsigned long long)hdr.flag_raddr);
+    if (hdr.batch_len > BTL_OFI_AM_SIZE - sizeof(hdr) ||
+        hdr.origin >= (uint32_t)oif->super.ctx->size) {
+        util_error("btl/ofi: malformed message (%u bytes from %u): dropped", hdr.batch_len,
+                   hdr.origin);
         return;
     }
-    if (hdr.batch_len > 0) {
-        (void)btl_batch_apply(at, hdr.batch_len, "btl/ofi");
-        at += hdr.batch_len;
-    }
-    if (hdr.len > 0) {
-        btl_batch_copy_in((void *)(uintptr_t)hdr.raddr, at, hdr.len);
-    }
-    if (hdr.rec_len > 0) {
-        btl_batch_copy_in((void *)(uintptr_t)hdr.rec_raddr, at + hdr.len, hdr.rec_len);
-    }
-    if (hdr.flag_raddr != 0) {
-        __atomic_store_n((uint64_t *)(uintptr_t)hdr.flag_raddr, hdr.flag_value, __ATOMIC_RELEASE);
-    }
+    (void)btl_batch_apply(msg + sizeof(hdr), hdr.batch_len, "btl/ofi");
     if (hdr.ping == BTL_OFI_PONG) {
         return;
     }
@@ -266,18 +248,23 @@ static util_status_t btl_ofi_batch_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
     return status;
 }
 
-/* A message of a header alone (tx lock held): a ping (quiet), counted,
- * or a pong that writes value, our count of the peer's messages, into its
- * am_pong word for us (pong_raddr), not counted. */
+/* A message without data (tx lock held): a ping (quiet), a bare header
+ * that is counted, or a pong, a flag record that writes value, our count
+ * of the peer's messages, into its am_pong word for us (pong_raddr), not
+ * counted. */
 static util_status_t btl_ofi_bare_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, int kind,
                                        uint64_t pong_raddr, uint64_t value, int helper)
 {
-    btl_ofi_am_hdr_t hdr = {.flag_raddr = pong_raddr,
-                            .flag_value = value,
-                            .origin = (uint32_t)oif->super.ctx->rank,
-                            .ping = (uint16_t)kind};
-    util_status_t status = btl_ofi_msg_inject(oif, oep, &hdr, sizeof(hdr), helper);
+    btl_batch_rec_t pong = {BTL_BATCH_PUT_FLAG, 0, 0, {pong_raddr, value}};
+    char msg[sizeof(btl_ofi_am_hdr_t) + sizeof(btl_batch_rec_t)];
+    btl_ofi_am_hdr_t hdr = {(uint32_t)oif->super.ctx->rank, 0, (uint16_t)kind};
+    util_status_t status;
 
+    if (kind == BTL_OFI_PONG) {
+        hdr.batch_len = (uint16_t)btl_batch_write(msg + sizeof(hdr), &pong, NULL, 0);
+    }
+    memcpy(msg, &hdr, sizeof(hdr));
+    status = btl_ofi_msg_inject(oif, oep, msg, sizeof(hdr) + hdr.batch_len, helper);
     if (status == UTIL_OK && kind == BTL_OFI_PING) {
         btl_ofi_am_count(oep, 0, 0);
         oep->am_pinged = oep->am_sent;
@@ -448,19 +435,17 @@ util_status_t btl_ofi_batch_add(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const b
     return status;
 }
 
-/* Stages a message too large to inject in a bounce-ring slot (tx lock
- * held; no batch rides in it: batches need injects of a whole message). */
-static util_status_t btl_ofi_am_stage(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
-                                      const btl_ofi_am_hdr_t *hdr, const void *src, size_t len,
-                                      const void *rec, size_t rec_len)
+/* Stages bytes of msg, too many to inject, in a bounce-ring slot (the PE's
+ * thread, tx lock held). */
+static util_status_t btl_ofi_am_stage(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const char *msg,
+                                      size_t bytes)
 {
-    size_t bytes = sizeof(*hdr) + len + rec_len;
     btl_wait_t w = BTL_WAIT_INIT;
     btl_ofi_req_t *req;
     char *slot;
     struct iovec iov;
     void *desc = oif->ring_mr->desc;
-    struct fi_msg msg = {.msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oep->addr};
+    struct fi_msg fmsg = {.msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = oep->addr};
     util_status_t status = btl_ofi_req_get(oif, 1, oep->super.peer, &req);
     ssize_t ret;
 
@@ -468,17 +453,11 @@ static util_status_t btl_ofi_am_stage(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
         return status;
     }
     slot = (char *)oif->ring + (size_t)req->slot * oif->eager_size;
-    memcpy(slot, hdr, sizeof(*hdr));
-    if (len > 0) {
-        memcpy(slot + sizeof(*hdr), src, len);
-    }
-    if (rec_len > 0) {
-        memcpy(slot + sizeof(*hdr) + len, rec, rec_len);
-    }
+    memcpy(slot, msg, bytes);
     iov.iov_base = slot;
     iov.iov_len = bytes;
-    msg.context = req;
-    while ((ret = fi_sendmsg(oif->ep, &msg, FI_COMPLETION)) != 0) {
+    fmsg.context = req;
+    while ((ret = fi_sendmsg(oif->ep, &fmsg, FI_COMPLETION)) != 0) {
         status = btl_ofi_retry(oif, &w, "fi_sendmsg", ret, oep);
         if (status != UTIL_OK) {
             btl_ofi_req_release(oif, req);
@@ -488,25 +467,26 @@ static util_status_t btl_ofi_am_stage(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep,
     return UTIL_OK;
 }
 
-/* Sends payload and flag as one message (btl_ofi_am_fits said it fits),
- * behind the records held for oep: injected, or staged in a bounce-ring
+/* Sends a put_flag (flag_raddr 0: a put) as one message (btl_ofi_am_fits
+ * said it fits), behind the records held for oep, and rec_len bytes for
+ * rec_raddr before it (put_flag_rec): injected, or staged in a bounce-ring
  * slot. need: a quiet must see it applied (not for btl_comp_signal's
  * flags). */
 util_status_t btl_ofi_am_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const void *src, size_t len,
                               uint64_t raddr, uint64_t flag_raddr, uint64_t flag_value,
                               const void *rec, size_t rec_len, uint64_t rec_raddr, int need)
 {
-    btl_ofi_am_hdr_t hdr = {raddr,
-                            flag_raddr,
-                            flag_value,
-                            rec_raddr,
+    btl_batch_rec_t put = {BTL_BATCH_PUT, (uint32_t)rec_len, rec_raddr, {0, 0}};
+    btl_batch_rec_t last = {flag_raddr != 0 ? BTL_BATCH_PUT_FLAG : BTL_BATCH_PUT,
                             (uint32_t)len,
-                            (uint32_t)rec_len,
-                            (uint32_t)oif->super.ctx->rank,
-                            0,
-                            0};
+                            raddr,
+                            {flag_raddr, flag_value}};
+    size_t records = btl_batch_rec_size(last.kind, len) +
+                     (rec_len > 0 ? btl_batch_rec_size(BTL_BATCH_PUT, rec_len) : 0);
+    size_t bytes = sizeof(btl_ofi_am_hdr_t) + records;
     util_status_t status = UTIL_OK;
-    size_t bytes;
+    int carried;
+    char *at;
 
     if ((flag_raddr & 7) != 0) { /* 0: no flag */
         util_error("btl/ofi: flag address 0x%llx is not 8-byte aligned",
@@ -514,34 +494,30 @@ util_status_t btl_ofi_am_send(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const voi
         return UTIL_ERR_INVALID;
     }
     btl_ofi_tx_lock(oif);
-    bytes = sizeof(hdr) + oep->batch_len + len + rec_len;
-    if (oep->batch_len > 0 && (bytes > BTL_OFI_AM_SIZE || !btl_ofi_am_injects(oif, bytes))) {
+    if (oep->batch_len > 0 && (bytes + oep->batch_len > BTL_OFI_AM_SIZE ||
+                               !btl_ofi_am_injects(oif, bytes + oep->batch_len))) {
         status = btl_ofi_batch_send(oif, oep, 0, 0); /* no room for both: the records first */
     }
-    hdr.batch_len = (uint16_t)oep->batch_len;
-    bytes = sizeof(hdr) + hdr.batch_len + len + rec_len;
-    if (status == UTIL_OK && btl_ofi_am_injects(oif, bytes)) {
-        char *msg = btl_ofi_msg_buf(oep);
-
-        if (msg == NULL) {
-            status = UTIL_ERR_NO_MEMORY;
-        } else {
-            char *at = msg + sizeof(hdr) + hdr.batch_len;
-
-            memcpy(msg, &hdr, sizeof(hdr));
-            if (len > 0) {
-                memcpy(at, src, len);
-            }
-            if (rec_len > 0) {
-                memcpy(at + len, rec, rec_len);
-            }
-            status = btl_ofi_msg_inject(oif, oep, msg, bytes, 0);
-        }
-    } else if (status == UTIL_OK) {
-        status = btl_ofi_am_stage(oif, oep, &hdr, src, len, rec, rec_len);
+    if (status == UTIL_OK && btl_ofi_msg_buf(oep) == NULL) {
+        status = UTIL_ERR_NO_MEMORY;
     }
     if (status == UTIL_OK) {
-        btl_ofi_am_count(oep, need, hdr.batch_len > 0);
+        btl_ofi_am_hdr_t hdr = {(uint32_t)oif->super.ctx->rank,
+                                (uint16_t)(oep->batch_len + records), 0};
+
+        carried = oep->batch_len > 0;
+        at = oep->msg + sizeof(hdr) + oep->batch_len;
+        if (rec_len > 0) {
+            at += btl_batch_write(at, &put, rec, rec_len);
+        }
+        btl_batch_write(at, &last, src, len);
+        memcpy(oep->msg, &hdr, sizeof(hdr));
+        bytes = sizeof(hdr) + hdr.batch_len;
+        status = btl_ofi_am_injects(oif, bytes) ? btl_ofi_msg_inject(oif, oep, oep->msg, bytes, 0)
+                                                : btl_ofi_am_stage(oif, oep, oep->msg, bytes);
+        if (status == UTIL_OK) {
+            btl_ofi_am_count(oep, need, carried);
+        }
     }
     btl_ofi_tx_unlock(oif);
     if (status == UTIL_OK) {
@@ -596,7 +572,7 @@ static util_status_t btl_ofi_am_wait(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, ui
     unsigned polls = 0;
 
     btl_ofi_am_landed(oif, oep);
-    if (!btl_ofi_am_injects(oif, sizeof(btl_ofi_am_hdr_t))) {
+    if (!btl_ofi_am_small(oif)) {
         polls = BTL_OFI_ASK_AFTER - 1; /* no pings: read at once */
     } else if (oep->am_seen < upto && oep->am_pinged < upto) {
         status = btl_ofi_am_ping(oif, oep);
