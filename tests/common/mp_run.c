@@ -116,6 +116,70 @@ pid_t mp_start(char *const argv[], int *stdout_fd_p)
     return pid;
 }
 
+/* The process group of /proc/<pid> (field 5 of its stat), or -1. */
+static long mp_proc_pgrp(const char *pid, char *comm, size_t comm_size)
+{
+    char path[300], stat[1024];
+    const char *close_paren;
+    long pgrp = -1;
+    size_t len;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return -1;
+    }
+    len = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[len] = '\0';
+    /* "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses */
+    close_paren = strrchr(stat, ')');
+    if (close_paren != NULL && sscanf(close_paren + 1, " %*c %*d %ld", &pgrp) == 1) {
+        const char *open_paren = strchr(stat, '(');
+        size_t n = (size_t)(close_paren - open_paren - 1);
+
+        snprintf(comm, comm_size, "%.*s", (int)n, open_paren + 1);
+    }
+    return pgrp;
+}
+
+/* A job that outlives its limit is a hang to explain: before it is killed,
+ * print every thread's stack of each process in its group (gdb, when the
+ * machine has it; MP_RUN_STACKS=0 turns this off). */
+static void mp_dump_stacks(pid_t pgid)
+{
+    const char *want = getenv("MP_RUN_STACKS");
+    struct dirent *entry;
+    DIR *proc;
+
+    if ((want != NULL && strcmp(want, "0") == 0) ||
+        system("command -v gdb >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "mp_run: no stacks (gdb not installed, or MP_RUN_STACKS=0)\n");
+        return;
+    }
+    proc = opendir("/proc");
+    while (proc != NULL && (entry = readdir(proc)) != NULL) {
+        char comm[64] = "", cmd[512];
+
+        if (entry->d_name[0] < '1' || entry->d_name[0] > '9' ||
+            mp_proc_pgrp(entry->d_name, comm, sizeof(comm)) != (long)pgid) {
+            continue;
+        }
+        fprintf(stderr, "mp_run: stacks of process %s (%s):\n", entry->d_name, comm);
+        snprintf(cmd, sizeof(cmd),
+                 "timeout 30 gdb -batch -nx -p %s -ex 'thread apply all bt 30' 2>&1 |"
+                 " grep -E '^(Thread|#)' >&2",
+                 entry->d_name);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "mp_run: gdb could not read process %s\n", entry->d_name);
+        }
+    }
+    if (proc != NULL) {
+        closedir(proc);
+    }
+}
+
 int mp_wait(pid_t pid, double limit_s, double *elapsed_p)
 {
     double start = mp_now();
@@ -131,6 +195,7 @@ int mp_wait(pid_t pid, double limit_s, double *elapsed_p)
         }
         if (mp_now() - start > limit_s) {
             fprintf(stderr, "mp_run: still running after %.0f s: killing it\n", limit_s);
+            mp_dump_stacks(pid);
             kill(-pid, SIGKILL);
             waitpid(pid, &wstatus, 0);
             if (elapsed_p) *elapsed_p = mp_now() - start;
