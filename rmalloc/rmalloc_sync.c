@@ -343,6 +343,11 @@ util_status_t rmalloc_sync_progress(rmalloc_sync_ep_t *ep)
     return ep->ops->progress(ep);
 }
 
+int rmalloc_sync_reading(const rmalloc_sync_ep_t *ep)
+{
+    return ep->pending != RMALLOC_SYNC_PEND_NONE;
+}
+
 /* ---- shared steps -------------------------------------------------------- */
 
 util_status_t rmalloc_sync_dq_push(rmalloc_sync_dq_t *dq, const raddr_t *d)

@@ -254,4 +254,8 @@ util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc);
 /* Both roles: completes transfers in flight and applies their results. */
 util_status_t rmalloc_sync_progress(rmalloc_sync_ep_t *ep);
 
+/* 1 while a read of the peer's buffer is in flight, or landed and not yet
+ * applied (rmalloc_sync_progress applies it): posts and frees wait for it. */
+int rmalloc_sync_reading(const rmalloc_sync_ep_t *ep);
+
 #endif

@@ -182,6 +182,38 @@ void rpipe_flush_all_deferred(void)
     }
 }
 
+/* Before a barrier (network_barrier, rexit): what is deferred goes out. A
+ * post or free held back only by this side's own sync read in flight goes
+ * once the read lands, so wait for that; one refused for room in a queue
+ * stays deferred (the peer makes room in its own time). Without the wait,
+ * over a network (a read takes a round trip) a producer could leave its
+ * last posts deferred and block in the bootstrap barrier, where nothing
+ * sends them, while its consumer waited for their tags. */
+static void rpipe_flush_all_deferred_settled(void)
+{
+    rpipe_wait_t wait;
+
+    rpipe_wait_init(&wait);
+    for (;;) {
+        int reading = 0;
+
+        rpipe_flush_all_deferred();
+        for (rch_t ch = rpipe_state.channels; ch != NULL && rpipe_state.deferred > 0;
+             ch = ch->next) {
+            if (ch->deferred_n > 0 && rmalloc_sync_reading(ch->sync)) {
+                util_status_t status = rmalloc_sync_progress(ch->sync);
+
+                /* landed (flush again) or still in flight; a failure ends it */
+                reading |= (status == UTIL_OK || status == UTIL_IN_PROGRESS);
+            }
+        }
+        if (!reading) {
+            return;
+        }
+        rpipe_wait_step(&wait);
+    }
+}
+
 util_status_t rpipe_post_or_defer(rch_t ch, const raddr_t *desc)
 {
     util_status_t status = UTIL_ERR_NO_RESOURCE;
@@ -297,7 +329,7 @@ int rexit(void)
      * nothing more is written into a peer's channel memory (it may be
      * unmapped already; a network backend that applies writes in the
      * target's process, UCX over TCP, would fault there). */
-    rpipe_flush_all_deferred();
+    rpipe_flush_all_deferred_settled();
     btl_ctx_quiet(rpipe_state.btl);
     bootstrap_barrier();
     rpipe_state.exiting = 1;
@@ -928,7 +960,7 @@ int network_barrier(void)
     }
     /* Writes to peers land before anyone passes: a peer that closes its
      * channel right after the barrier frees memory they would reach. */
-    rpipe_flush_all_deferred();
+    rpipe_flush_all_deferred_settled();
     status = btl_ctx_quiet(rpipe_state.btl);
     if (status != UTIL_OK) {
         return status;
