@@ -153,8 +153,7 @@ static void mp_dump_stacks(pid_t pgid)
     struct dirent *entry;
     DIR *proc;
 
-    if ((want != NULL && strcmp(want, "0") == 0) ||
-        system("command -v gdb >/dev/null 2>&1") != 0) {
+    if ((want != NULL && strcmp(want, "0") == 0) || system("command -v gdb >/dev/null 2>&1") != 0) {
         fprintf(stderr, "mp_run: no stacks (gdb not installed, or MP_RUN_STACKS=0)\n");
         return;
     }
