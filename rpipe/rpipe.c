@@ -183,34 +183,41 @@ void rpipe_flush_all_deferred(void)
 }
 
 /* Before a barrier (network_barrier, rexit): what is deferred goes out. A
- * post or free held back only by this side's own sync read in flight goes
- * once the read lands, so wait for that; one refused for room in a queue
- * stays deferred (the peer makes room in its own time). Without the wait,
- * over a network (a read takes a round trip) a producer could leave its
- * last posts deferred and block in the bootstrap barrier, where nothing
- * sends them, while its consumer waited for their tags. */
+ * post or free held back by this side's own sync read in flight goes once
+ * the read lands, so wait for such reads and flush again; one refused for
+ * room in the peer's queue stays deferred (the peer makes room in its own
+ * time): once rounds stop sending anything, give up. Without the wait, over
+ * a network (a read takes a round trip) a producer could leave its last
+ * posts deferred and block in the bootstrap barrier, where nothing sends
+ * them, while its consumer waited for their tags. */
+#define RPIPE_SETTLE_ROUNDS 4 /* a tag pull is two reads (count, tags); room reads repeat */
+
 static void rpipe_flush_all_deferred_settled(void)
 {
-    rpipe_wait_t wait;
+    int idle_rounds = 0;
 
-    rpipe_wait_init(&wait);
-    for (;;) {
+    rpipe_flush_all_deferred();
+    while (rpipe_state.deferred > 0 && idle_rounds < RPIPE_SETTLE_ROUNDS) {
+        uint64_t before = rpipe_state.deferred;
         int reading = 0;
 
-        rpipe_flush_all_deferred();
-        for (rch_t ch = rpipe_state.channels; ch != NULL && rpipe_state.deferred > 0;
-             ch = ch->next) {
-            if (ch->deferred_n > 0 && rmalloc_sync_reading(ch->sync)) {
-                util_status_t status = rmalloc_sync_progress(ch->sync);
+        for (rch_t ch = rpipe_state.channels; ch != NULL; ch = ch->next) {
+            rpipe_wait_t wait;
 
-                /* landed (flush again) or still in flight; a failure ends it */
-                reading |= (status == UTIL_OK || status == UTIL_IN_PROGRESS);
+            if (ch->deferred_n == 0 || !rmalloc_sync_reading(ch->sync)) {
+                continue;
+            }
+            reading = 1;
+            rpipe_wait_init(&wait);
+            while (rmalloc_sync_progress(ch->sync) == UTIL_IN_PROGRESS) {
+                rpipe_wait_step(&wait); /* landed, or failed: a failure ends the wait */
             }
         }
         if (!reading) {
             return;
         }
-        rpipe_wait_step(&wait);
+        rpipe_flush_all_deferred();
+        idle_rounds = rpipe_state.deferred < before ? 0 : idle_rounds + 1;
     }
 }
 
