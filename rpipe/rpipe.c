@@ -87,9 +87,18 @@ void rpipe_wait_init(rpipe_wait_t *wait)
     util_wait_init(&wait->idle);
 }
 
-/* One step of a blocking wait: drive the btl, then spin or, after
- * RMB_RPIPE_SPIN polls, yield and later nap (util/wait.h) so that
- * oversubscribed PEs make progress. */
+/* Spin or, after RMB_RPIPE_SPIN polls, yield and later nap (util/wait.h)
+ * so that oversubscribed PEs make progress. */
+static void rpipe_wait_relax(rpipe_wait_t *wait)
+{
+    if (++wait->polls > rpipe_state.spin) {
+        util_wait_relax_slow(&wait->idle);
+    } else {
+        util_wait_cpu_pause();
+    }
+}
+
+/* One step of a blocking wait: drive the btl, send what is deferred, relax. */
 void rpipe_wait_step(rpipe_wait_t *wait)
 {
     btl_ctx_progress(rpipe_state.btl);
@@ -102,11 +111,7 @@ void rpipe_wait_step(rpipe_wait_t *wait)
             }
         }
     }
-    if (++wait->polls > rpipe_state.spin) {
-        util_wait_relax_slow(&wait->idle);
-    } else {
-        util_wait_cpu_pause();
-    }
+    rpipe_wait_relax(wait);
 }
 
 static double rpipe_now(void)
@@ -209,8 +214,12 @@ static void rpipe_flush_all_deferred_settled(void)
             }
             reading = 1;
             rpipe_wait_init(&wait);
+            /* only the btl meanwhile: a flush here could start the next
+             * read each time one lands (a channel producer re-reads the
+             * peer's tail while its ring is full) and never end the wait */
             while (rmalloc_sync_progress(ch->sync) == UTIL_IN_PROGRESS) {
-                rpipe_wait_step(&wait); /* landed, or failed: a failure ends the wait */
+                btl_ctx_progress(rpipe_state.btl);
+                rpipe_wait_relax(&wait); /* landed, or failed: a failure ends the wait */
             }
         }
         if (!reading) {
