@@ -343,6 +343,30 @@ util_status_t rmalloc_sync_progress(rmalloc_sync_ep_t *ep)
     return ep->ops->progress(ep);
 }
 
+static uint64_t rmalloc_sync_word_offset(rmalloc_sync_word_t word)
+{
+    return word == RMALLOC_SYNC_WORD_HELD ? RMALLOC_SYNC_OFF_HELD : RMALLOC_SYNC_OFF_ANSWER;
+}
+
+util_status_t rmalloc_sync_tell(rmalloc_sync_ep_t *ep, rmalloc_sync_word_t word, uint64_t value)
+{
+    util_status_t status =
+        ep->tr.ops->write(ep->tr.ctx, rmalloc_sync_word_offset(word), &value, sizeof(value));
+
+    if (status == UTIL_IN_PROGRESS) {
+        ep->unflushed = 1;
+    }
+    if (status == UTIL_OK || status == UTIL_IN_PROGRESS) {
+        ep->stats.writes++;
+    }
+    return status;
+}
+
+uint64_t rmalloc_sync_told(rmalloc_sync_ep_t *ep, rmalloc_sync_word_t word)
+{
+    return rmalloc_sync_load_word(ep, rmalloc_sync_word_offset(word));
+}
+
 int rmalloc_sync_reading(const rmalloc_sync_ep_t *ep)
 {
     return ep->pending != RMALLOC_SYNC_PEND_NONE;
@@ -425,7 +449,7 @@ util_status_t rmalloc_sync_start_pull(rmalloc_sync_ep_t *ep)
     return ep->ops->sync_in(ep);
 }
 
-util_status_t rmalloc_sync_pull_producer(rmalloc_sync_ep_t *ep)
+util_status_t rmalloc_sync_pull_base(rmalloc_sync_ep_t *ep)
 {
     if (ep->pending != RMALLOC_SYNC_PEND_NONE) {
         return rmalloc_sync_complete_read(ep);

@@ -217,6 +217,10 @@ util_status_t rmalloc_sync_alloc(rmalloc_sync_ep_t *ep, uint64_t payload, uint64
 util_status_t rmalloc_sync_post(rmalloc_sync_ep_t *ep, const raddr_t *desc);
 
 /* Producer: runs one sync_in round now (frees from the consumer).
+ * Consumer (TAG, CHANNEL): takes what the producer posted so far into the
+ * list rmalloc_sync_next() hands out, ahead of it, so that the producer's
+ * queue has room while this side reads nothing (a barrier); BLOCK
+ * consumers have nothing to take: UTIL_ERR_INVALID.
  * OK once applied (perhaps nothing new), IN_PROGRESS while in flight. */
 util_status_t rmalloc_sync_pull(rmalloc_sync_ep_t *ep);
 
@@ -253,6 +257,17 @@ util_status_t rmalloc_sync_free(rmalloc_sync_ep_t *ep, const raddr_t *desc);
 
 /* Both roles: completes transfers in flight and applies their results. */
 util_status_t rmalloc_sync_progress(rmalloc_sync_ep_t *ep);
+
+/* Two words of each sync buffer that no protocol uses, for a handshake of
+ * the caller's own between the two ends (rpipe's barrier: "this end holds
+ * posts back" and the answer "taken ahead, done"). tell writes value into
+ * the peer's word like any sync write: after the endpoint's earlier writes
+ * (UTIL_OK; IN_PROGRESS: completes with rmalloc_sync_progress;
+ * NO_RESOURCE: not issued, retry). told loads what the peer last wrote into
+ * this side's word (0 until it writes). */
+typedef enum { RMALLOC_SYNC_WORD_HELD = 0, RMALLOC_SYNC_WORD_ANSWER } rmalloc_sync_word_t;
+util_status_t rmalloc_sync_tell(rmalloc_sync_ep_t *ep, rmalloc_sync_word_t word, uint64_t value);
+uint64_t rmalloc_sync_told(rmalloc_sync_ep_t *ep, rmalloc_sync_word_t word);
 
 /* 1 while a read of the peer's buffer is in flight, or landed and not yet
  * applied (rmalloc_sync_progress applies it): posts and frees wait for it. */

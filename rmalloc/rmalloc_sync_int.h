@@ -18,8 +18,8 @@
  *   8   (unused: Alg. 10/11's tag state; readers go by the stamps)
  *   16  consumed  my outbound tags the reader has taken (the reader writes it)
  *   24  loads     non-zero: my tag reader maps this buffer (it loads my tags)
- *   32  (unused)
- *   40  (unused: a channel reader polls the next record's stamp, no head)
+ *   32  held      the caller's handshake words (rmalloc_sync_tell), written
+ *   40  answer    by the peer; no protocol reads them
  *   48  ch_tail   my inbound channel ring: records I consumed (the peer reads it)
  *   64  tags[Q]            my outbound tags (48 bytes each)
  *   ... ring[Q]            my inbound channel records (48 bytes each)
@@ -40,6 +40,8 @@
 #define RMALLOC_SYNC_OFF_FREED    0
 #define RMALLOC_SYNC_OFF_CONSUMED 16
 #define RMALLOC_SYNC_OFF_LOADS    24
+#define RMALLOC_SYNC_OFF_HELD     32
+#define RMALLOC_SYNC_OFF_ANSWER   40
 #define RMALLOC_SYNC_OFF_CH_TAIL  48
 #define RMALLOC_SYNC_OFF_TAGS     64
 
@@ -254,8 +256,9 @@ util_status_t rmalloc_sync_start_pull(rmalloc_sync_ep_t *ep);
 util_status_t rmalloc_sync_alloc_deferred(rmalloc_sync_ep_t *ep, uint64_t payload, uint64_t align,
                                           raddr_t *desc_p);
 
-/* Producer: rmalloc_sync_pull(): completes the read in flight or starts a round. */
-util_status_t rmalloc_sync_pull_producer(rmalloc_sync_ep_t *ep);
+/* rmalloc_sync_pull() of the producers and the CHANNEL consumer: completes
+ * the read in flight or starts a sync_in round. */
+util_status_t rmalloc_sync_pull_base(rmalloc_sync_ep_t *ep);
 
 /* Both roles: completes the read in flight and the writes left unflushed. */
 util_status_t rmalloc_sync_progress_base(rmalloc_sync_ep_t *ep);

@@ -403,6 +403,16 @@ static util_status_t rmalloc_sync_tag_next(rmalloc_sync_ep_t *ep, raddr_t *desc_
     return UTIL_OK;
 }
 
+/* rmalloc_sync_pull(): the tags written so far (a window per read when
+ * read through the network) go to the ready list ahead of next(). */
+static util_status_t rmalloc_sync_tag_pull_consumer(rmalloc_sync_ep_t *ep)
+{
+    if (ep->pending != RMALLOC_SYNC_PEND_NONE) {
+        return rmalloc_sync_complete_read(ep);
+    }
+    return rmalloc_sync_tag_read_tags(ep);
+}
+
 /* With or without a peer view: a message taken early skips its tag (its
  * frees name it by post order), so nothing waits for the producer to serve
  * a read of it. Over a network this is what spares a PUT reader a round
@@ -494,7 +504,7 @@ const rmalloc_sync_protocol_ops_t rmalloc_sync_tag_producer_ops = {
     .sync_in = rmalloc_sync_tag_sync_in,
     .alloc = rmalloc_sync_alloc_deferred,
     .post = rmalloc_sync_tag_post,
-    .pull = rmalloc_sync_pull_producer,
+    .pull = rmalloc_sync_pull_base,
     .next = rmalloc_sync_no_next,
     .guess = rmalloc_sync_no_guess,
     .take_early = rmalloc_sync_no_take_early,
@@ -513,7 +523,7 @@ const rmalloc_sync_protocol_ops_t rmalloc_sync_tag_consumer_ops = {
     .sync_in = rmalloc_sync_no_sync_in,
     .alloc = rmalloc_sync_no_alloc,
     .post = rmalloc_sync_no_post,
-    .pull = rmalloc_sync_no_pull,
+    .pull = rmalloc_sync_tag_pull_consumer,
     .next = rmalloc_sync_tag_next,
     .guess = rmalloc_sync_tag_guess,
     .take_early = rmalloc_sync_tag_take_early,
