@@ -297,6 +297,14 @@ util_status_t bootstrap_barrier(void)
     return bootstrap_ops ? bootstrap_ops->fence(0) : UTIL_ERR_STATE;
 }
 
+util_status_t bootstrap_barrier_serving(bootstrap_serve_fn_t serve, void *arg)
+{
+    if (bootstrap_ops == NULL) {
+        return UTIL_ERR_STATE;
+    }
+    return serve != NULL ? bootstrap_ops->fence_serving(serve, arg) : bootstrap_ops->fence(0);
+}
+
 util_status_t bootstrap_allgather(const void *in, void *out, size_t size)
 {
     char key[BOOTSTRAP_KEY_MAX];

@@ -59,6 +59,11 @@ util_status_t bootstrap_get(int rank, const char *key, void *buf, size_t bufsize
 
 /* Collective: returns once every rank entered. */
 util_status_t bootstrap_barrier(void);
+/* The same, and serve(arg) runs over and over until every rank entered: a
+ * rank that others may be waiting on keeps working for them while it waits
+ * (rpipe's barrier takes ahead what its peers' full queues hold back). */
+typedef void (*bootstrap_serve_fn_t)(void *arg);
+util_status_t bootstrap_barrier_serving(bootstrap_serve_fn_t serve, void *arg);
 /* Collective: out (size * bootstrap_size() bytes) receives every rank's in,
  * in rank order. */
 util_status_t bootstrap_allgather(const void *in, void *out, size_t size);

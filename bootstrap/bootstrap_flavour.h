@@ -27,6 +27,8 @@ typedef struct bootstrap_flavour_ops {
     util_status_t (*put)(const char *key, const void *value, size_t size);
     util_status_t (*commit)(void);
     util_status_t (*fence)(int collect_data);
+    /* fence(0) that runs serve(arg) until it completes */
+    util_status_t (*fence_serving)(bootstrap_serve_fn_t serve, void *arg);
     util_status_t (*get)(int rank, const char *key, void *buf, size_t bufsize, size_t *size_p);
     void (*abort)(int code, const char *msg) __attribute__((noreturn));
 } bootstrap_flavour_ops_t;

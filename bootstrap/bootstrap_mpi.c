@@ -591,6 +591,19 @@ static util_status_t bmpi_fence(int collect_data)
     return rc != 0 ? bootstrap_mpi_fail("MPI_Barrier", rc) : UTIL_OK;
 }
 
+/* MPI_Ibarrier, serving while it is open. */
+static util_status_t bmpi_fence_serving(bootstrap_serve_fn_t serve, void *arg)
+{
+    void *req = NULL;
+    int rc, done = 0;
+
+    rc = bmpi_shim->ibarrier(&req);
+    while (rc == 0 && (rc = bmpi_shim->test(req, &done)) == 0 && !done) {
+        serve(arg);
+    }
+    return rc != 0 ? bootstrap_mpi_fail("MPI_Ibarrier", rc) : UTIL_OK;
+}
+
 static double bmpi_now(void)
 {
     struct timespec ts;
@@ -681,6 +694,7 @@ const bootstrap_flavour_ops_t bootstrap_mpi_ops = {
     .put = bmpi_put,
     .commit = bmpi_commit,
     .fence = bmpi_fence,
+    .fence_serving = bmpi_fence_serving,
     .get = bmpi_get,
     .abort = bmpi_abort,
 };

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BOOTSTRAP_MPI_SHIM_ABI   5
+#define BOOTSTRAP_MPI_SHIM_ABI   6
 #define BOOTSTRAP_MPI_SHIM_ENTRY "rmb_mpi_shim"
 
 /* Accumulate operations, mapped onto MPI_Op by the shim. */
@@ -69,6 +69,10 @@ typedef struct bootstrap_mpi_shim {
     int (*comm_open)(int *rank_p, int *size_p, int *leader_p);
     int (*comm_close)(void);
     int (*barrier)(void);
+    /* MPI_Ibarrier into *req_p; test sets *done_p once it completed (and
+     * frees the request). */
+    int (*ibarrier)(void **req_p);
+    int (*test)(void *req, int *done_p);
     int (*allgather)(const void *in, void *out, size_t size);
     /* Key pushes (bootstrap_mpi.c): push sends buf to every other rank
      * without blocking and frees it (free()) once every send completed;

@@ -180,6 +180,33 @@ static int shim_barrier(void)
     return MPI_Barrier(shim_comm);
 }
 
+static int shim_ibarrier(void **req_p)
+{
+    MPI_Request *req = malloc(sizeof(*req));
+    int rc;
+
+    if (req == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    rc = MPI_Ibarrier(shim_comm, req);
+    if (rc != MPI_SUCCESS) {
+        free(req);
+        return rc;
+    }
+    *req_p = req;
+    return MPI_SUCCESS;
+}
+
+static int shim_test(void *req, int *done_p)
+{
+    int rc = MPI_Test((MPI_Request *)req, done_p, MPI_STATUS_IGNORE);
+
+    if (rc == MPI_SUCCESS && *done_p) {
+        free(req);
+    }
+    return rc;
+}
+
 static int shim_allgather(const void *in, void *out, size_t size)
 {
     if (size > INT_MAX) {
@@ -534,6 +561,8 @@ SHIM_LOCKED(shim_finalize, (void), ())
 SHIM_LOCKED(shim_comm_open, (int *rank_p, int *size_p, int *leader_p), (rank_p, size_p, leader_p))
 SHIM_LOCKED(shim_comm_close, (void), ())
 SHIM_LOCKED(shim_barrier, (void), ())
+SHIM_LOCKED(shim_ibarrier, (void **req_p), (req_p))
+SHIM_LOCKED(shim_test, (void *req, int *done_p), (req, done_p))
 SHIM_LOCKED(shim_allgather, (const void *in, void *out, size_t size), (in, out, size))
 SHIM_LOCKED(shim_push, (void *buf, size_t size), (buf, size))
 SHIM_LOCKED(shim_push_reap, (int wait), (wait))
@@ -581,6 +610,8 @@ static const bootstrap_mpi_shim_t shim_table = {
     .comm_open = shim_comm_open_locked,
     .comm_close = shim_comm_close_locked,
     .barrier = shim_barrier_locked,
+    .ibarrier = shim_ibarrier_locked,
+    .test = shim_test_locked,
     .allgather = shim_allgather_locked,
     .push = shim_push_locked,
     .push_reap = shim_push_reap_locked,

@@ -94,6 +94,41 @@ static void bootstrap_pmix_densify(int *node_of, int size)
 static util_status_t bootstrap_pmix_put(const char *key, const void *value, size_t size);
 static util_status_t bootstrap_pmix_commit(void);
 static util_status_t bootstrap_pmix_fence(int collect_data);
+typedef struct {
+    int done;
+    pmix_status_t status;
+} bootstrap_pmix_wait_t;
+
+static void bootstrap_pmix_fence_done(pmix_status_t status, void *cbdata)
+{
+    bootstrap_pmix_wait_t *wait = cbdata;
+
+    wait->status = status;
+    __atomic_store_n(&wait->done, 1, __ATOMIC_RELEASE);
+}
+
+/* The same fence, non-blocking: PMIx's thread calls back when it is done. */
+static util_status_t bootstrap_pmix_fence_serving(bootstrap_serve_fn_t serve, void *arg)
+{
+    bootstrap_pmix_wait_t wait = {0, PMIX_SUCCESS};
+    pmix_info_t info; /* PMIx reads it until the callback: it outlives the wait */
+    bool collect = true;
+    pmix_status_t rc;
+
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    rc = PMIx_Fence_nb(NULL, 0, &info, 1, bootstrap_pmix_fence_done, &wait);
+    if (rc == PMIX_SUCCESS) {
+        while (!__atomic_load_n(&wait.done, __ATOMIC_ACQUIRE)) {
+            serve(arg);
+        }
+        rc = wait.status;
+    } else if (rc == PMIX_OPERATION_SUCCEEDED) {
+        rc = PMIX_SUCCESS; /* done at once: no callback */
+    }
+    PMIX_INFO_DESTRUCT(&info);
+    return (rc == PMIX_SUCCESS) ? UTIL_OK : bootstrap_pmix_error("fence", rc);
+}
+
 static util_status_t bootstrap_pmix_get(int rank, const char *key, void *buf, size_t bufsize,
                                         size_t *size_p);
 
@@ -293,6 +328,7 @@ const bootstrap_flavour_ops_t bootstrap_pmix_ops = {
     .put = bootstrap_pmix_put,
     .commit = bootstrap_pmix_commit,
     .fence = bootstrap_pmix_fence,
+    .fence_serving = bootstrap_pmix_fence_serving,
     .get = bootstrap_pmix_get,
     .abort = bootstrap_pmix_abort,
 };

@@ -81,6 +81,13 @@ static util_status_t bootstrap_singleton_fence(int collect_data)
     return UTIL_OK;
 }
 
+static util_status_t bootstrap_singleton_fence_serving(bootstrap_serve_fn_t serve, void *arg)
+{
+    (void)serve; /* no other rank to wait for */
+    (void)arg;
+    return UTIL_OK;
+}
+
 static util_status_t bootstrap_singleton_get(int rank, const char *key, void *buf, size_t bufsize,
                                              size_t *size_p)
 {
@@ -115,6 +122,7 @@ const bootstrap_flavour_ops_t bootstrap_singleton_ops = {
     .put = bootstrap_singleton_put,
     .commit = bootstrap_singleton_nothing,
     .fence = bootstrap_singleton_fence,
+    .fence_serving = bootstrap_singleton_fence_serving,
     .get = bootstrap_singleton_get,
     .abort = bootstrap_singleton_abort,
 };

@@ -132,15 +132,29 @@ static void check_lazy_exchange(void)
            (int)status, theirs);
 }
 
-static void check_barrier(void)
+static void count_serve(void *arg)
+{
+    (*(long *)arg)++;
+}
+
+/* serving: bootstrap_barrier_serving, whose serve must run while an
+ * earlier rank waits for the later ones (20 ms per rank) */
+static void check_barrier_with(int serving)
 {
     int me = bootstrap_rank(), n = bootstrap_size();
     double times[2], *all = malloc(sizeof(times) * (size_t)n), max_enter = 0, min_leave = 1e300;
+    long served = 0;
 
     /* Staggered arrival: nobody may leave before the last one entered. */
     usleep((useconds_t)(me * 20000));
     times[0] = now_us();
-    EXPECT(bootstrap_barrier() == UTIL_OK, "barrier");
+    if (serving) {
+        EXPECT(bootstrap_barrier_serving(count_serve, &served) == UTIL_OK, "barrier_serving");
+        EXPECT(me == n - 1 || served > 0,
+               "rank %d waited %d ms in barrier_serving and never served", me, (n - 1 - me) * 20);
+    } else {
+        EXPECT(bootstrap_barrier() == UTIL_OK, "barrier");
+    }
     times[1] = now_us();
     EXPECT(bootstrap_allgather(times, all, sizeof(times)) == UTIL_OK, "allgather of times");
     for (int r = 0; r < n; r++) {
@@ -150,6 +164,12 @@ static void check_barrier(void)
     EXPECT(max_enter <= min_leave, "a PE left the barrier %.0f us before the last entered",
            max_enter - min_leave);
     free(all);
+}
+
+static void check_barrier(void)
+{
+    check_barrier_with(0);
+    check_barrier_with(1);
 }
 
 static void check_allgather(void)
