@@ -173,6 +173,58 @@ START_TEST(test_queue_full)
 }
 END_TEST
 
+/* TAG and CHANNEL: a consumer's pull takes what was posted ahead of next(),
+ * so a full queue takes more while the reader reads nothing (rpipe's
+ * barrier); next() then hands out every message in post order. BLOCK
+ * consumers have nothing to take. */
+START_TEST(test_take_ahead)
+{
+    pair_combo_t c = pair_combo(_i);
+    pair_t p;
+    raddr_t pd[10];
+    util_status_t st;
+
+    setup_pair(&p, c, 256, 4, RMALLOC_WATERMARK_FULL, 4, 0);
+    if (c.protocol == RMALLOC_SYNC_BLOCK) {
+        ck_assert_int_eq(rmalloc_sync_pull(C), UTIL_ERR_INVALID);
+        pair_fini(&p);
+        return;
+    }
+    for (int i = 0; i < 10; i++) ck_assert_int_eq(alloc_wait(&pd[i], 40), UTIL_OK);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(rmalloc_sync_post(P, &pd[i]), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_post(P, &pd[4]), UTIL_ERR_NO_RESOURCE);
+    for (int i = 4; i < 10; i += 2) {
+        while ((st = rmalloc_sync_pull(C)) == UTIL_IN_PROGRESS)
+            ;
+        ck_assert_int_eq(st, UTIL_OK);
+        ck_assert_int_eq(rmalloc_sync_post(P, &pd[i]), UTIL_OK);
+        ck_assert_int_eq(rmalloc_sync_post(P, &pd[i + 1]), UTIL_OK);
+    }
+    for (int i = 0; i < 10; i++) take(&p, &pd[i]);
+    pair_fini(&p);
+}
+END_TEST
+
+/* The two handshake words: each side reads what the other told it, and
+ * nothing it told itself. */
+START_TEST(test_tell)
+{
+    pair_combo_t c = pair_combo(_i);
+    pair_t p;
+
+    setup_pair(&p, c, 256, 4, RMALLOC_WATERMARK_FULL, 4, 0);
+    ck_assert_uint_eq(rmalloc_sync_told(C, RMALLOC_SYNC_WORD_HELD), 0);
+    ck_assert_int_eq(rmalloc_sync_tell(P, RMALLOC_SYNC_WORD_HELD, 7), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_tell(C, RMALLOC_SYNC_WORD_ANSWER, 9), UTIL_OK);
+    ck_assert_int_eq(rmalloc_sync_tell(C, RMALLOC_SYNC_WORD_HELD, 11), UTIL_OK);
+    ck_assert_uint_eq(rmalloc_sync_told(C, RMALLOC_SYNC_WORD_HELD), 7);
+    ck_assert_uint_eq(rmalloc_sync_told(P, RMALLOC_SYNC_WORD_ANSWER), 9);
+    ck_assert_uint_eq(rmalloc_sync_told(P, RMALLOC_SYNC_WORD_HELD), 11);
+    ck_assert_uint_eq(rmalloc_sync_told(C, RMALLOC_SYNC_WORD_ANSWER), 0);
+    pair_fini(&p);
+}
+END_TEST
+
 /* Deferred protocols: with FULL the producer syncs only when out of
  * memory; with HALF it pulls as soon as half the shadow is in use. */
 START_TEST(test_watermark)
@@ -554,6 +606,8 @@ int main(void)
     TCase *tc = tcase_create("protocols");
     tcase_add_loop_test(tc, test_flow, 0, PAIR_COMBOS);
     tcase_add_loop_test(tc, test_queue_full, 0, PAIR_COMBOS);
+    tcase_add_loop_test(tc, test_take_ahead, 0, PAIR_COMBOS);
+    tcase_add_loop_test(tc, test_tell, 0, PAIR_COMBOS);
     tcase_add_loop_test(tc, test_watermark, 0, PAIR_COMBOS);
     tcase_add_loop_test(tc, test_retries, 0, PAIR_COMBOS);
     tcase_add_loop_test(tc, test_in_progress, 0, PAIR_COMBOS);
