@@ -190,6 +190,9 @@ RMALLOC_API uint16_t network_header_bytes(size_t payload);
 
 RMALLOC_API uint32_t network_rank(void);
 RMALLOC_API uint32_t network_ranks(void);
+/* Collective over all ranks. Before anyone passes, every post and free
+ * that rwrite/rfree deferred has reached its peer (a reader may read a
+ * burst before its barrier or after it) and every write to a peer landed. */
 RMALLOC_API int network_barrier(void);
 /* Control messages (setup data, not a fast path): send never waits for the
  * receiver; recv waits for the next message from `from` of exactly bytes. */

@@ -187,14 +187,13 @@ void rpipe_flush_all_deferred(void)
     }
 }
 
-/* Before a barrier (network_barrier, rexit): what is deferred goes out. A
- * post or free held back by this side's own sync read in flight goes once
- * the read lands, so wait for such reads and flush again; one refused for
- * room in the peer's queue stays deferred (the peer makes room in its own
- * time): once rounds stop sending anything, give up. Without the wait, over
- * a network (a read takes a round trip) a producer could leave its last
- * posts deferred and block in the bootstrap barrier, where nothing sends
- * them, while its consumer waited for their tags. */
+/* A barrier's first step (network_barrier, rexit): what is deferred goes
+ * out. A post or free held back by this side's own sync read in flight goes
+ * once the read lands, so wait for such reads and flush again; one refused
+ * for room in the peer's queue waits for the barrier's telling (below):
+ * once rounds stop sending anything, stop. Without the wait, over a network
+ * (a read takes a round trip) a producer could leave its last posts
+ * deferred for no reason but a read about to land. */
 #define RPIPE_SETTLE_ROUNDS 4 /* a tag pull is two reads (count, tags); room reads repeat */
 
 static void rpipe_flush_all_deferred_settled(void)
@@ -228,6 +227,167 @@ static void rpipe_flush_all_deferred_settled(void)
         rpipe_flush_all_deferred();
         idle_rounds = rpipe_state.deferred < before ? 0 : idle_rounds + 1;
     }
+}
+
+/* ---- the barrier ----------------------------------------------------------------------
+ *
+ * network_barrier and rexit: no rank passes while another holds back posts
+ * or frees that a peer may wait for, nor while a peer still reaches into
+ * its memory for them.
+ *
+ * An item refused for room in the peer's sync queue stays deferred until
+ * the peer takes entries. A producer a whole queue ahead of its consumer
+ * used to enter the bootstrap barrier (which drives nothing) with posts
+ * held back: a consumer that read before its own barrier waited forever,
+ * one that read after it never got them. So an end that still defers
+ * something tells its peer (word HELD: the epoch, "holding") and keeps
+ * sending what the peer's queue takes. The peer, in its barrier, takes
+ * ahead what this end posted or freed (rmalloc_sync_pull) while it is told
+ * "holding"; told "released", it lets its reads land and answers (word
+ * ANSWER: the epoch). An end that told enters the bootstrap barrier only
+ * once it holds nothing and has its answer: until then the peer may still
+ * read or write its sync buffer. Every rank serves while it waits, in the
+ * bootstrap barrier too (bootstrap_barrier_serving), so a peer that is
+ * told late still answers. Without deferred items this is the plain
+ * barrier plus a load of one local word per channel per step.
+ */
+enum { RPIPE_HELD_NONE = 0, RPIPE_HELD_TELL, RPIPE_HELD_TOLD, RPIPE_HELD_RELEASED };
+
+#define RPIPE_HELD_WORD(epoch, holding) (((epoch) << 1) | (uint64_t)(holding))
+
+typedef struct {
+    uint64_t epoch;
+    rpipe_wait_t wait;
+    int fencing;          /* in the bootstrap barrier */
+    util_status_t status; /* the first failure */
+} rpipe_barrier_t;
+
+static void rpipe_barrier_fail(rpipe_barrier_t *b, util_status_t status)
+{
+    if (b->status == UTIL_OK && !rpipe_sync_not_now(status) && status != UTIL_OK) {
+        b->status = status;
+    }
+}
+
+/* Telling the peer: "holding" while items are deferred, then "released". */
+static void rpipe_barrier_tell(rch_t ch, rpipe_barrier_t *b)
+{
+    util_status_t status;
+
+    if (ch->held_epoch != b->epoch || ch->held_state == RPIPE_HELD_RELEASED ||
+        ch->held_state == RPIPE_HELD_NONE) {
+        return;
+    }
+    if (ch->held_state == RPIPE_HELD_TELL && ch->deferred_n == 0) {
+        ch->held_state = RPIPE_HELD_NONE; /* sent before the peer heard: nothing to answer */
+        return;
+    }
+    if (ch->held_state == RPIPE_HELD_TOLD && ch->deferred_n > 0) {
+        return;
+    }
+    status = rmalloc_sync_tell(ch->sync, RMALLOC_SYNC_WORD_HELD,
+                               RPIPE_HELD_WORD(b->epoch, ch->held_state == RPIPE_HELD_TELL));
+    if (status == UTIL_OK || status == UTIL_IN_PROGRESS) {
+        ch->held_state++;
+    }
+    rpipe_barrier_fail(b, status);
+}
+
+/* The peer's telling: take ahead while it holds items back; once it
+ * released them, let this side's reads land and answer. */
+static void rpipe_barrier_answer(rch_t ch, rpipe_barrier_t *b)
+{
+    uint64_t peer = rmalloc_sync_told(ch->sync, RMALLOC_SYNC_WORD_HELD);
+    util_status_t status;
+
+    if (peer == RPIPE_HELD_WORD(b->epoch, 1)) {
+        status = rpipe_ready(ch); /* an end not used yet connects: the peer's is there */
+        if (status == UTIL_OK) {
+            status = rmalloc_sync_pull(ch->sync);
+        }
+        rpipe_barrier_fail(b, status == UTIL_ERR_INVALID ? UTIL_OK : status); /* BLOCK: none */
+    } else if (peer == RPIPE_HELD_WORD(b->epoch, 0) && ch->answered_epoch != b->epoch) {
+        status = rpipe_ready(ch);
+        if (status == UTIL_OK && rmalloc_sync_progress(ch->sync) == UTIL_IN_PROGRESS) {
+            return; /* a read of the peer's buffer is in flight */
+        }
+        if (status == UTIL_OK) {
+            status = rmalloc_sync_tell(ch->sync, RMALLOC_SYNC_WORD_ANSWER, b->epoch);
+        }
+        if (status == UTIL_OK || status == UTIL_IN_PROGRESS) {
+            ch->answered_epoch = b->epoch;
+        }
+        rpipe_barrier_fail(b, status);
+    }
+}
+
+static void rpipe_barrier_serve(void *arg)
+{
+    rpipe_barrier_t *b = arg;
+
+    btl_ctx_progress(rpipe_state.btl);
+    for (rch_t ch = rpipe_state.channels; ch != NULL; ch = ch->next) {
+        if (ch->deferred_n > 0) {
+            (void)rmalloc_sync_progress(ch->sync);
+            rpipe_barrier_fail(b, rpipe_flush_deferred(ch));
+        }
+        rpipe_barrier_tell(ch, b);
+        rpipe_barrier_answer(ch, b);
+    }
+    if (b->fencing) {
+        /* the process manager's threads and server need the CPU to end
+         * the fence: yield at once (the blocking fence sleeps) */
+        util_wait_relax_slow(&b->wait.idle);
+    } else {
+        rpipe_wait_relax(&b->wait);
+    }
+}
+
+/* Nothing deferred, and every peer told has answered. */
+static int rpipe_barrier_released(rpipe_barrier_t *b)
+{
+    if (rpipe_state.deferred > 0) {
+        return 0;
+    }
+    for (rch_t ch = rpipe_state.channels; ch != NULL; ch = ch->next) {
+        if (ch->held_epoch == b->epoch && ch->held_state != RPIPE_HELD_NONE &&
+            (ch->held_state != RPIPE_HELD_RELEASED ||
+             rmalloc_sync_told(ch->sync, RMALLOC_SYNC_WORD_ANSWER) != b->epoch)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static util_status_t rpipe_barrier_all(void)
+{
+    rpipe_barrier_t b = {.epoch = ++rpipe_state.barriers, .status = UTIL_OK};
+    util_status_t status;
+
+    rpipe_wait_init(&b.wait);
+    rpipe_flush_all_deferred_settled();
+    if (rpipe_state.deferred > 0) {
+        for (rch_t ch = rpipe_state.channels; ch != NULL; ch = ch->next) {
+            if (ch->deferred_n > 0) {
+                ch->held_epoch = b.epoch;
+                ch->held_state = RPIPE_HELD_TELL;
+            }
+        }
+    }
+    while (b.status == UTIL_OK && !rpipe_barrier_released(&b)) {
+        rpipe_barrier_serve(&b);
+    }
+    /* This side's reads land and its writes too: peers may unmap their
+     * memory once they pass. */
+    for (rch_t ch = rpipe_state.channels; ch != NULL; ch = ch->next) {
+        (void)btl_ctx_comp_wait(rpipe_state.btl, &ch->sync_comp);
+    }
+    status = btl_ctx_quiet(rpipe_state.btl);
+    if (status == UTIL_OK) {
+        b.fencing = 1;
+        status = bootstrap_barrier_serving(rpipe_barrier_serve, &b);
+    }
+    return status != UTIL_OK ? status : b.status;
 }
 
 util_status_t rpipe_post_or_defer(rch_t ch, const raddr_t *desc)
@@ -345,9 +505,7 @@ int rexit(void)
      * nothing more is written into a peer's channel memory (it may be
      * unmapped already; a network backend that applies writes in the
      * target's process, UCX over TCP, would fault there). */
-    rpipe_flush_all_deferred_settled();
-    btl_ctx_quiet(rpipe_state.btl);
-    bootstrap_barrier();
+    (void)rpipe_barrier_all();
     rpipe_state.exiting = 1;
     for (int i = 0; i < rpipe_state.finalize_nhooks; i++) {
         rpipe_state.finalize_hooks[i]();
@@ -969,19 +1127,10 @@ uint32_t network_ranks(void)
 
 int network_barrier(void)
 {
-    util_status_t status;
-
     if (rpipe_state.refcount == 0) {
         return R_ERR_STATE;
     }
-    /* Writes to peers land before anyone passes: a peer that closes its
-     * channel right after the barrier frees memory they would reach. */
-    rpipe_flush_all_deferred_settled();
-    status = btl_ctx_quiet(rpipe_state.btl);
-    if (status != UTIL_OK) {
-        return status;
-    }
-    return bootstrap_barrier();
+    return rpipe_barrier_all();
 }
 
 int network_allgather(const void *in, void *out, size_t bytes)

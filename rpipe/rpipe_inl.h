@@ -26,6 +26,7 @@ typedef struct rpipe_state {
     int get_push;                  /* RMB_RPIPE_GET_PUSH */
     rch_t channels;                /* every open channel */
     uint64_t deferred;             /* posts/frees deferred over all channels */
+    uint64_t barriers;             /* network_barrier and rexit calls: the epoch */
     int exiting;                   /* rexit past its barrier: peers may have unmapped */
     uint64_t *msg_sent, *msg_recv; /* network_send/recv sequence per peer */
     rpipe_finalize_hook_func_t finalize_hooks[RPIPE_FINALIZE_HOOKS_MAX];

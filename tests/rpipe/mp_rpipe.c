@@ -19,7 +19,12 @@
  *                 of order, misused, ends that disagree (2 PEs);
  *       getpush   GET: the four combinations of RMB_RPIPE_GET_PUSH on the
  *                 two ends; the consumer's decides whether messages are
- *                 pushed where memory is not mapped (2 PEs).
+ *                 pushed where memory is not mapped (2 PEs);
+ *       burst     PE 2k writes COUNT small messages, many more than its sync
+ *                 queue holds (64), into a channel with room for all, and
+ *                 enters network_barrier; PE 2k+1 reads them all only then,
+ *                 before its own barrier;
+ *       burstlate as burst, but PE 2k+1 reads them after its barrier.
  * OP put|get, SYNC block|tag|channel, ALG next|first|best|worst|random.
  * Every payload byte is checked; exits 0 only if all arrived in order.
  */
@@ -30,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int me, npes, errors;
 
@@ -927,6 +933,51 @@ static void mode_getpush(rmalloc_config_t cfg, long count)
     EXPECT_RC(rinit(NULL, NULL), R_SUCCESS);
 }
 
+/* The writer's posts beyond its queue stay deferred until the reader
+ * takes tags; the barrier must send them, or the reader waits forever:
+ * whether it reads before its barrier or after (late). */
+static void mode_burst(rmalloc_config_t cfg, long count, int late)
+{
+    int partner = me ^ 1;
+    rch_t ch = NULL;
+
+    if (partner < npes) {
+        cfg.queue_len = 64;
+        /* up to 8 bytes of payload and the header: one 16-byte unit each */
+        ch = open_channel(cfg, me & ~1, me | 1, 0, (size_t)count * 32 + 4096);
+    }
+    if (ch != NULL && (me & 1) == 0) {
+        for (long i = 0; i < count; i++) {
+            send_one(ch, partner, 0, i, 8);
+        }
+    } else if (ch != NULL) {
+        struct timespec pause = {0, 100 * 1000 * 1000}; /* the writer reaches its barrier */
+
+        nanosleep(&pause, NULL);
+        if (late) {
+            EXPECT_RC(network_barrier(), R_SUCCESS);
+        }
+        for (long i = 0; i < count; i++) {
+            raddr_t d;
+
+            recv_one(ch, partner, 0, i, 8, &d);
+            if (!raddr_is_null(d) && rfree(ch, d) != R_SUCCESS) {
+                FAIL("rfree of message %ld failed", i);
+            }
+        }
+    }
+    if (!late || ch == NULL || (me & 1) == 0) {
+        EXPECT_RC(network_barrier(), R_SUCCESS);
+    }
+    if (ch != NULL && (me & 1) == 0 && ch->deferred_n != 0) {
+        FAIL("%u posts still deferred after the barrier", ch->deferred_n);
+    }
+    network_barrier(); /* the reader is done before the writer closes */
+    if (ch != NULL) {
+        rpipe_close(ch);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "stream";
@@ -964,6 +1015,10 @@ int main(int argc, char **argv)
         mode_atomic(cfg, count);
     else if (!strcmp(mode, "getpush"))
         mode_getpush(cfg, count);
+    else if (!strcmp(mode, "burst"))
+        mode_burst(cfg, count, 0);
+    else if (!strcmp(mode, "burstlate"))
+        mode_burst(cfg, count, 1);
     else {
         fprintf(stderr, "mp_rpipe: unknown mode %s\n", mode);
         errors++;
