@@ -125,11 +125,6 @@ struct rpipe_channel {
      * rfree never wait for the peer. */
     raddr_t *deferred;
     uint32_t deferred_n, deferred_cap;
-    /* rpipe's barrier: the barrier (epoch) in which this end has deferred
-     * items to tell its peer about, how far the telling went, and the last
-     * epoch in which it answered the peer's telling (rpipe.c, "barrier"). */
-    uint64_t held_epoch, answered_epoch;
-    uint8_t held_state;
 
     /* RDMA_ATOMIC: the accumulator every rwrite updates, in the consumer's
      * memory (cell_mem there; peer_cell mapped or peer_cell_rkey here) */
@@ -162,6 +157,13 @@ struct rpipe_channel {
                            * next look at a full ring's free count */
     uint64_t slot_next, slot_freed, slot_free_mask;
     int slot_unwritten;
+
+    /* rpipe's barrier (cold: after what every message touches): the
+     * barrier (epoch) in which this end has deferred items to tell its
+     * peer about, how far the telling went, and the last epoch in which it
+     * answered the peer's telling (rpipe.c, "barrier"). */
+    uint64_t held_epoch, answered_epoch;
+    uint8_t held_state;
 
     char key_mine[BOOTSTRAP_KEY_MAX];
     char key_peer[BOOTSTRAP_KEY_MAX];
