@@ -61,8 +61,12 @@ util_status_t bootstrap_get(int rank, const char *key, void *buf, size_t bufsize
 util_status_t bootstrap_barrier(void);
 /* The same, and serve(arg) runs over and over until every rank entered: a
  * rank that others may be waiting on keeps working for them while it waits
- * (rpipe's barrier takes ahead what its peers' full queues hold back). */
-typedef void (*bootstrap_serve_fn_t)(void *arg);
+ * (rpipe's barrier takes ahead what its peers' full queues hold back).
+ * serve returns non-zero while it has work; once it returns 0 the wait may
+ * sleep until the barrier completes or BOOTSTRAP_SERVE_IDLE_USEC pass
+ * (the process manager's threads need the CPU to complete it). */
+#define BOOTSTRAP_SERVE_IDLE_USEC 10000
+typedef int (*bootstrap_serve_fn_t)(void *arg);
 util_status_t bootstrap_barrier_serving(bootstrap_serve_fn_t serve, void *arg);
 /* Collective: out (size * bootstrap_size() bytes) receives every rank's in,
  * in rank order. */

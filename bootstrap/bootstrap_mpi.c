@@ -591,7 +591,8 @@ static util_status_t bmpi_fence(int collect_data)
     return rc != 0 ? bootstrap_mpi_fail("MPI_Barrier", rc) : UTIL_OK;
 }
 
-/* MPI_Ibarrier, serving while it is open. */
+/* MPI_Ibarrier, serving while it is open (MPI progresses it only inside
+ * MPI calls: no sleep here, as MPI_Barrier itself polls). */
 static util_status_t bmpi_fence_serving(bootstrap_serve_fn_t serve, void *arg)
 {
     void *req = NULL;

@@ -8,9 +8,11 @@
 #include "util/log.h"
 
 #include <pmix.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static pmix_proc_t bootstrap_pmix_me;
@@ -95,37 +97,74 @@ static util_status_t bootstrap_pmix_put(const char *key, const void *value, size
 static util_status_t bootstrap_pmix_commit(void);
 static util_status_t bootstrap_pmix_fence(int collect_data);
 typedef struct {
-    int done;
+    int done; /* set under lock: once the waiter took the lock after it, the callback is out */
     pmix_status_t status;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
 } bootstrap_pmix_wait_t;
 
 static void bootstrap_pmix_fence_done(pmix_status_t status, void *cbdata)
 {
     bootstrap_pmix_wait_t *wait = cbdata;
 
+    pthread_mutex_lock(&wait->lock);
     wait->status = status;
     __atomic_store_n(&wait->done, 1, __ATOMIC_RELEASE);
+    pthread_cond_signal(&wait->cond);
+    pthread_mutex_unlock(&wait->lock);
 }
 
-/* The same fence, non-blocking: PMIx's thread calls back when it is done. */
+/* Sleeps until the callback or BOOTSTRAP_SERVE_IDLE_USEC passed (lock held). */
+static void bootstrap_pmix_wait_idle(bootstrap_pmix_wait_t *wait)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += BOOTSTRAP_SERVE_IDLE_USEC * 1000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    if (!wait->done) {
+        (void)pthread_cond_timedwait(&wait->cond, &wait->lock, &until);
+    }
+}
+
+/* The same fence, non-blocking: PMIx's thread calls back when it is done.
+ * While serve has work it runs in a loop; idle, the wait sleeps as the
+ * blocking fence does, waking now and then to serve again. */
 static util_status_t bootstrap_pmix_fence_serving(bootstrap_serve_fn_t serve, void *arg)
 {
-    bootstrap_pmix_wait_t wait = {0, PMIX_SUCCESS};
+    bootstrap_pmix_wait_t wait = {.done = 0, .status = PMIX_SUCCESS};
+    pthread_condattr_t attr;
     pmix_info_t info; /* PMIx reads it until the callback: it outlives the wait */
     bool collect = true;
     pmix_status_t rc;
 
+    pthread_mutex_init(&wait.lock, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&wait.cond, &attr);
+    pthread_condattr_destroy(&attr);
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
     rc = PMIx_Fence_nb(NULL, 0, &info, 1, bootstrap_pmix_fence_done, &wait);
     if (rc == PMIX_SUCCESS) {
         while (!__atomic_load_n(&wait.done, __ATOMIC_ACQUIRE)) {
-            serve(arg);
+            if (!serve(arg)) {
+                pthread_mutex_lock(&wait.lock);
+                bootstrap_pmix_wait_idle(&wait);
+                pthread_mutex_unlock(&wait.lock);
+            }
         }
+        pthread_mutex_lock(&wait.lock); /* the callback has let go of it */
         rc = wait.status;
+        pthread_mutex_unlock(&wait.lock);
     } else if (rc == PMIX_OPERATION_SUCCEEDED) {
         rc = PMIX_SUCCESS; /* done at once: no callback */
     }
     PMIX_INFO_DESTRUCT(&info);
+    pthread_cond_destroy(&wait.cond);
+    pthread_mutex_destroy(&wait.lock);
     return (rc == PMIX_SUCCESS) ? UTIL_OK : bootstrap_pmix_error("fence", rc);
 }
 

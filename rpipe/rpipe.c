@@ -294,8 +294,9 @@ static void rpipe_barrier_tell(rch_t ch, rpipe_barrier_t *b)
 }
 
 /* The peer's telling: take ahead while it holds items back; once it
- * released them, let this side's reads land and answer. */
-static void rpipe_barrier_answer(rch_t ch, rpipe_barrier_t *b)
+ * released them, let this side's reads land and answer. 1 while there is
+ * something to do for the peer. */
+static int rpipe_barrier_answer(rch_t ch, rpipe_barrier_t *b)
 {
     uint64_t peer = rmalloc_sync_told(ch->sync, RMALLOC_SYNC_WORD_HELD);
     util_status_t status;
@@ -306,24 +307,32 @@ static void rpipe_barrier_answer(rch_t ch, rpipe_barrier_t *b)
             status = rmalloc_sync_pull(ch->sync);
         }
         rpipe_barrier_fail(b, status == UTIL_ERR_INVALID ? UTIL_OK : status); /* BLOCK: none */
-    } else if (peer == RPIPE_HELD_WORD(b->epoch, 0) && ch->answered_epoch != b->epoch) {
-        status = rpipe_ready(ch);
-        if (status == UTIL_OK && rmalloc_sync_progress(ch->sync) == UTIL_IN_PROGRESS) {
-            return; /* a read of the peer's buffer is in flight */
-        }
-        if (status == UTIL_OK) {
-            status = rmalloc_sync_tell(ch->sync, RMALLOC_SYNC_WORD_ANSWER, b->epoch);
-        }
-        if (status == UTIL_OK || status == UTIL_IN_PROGRESS) {
-            ch->answered_epoch = b->epoch;
-        }
-        rpipe_barrier_fail(b, status);
+        return 1;
     }
+    if (peer != RPIPE_HELD_WORD(b->epoch, 0) || ch->answered_epoch == b->epoch) {
+        return 0;
+    }
+    status = rpipe_ready(ch);
+    if (status == UTIL_OK && rmalloc_sync_progress(ch->sync) == UTIL_IN_PROGRESS) {
+        return 1; /* a read of the peer's buffer is in flight */
+    }
+    if (status == UTIL_OK) {
+        status = rmalloc_sync_tell(ch->sync, RMALLOC_SYNC_WORD_ANSWER, b->epoch);
+    }
+    if (status == UTIL_OK || status == UTIL_IN_PROGRESS) {
+        ch->answered_epoch = b->epoch;
+    }
+    rpipe_barrier_fail(b, status);
+    return ch->answered_epoch != b->epoch;
 }
 
-static void rpipe_barrier_serve(void *arg)
+/* One step of the barrier's wait; 1 while a peer's telling needs us (in
+ * the bootstrap barrier, where this side defers nothing any more: idle,
+ * that wait sleeps as the blocking fence did, waking now and then). */
+static int rpipe_barrier_serve(void *arg)
 {
     rpipe_barrier_t *b = arg;
+    int busy = 0;
 
     btl_ctx_progress(rpipe_state.btl);
     for (rch_t ch = rpipe_state.channels; ch != NULL; ch = ch->next) {
@@ -332,15 +341,14 @@ static void rpipe_barrier_serve(void *arg)
             rpipe_barrier_fail(b, rpipe_flush_deferred(ch));
         }
         rpipe_barrier_tell(ch, b);
-        rpipe_barrier_answer(ch, b);
+        busy |= rpipe_barrier_answer(ch, b);
     }
-    if (b->fencing) {
-        /* the process manager's threads and server need the CPU to end
-         * the fence: yield at once (the blocking fence sleeps) */
-        util_wait_relax_slow(&b->wait.idle);
-    } else {
+    if (!b->fencing) {
         rpipe_wait_relax(&b->wait);
+    } else if (busy) {
+        util_wait_relax_slow(&b->wait.idle); /* the fence's threads need the CPU too */
     }
+    return busy;
 }
 
 /* Nothing deferred, and every peer told has answered. */
@@ -375,7 +383,7 @@ static util_status_t rpipe_barrier_all(void)
         }
     }
     while (b.status == UTIL_OK && !rpipe_barrier_released(&b)) {
-        rpipe_barrier_serve(&b);
+        (void)rpipe_barrier_serve(&b);
     }
     /* This side's reads land and its writes too: peers may unmap their
      * memory once they pass. */

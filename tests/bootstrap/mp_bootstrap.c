@@ -132,9 +132,9 @@ static void check_lazy_exchange(void)
            (int)status, theirs);
 }
 
-static void count_serve(void *arg)
+static int count_serve(void *arg)
 {
-    (*(long *)arg)++;
+    return (int)(++*(long *)arg % 2); /* idle every other call: the wait may sleep */
 }
 
 /* serving: bootstrap_barrier_serving, whose serve must run while an
