@@ -27,6 +27,7 @@
 #define _GNU_SOURCE
 #include "bootstrap/bootstrap_mpi.h"
 #include "util/log.h"
+#include "util/wait.h"
 
 #include <dlfcn.h>
 #include <sched.h>
@@ -591,16 +592,20 @@ static util_status_t bmpi_fence(int collect_data)
     return rc != 0 ? bootstrap_mpi_fail("MPI_Barrier", rc) : UTIL_OK;
 }
 
-/* MPI_Ibarrier, serving while it is open (MPI progresses it only inside
- * MPI calls: no sleep here, as MPI_Barrier itself polls). */
+/* MPI_Ibarrier, serving while it is open. MPI moves it only inside MPI
+ * calls, so the wait polls as MPI_Barrier does; idle, it relaxes by the
+ * library's policy (spin, yield, nap: util/wait.h). */
 static util_status_t bmpi_fence_serving(bootstrap_serve_fn_t serve, void *arg)
 {
+    util_wait_t idle = UTIL_WAIT_INIT;
     void *req = NULL;
     int rc, done = 0;
 
     rc = bmpi_shim->ibarrier(&req);
     while (rc == 0 && (rc = bmpi_shim->test(req, &done)) == 0 && !done) {
-        serve(arg);
+        if (!serve(arg)) {
+            util_wait_relax(&idle);
+        }
     }
     return rc != 0 ? bootstrap_mpi_fail("MPI_Ibarrier", rc) : UTIL_OK;
 }

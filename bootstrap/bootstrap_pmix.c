@@ -96,6 +96,8 @@ static void bootstrap_pmix_densify(int *node_of, int size)
 static util_status_t bootstrap_pmix_put(const char *key, const void *value, size_t size);
 static util_status_t bootstrap_pmix_commit(void);
 static util_status_t bootstrap_pmix_fence(int collect_data);
+
+/* ---- the serving fence ---- */
 typedef struct {
     int done; /* set under lock: once the waiter took the lock after it, the callback is out */
     pmix_status_t status;
