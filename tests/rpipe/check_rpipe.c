@@ -88,14 +88,15 @@ START_TEST(test_slots)
 END_TEST
 
 /* A writer a whole sync queue ahead enters network_barrier: its reader
- * reads before its own barrier (burst) or after it (burstlate); the
- * barrier must leave nothing deferred. Tag and channel sync, PUT and GET,
- * 4 PEs (two pairs), shm and ofi. */
+ * reads before its own barrier (burst) or after it (burstlate), or both
+ * ends of a pair write ahead to each other and then free out of order
+ * (burstboth); the barrier must leave nothing deferred. Tag and channel
+ * sync, PUT and GET, 4 PEs (two pairs), shm and ofi. */
 START_TEST(test_barrier_burst)
 {
-    static const char *const modes[] = {"burst", "burstlate"};
+    static const char *const modes[] = {"burst", "burstlate", "burstboth"};
     const char *args[] = {
-        modes[_i % 2], ops[(_i / 2) % 2], _i < 4 ? "tag" : "channel", "first", "2000", NULL};
+        modes[_i % 3], ops[(_i / 3) % 2], _i < 6 ? "tag" : "channel", "first", "2000", NULL};
 
     run(4, "auto", NULL, PROG, args);
     if (btl_component_find("ofi") != NULL) {
@@ -237,7 +238,7 @@ int main(void)
     tcase_add_loop_test(tc, test_reorder, 0, 4);
     tcase_add_loop_test(tc, test_stale, 0, 2);
     tcase_add_loop_test(tc, test_slots, 0, 6);
-    tcase_add_loop_test(tc, test_barrier_burst, 0, 8);
+    tcase_add_loop_test(tc, test_barrier_burst, 0, 12);
     tcase_add_loop_test(tc, test_pe_counts, 2, 9);
     tcase_add_loop_test(tc, test_misuse, 0, 6);
     tcase_add_test(tc, test_messages);

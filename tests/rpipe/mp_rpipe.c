@@ -24,7 +24,10 @@
  *                 queue holds (64), into a channel with room for all, and
  *                 enters network_barrier; PE 2k+1 reads them all only then,
  *                 before its own barrier;
- *       burstlate as burst, but PE 2k+1 reads them after its barrier.
+ *       burstlate as burst, but PE 2k+1 reads them after its barrier;
+ *       burstboth both PEs of a pair write COUNT messages to each other, pass
+ *                 a barrier, read them all, free them newest first and
+ *                 pass a barrier: nothing may stay deferred (twice).
  * OP put|get, SYNC block|tag|channel, ALG next|first|best|worst|random.
  * Every payload byte is checked; exits 0 only if all arrived in order.
  */
@@ -978,6 +981,53 @@ static void mode_burst(rmalloc_config_t cfg, long count, int late)
     }
 }
 
+/* Both ends of a pair write COUNT small messages to each other (a channel
+ * each way, sync queues of 64) and pass a barrier: both hold posts back and
+ * both take the other's ahead. Then each reads them all and frees them
+ * newest first (out of order: each a free record, far more than the queue
+ * holds), and a second barrier settles those frees. Twice: the second burst
+ * needs the memory the first one's frees gave back. */
+static void mode_burstboth(rmalloc_config_t cfg, long count)
+{
+    int partner = me ^ 1;
+    rch_t out = NULL, in = NULL;
+    raddr_t *held = NULL;
+
+    if (partner < npes) {
+        cfg.queue_len = 64;
+        out = open_channel(cfg, me, partner, 0, (size_t)count * 32 + 4096);
+        in = open_channel(cfg, partner, me, 0, (size_t)count * 32 + 4096);
+        held = calloc((size_t)count, sizeof(*held));
+    }
+    for (int round = 0; round < 2; round++) {
+        for (long i = 0; out != NULL && i < count; i++) {
+            send_one(out, partner, 0, i, 8);
+        }
+        EXPECT_RC(network_barrier(), R_SUCCESS);
+        if (out != NULL && out->deferred_n != 0) {
+            FAIL("round %d: %u posts still deferred after the barrier", round, out->deferred_n);
+        }
+        for (long i = 0; in != NULL && held != NULL && i < count; i++) {
+            recv_one(in, partner, 0, i, 8, &held[i]);
+        }
+        for (long i = count - 1; in != NULL && held != NULL && i >= 0; i--) {
+            if (!raddr_is_null(held[i]) && rfree(in, held[i]) != R_SUCCESS) {
+                FAIL("round %d: rfree of message %ld failed", round, i);
+            }
+        }
+        EXPECT_RC(network_barrier(), R_SUCCESS);
+        if (in != NULL && in->deferred_n != 0) {
+            FAIL("round %d: %u frees still deferred after the barrier", round, in->deferred_n);
+        }
+    }
+    network_barrier(); /* both ends are done before either closes */
+    free(held);
+    if (out != NULL) {
+        rpipe_close(out);
+        rpipe_close(in);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "stream";
@@ -1019,6 +1069,8 @@ int main(int argc, char **argv)
         mode_burst(cfg, count, 0);
     else if (!strcmp(mode, "burstlate"))
         mode_burst(cfg, count, 1);
+    else if (!strcmp(mode, "burstboth"))
+        mode_burstboth(cfg, count);
     else {
         fprintf(stderr, "mp_rpipe: unknown mode %s\n", mode);
         errors++;
