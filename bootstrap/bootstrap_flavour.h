@@ -30,6 +30,10 @@ typedef struct bootstrap_flavour_ops {
     /* fence(0) that runs serve(arg) until it completes */
     util_status_t (*fence_serving)(bootstrap_serve_fn_t serve, void *arg);
     util_status_t (*get)(int rank, const char *key, void *buf, size_t bufsize, size_t *size_p);
+    /* get of the value rank committed last under a key it puts again
+     * (a client may cache the first one) */
+    util_status_t (*get_latest)(int rank, const char *key, void *buf, size_t bufsize,
+                                size_t *size_p);
     void (*abort)(int code, const char *msg) __attribute__((noreturn));
 } bootstrap_flavour_ops_t;
 

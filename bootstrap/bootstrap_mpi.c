@@ -702,5 +702,6 @@ const bootstrap_flavour_ops_t bootstrap_mpi_ops = {
     .fence = bmpi_fence,
     .fence_serving = bmpi_fence_serving,
     .get = bmpi_get,
+    .get_latest = bmpi_get, /* not used: allgather is MPI_Allgather */
     .abort = bmpi_abort,
 };

@@ -318,16 +318,21 @@ static util_status_t bootstrap_pmix_fence(int collect_data)
     return (rc == PMIX_SUCCESS) ? UTIL_OK : bootstrap_pmix_error("fence", rc);
 }
 
-static util_status_t bootstrap_pmix_get(int rank, const char *key, void *buf, size_t bufsize,
-                                        size_t *size_p)
+/* latest: ask the server for the value the peer committed last, not the
+ * one this client cached (PMIX_GET_REFRESH_CACHE). */
+static util_status_t bootstrap_pmix_get_value(int rank, const char *key, void *buf, size_t bufsize,
+                                              size_t *size_p, bool latest)
 {
     pmix_proc_t proc;
     pmix_value_t *val = NULL;
+    pmix_info_t info;
     pmix_status_t rc;
     util_status_t status = UTIL_OK;
 
     PMIX_LOAD_PROCID(&proc, bootstrap_pmix_me.nspace, (pmix_rank_t)rank);
-    rc = PMIx_Get(&proc, key, NULL, 0, &val);
+    PMIX_INFO_LOAD(&info, PMIX_GET_REFRESH_CACHE, &latest, PMIX_BOOL);
+    rc = PMIx_Get(&proc, key, latest ? &info : NULL, latest ? 1 : 0, &val);
+    PMIX_INFO_DESTRUCT(&info);
     if (rc == PMIX_ERR_NOT_FOUND) {
         return UTIL_ERR_NOT_FOUND;
     }
@@ -355,6 +360,18 @@ static util_status_t bootstrap_pmix_get(int rank, const char *key, void *buf, si
     return status;
 }
 
+static util_status_t bootstrap_pmix_get(int rank, const char *key, void *buf, size_t bufsize,
+                                        size_t *size_p)
+{
+    return bootstrap_pmix_get_value(rank, key, buf, bufsize, size_p, false);
+}
+
+static util_status_t bootstrap_pmix_get_latest(int rank, const char *key, void *buf, size_t bufsize,
+                                               size_t *size_p)
+{
+    return bootstrap_pmix_get_value(rank, key, buf, bufsize, size_p, true);
+}
+
 __attribute__((noreturn)) static void bootstrap_pmix_abort(int code, const char *msg)
 {
     fflush(stdout);
@@ -371,5 +388,6 @@ const bootstrap_flavour_ops_t bootstrap_pmix_ops = {
     .fence = bootstrap_pmix_fence,
     .fence_serving = bootstrap_pmix_fence_serving,
     .get = bootstrap_pmix_get,
+    .get_latest = bootstrap_pmix_get_latest,
     .abort = bootstrap_pmix_abort,
 };

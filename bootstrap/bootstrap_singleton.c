@@ -124,5 +124,6 @@ const bootstrap_flavour_ops_t bootstrap_singleton_ops = {
     .fence = bootstrap_singleton_fence,
     .fence_serving = bootstrap_singleton_fence_serving,
     .get = bootstrap_singleton_get,
+    .get_latest = bootstrap_singleton_get, /* a put replaces the value */
     .abort = bootstrap_singleton_abort,
 };

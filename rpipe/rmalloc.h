@@ -198,8 +198,8 @@ RMALLOC_API int network_barrier(void);
  * receiver; recv waits for the next message from `from` of exactly bytes. */
 RMALLOC_API int network_send(int to, const void *buf, size_t bytes);
 RMALLOC_API int network_recv(int from, void *buf, size_t bytes);
-/* Through the process manager, for setup data: under PMIx every call costs
- * more than the one before (a fresh key each); in a loop use rcoll.h. */
+/* Through the process manager (hundreds of µs): for setup data; rcoll.h's
+ * allgather is the fast one. */
 RMALLOC_API int network_allgather(const void *in, void *out, size_t bytes);
 RMALLOC_API void network_abort(int code) __attribute__((noreturn));
 

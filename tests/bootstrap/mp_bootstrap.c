@@ -187,6 +187,29 @@ static void check_allgather(void)
         }
         free(out);
     }
+    /* sizes in turn (the store reuses keys: each round's values must be
+     * that round's, whatever size came before) */
+    for (int round = 0; round < 60; round++) {
+        static const size_t sizes[] = {4, 12, 40, 12};
+        size_t words = sizes[round % 4] / sizeof(int);
+        int in[10], *out = malloc(sizeof(in) * (size_t)n);
+
+        for (size_t w = 0; w < words; w++) {
+            in[w] = me * 1000 + round * 10 + (int)w;
+        }
+        EXPECT(bootstrap_allgather(in, out, words * sizeof(int)) == UTIL_OK,
+               "allgather of %zu bytes, round %d", words * sizeof(int), round);
+        for (int r = 0; r < n; r++) {
+            for (size_t w = 0; w < words; w++) {
+                int want = r * 1000 + round * 10 + (int)w;
+
+                EXPECT(out[(size_t)r * words + w] == want,
+                       "allgather of %zu bytes, round %d, rank %d word %zu: %d, not %d",
+                       words * sizeof(int), round, r, w, out[(size_t)r * words + w], want);
+            }
+        }
+        free(out);
+    }
 }
 
 int main(int argc, char **argv)

@@ -278,7 +278,17 @@ START_TEST(test_srun_rpipe)
     ck_assert_msg(res.status == 0, "alltoall: status %d:\n%s", res.status, res.out);
     cmd(SRUN_2x2 "multinode/mp_rpipe stream get block next 300", JOB_LIMIT_S, &res);
     ck_assert_msg(res.status == 0, "stream: status %d:\n%s", res.status, res.out);
+    /* writers a sync queue ahead; the readers read after the barrier, which
+     * serves inside Slurm's fence */
+    cmd(SRUN_2x2 "multinode/mp_rpipe burstlate put tag first 2000", JOB_LIMIT_S, &res);
+    ck_assert_msg(res.status == 0, "burstlate: status %d:\n%s", res.status, res.out);
     expect_no_pes("multinode/mp_rpipe");
+    /* the bootstrap under Slurm's PMIx server: keys, barriers, and
+     * allgathers that reuse their keys (each round's values checked) */
+    cmd(SRUN_2x2 "mp_bootstrap 4 check", JOB_LIMIT_S, &res);
+    ck_assert_msg(res.status == 0, "mp_bootstrap: status %d:\n%s", res.status, res.out);
+    EXPECT_OUT(&res, "mp_bootstrap: 4 PEs on 2 node(s): all checks passed");
+    expect_no_pes("mp_bootstrap");
 }
 END_TEST
 
