@@ -19,6 +19,8 @@
 static const bootstrap_flavour_ops_t *bootstrap_ops;
 static bootstrap_job_t bootstrap_job;
 static int bootstrap_refcount;
+/* allgather rounds of this process; never reset: the process manager keeps
+ * the values of earlier init/finalize cycles under the same keys */
 static uint64_t bootstrap_allgather_seq;
 #define BOOTSTRAP_ALLGATHER_TRIES 20000 /* 100 us apart: 2 s and more */
 
