@@ -329,6 +329,11 @@ static util_status_t bootstrap_allgather_get(int r, const char *key, uint64_t ro
                        size + 8);
             return UTIL_ERR_TRUNCATED;
         }
+        if (status == UTIL_ERR_TIMEOUT || status == UTIL_ERR_NOT_FOUND) {
+            util_error("bootstrap: allgather round %llu: rank %d published no value of %zu bytes "
+                       "(do all ranks pass the same size?)",
+                       (unsigned long long)round, r, size);
+        }
         if (status != UTIL_OK) {
             return status;
         }
@@ -341,8 +346,8 @@ static util_status_t bootstrap_allgather_get(int r, const char *key, uint64_t ro
             nanosleep(&pause, NULL);
         }
     }
-    util_error("bootstrap: allgather round %llu read round %llu from rank %d (the process "
-               "manager keeps an old value)",
+    util_error("bootstrap: allgather round %llu read round %llu from rank %d (ranks passed "
+               "different sizes, or the process manager keeps an old value)",
                (unsigned long long)round, (unsigned long long)got_round, r);
     return UTIL_ERR_STATE;
 }
