@@ -132,9 +132,13 @@ static void bootstrap_pmix_wait_idle(bootstrap_pmix_wait_t *wait)
     }
 }
 
-/* The same fence, non-blocking: PMIx's thread calls back when it is done.
- * While serve has work it runs in a loop; idle, the wait sleeps as the
- * blocking fence does, waking now and then to serve again. */
+/* The fence, non-blocking: PMIx's thread calls back when it is done. While
+ * serve has work it runs in a loop; idle, the wait sleeps, waking now and
+ * then to serve again. Every fence collects data, also a plain barrier:
+ * under Slurm 22.05's mpi/pmix plugin a fence without PMIX_COLLECT_DATA
+ * does not wait for the other nodes (measured: every one of 200 such
+ * fences let a process out before the last one entered), so rexit and
+ * network_barrier let PEs free memory their peers were still reaching. */
 static util_status_t bootstrap_pmix_fence_serving(bootstrap_serve_fn_t serve, void *arg)
 {
     bootstrap_pmix_wait_t wait = {.done = 0, .status = PMIX_SUCCESS};
@@ -300,22 +304,17 @@ static util_status_t bootstrap_pmix_commit(void)
     return (rc == PMIX_SUCCESS) ? UTIL_OK : bootstrap_pmix_error("commit", rc);
 }
 
-/* Every fence collects data, also a plain barrier (collect_data 0): under
- * Slurm 22.05's mpi/pmix plugin a fence without PMIX_COLLECT_DATA does not
- * wait for the other nodes (measured: every one of 200 such fences let a
- * process out before the last one entered), so rexit and network_barrier
- * let PEs free memory their peers were still reaching. */
+static int bootstrap_pmix_nothing_to_serve(void *arg)
+{
+    (void)arg;
+    return 0;
+}
+
+/* The serving fence with nothing to serve: it sleeps until the callback. */
 static util_status_t bootstrap_pmix_fence(int collect_data)
 {
-    pmix_info_t info;
-    bool collect = true;
-    pmix_status_t rc;
-
-    (void)collect_data;
-    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
-    rc = PMIx_Fence(NULL, 0, &info, 1);
-    PMIX_INFO_DESTRUCT(&info);
-    return (rc == PMIX_SUCCESS) ? UTIL_OK : bootstrap_pmix_error("fence", rc);
+    (void)collect_data; /* every fence collects: bootstrap_pmix_fence_serving */
+    return bootstrap_pmix_fence_serving(bootstrap_pmix_nothing_to_serve, NULL);
 }
 
 /* latest: ask the server for the value the peer committed last, not the
