@@ -450,6 +450,7 @@ int rinit(int *rank, int *nranks)
 {
     util_status_t status;
     long spin, timeout, slots;
+    size_t prefetch;
 
     if (rpipe_state.refcount > 0) {
         rpipe_state.refcount++;
@@ -474,6 +475,11 @@ int rinit(int *rank, int *nranks)
             btl_ctx_destroy(rpipe_state.btl);
             return UTIL_ERR_INVALID;
         }
+        if (util_env_get_size("RMB_RPIPE_PREFETCH", &prefetch) != UTIL_OK) {
+            btl_ctx_destroy(rpipe_state.btl);
+            return UTIL_ERR_INVALID;
+        }
+        rpipe_state.prefetch = (uint64_t)prefetch;
         rpipe_state.slots = (uint32_t)slots;
         rpipe_state.spin = spin >= 0 ? (uint64_t)spin : util_wait_policy.spin;
         rpipe_state.connect_timeout = (double)timeout;

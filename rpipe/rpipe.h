@@ -44,7 +44,8 @@
 #define RPIPE_UHDR_BYTES 8u
 #define RPIPE_FLAG_MARK  0xA5u /* low byte of a set flag; then payload size and sequence */
 
-#define RPIPE_SLOT_BYTES   64u /* one cache line */
+#define RPIPE_CACHE_LINE   64u /* the prefetch stride and a slot */
+#define RPIPE_SLOT_BYTES   RPIPE_CACHE_LINE
 #define RPIPE_SLOT_FLAG    (RPIPE_SLOT_BYTES - 8u)
 #define RPIPE_SLOT_PAYLOAD (RPIPE_SLOT_FLAG - RPIPE_UHDR_BYTES)
 #define RPIPE_SLOTS_MAX    64u /* the consumer's free mask is one word */

@@ -24,6 +24,7 @@ typedef struct rpipe_state {
     double connect_timeout;        /* seconds (RMB_RPIPE_CONNECT_TIMEOUT) */
     uint32_t slots;                /* small-message slots per channel (RMB_RPIPE_SLOTS) */
     int get_push;                  /* RMB_RPIPE_GET_PUSH */
+    uint64_t prefetch;             /* bytes of a message rread pulls in (RMB_RPIPE_PREFETCH) */
     rch_t channels;                /* every open channel */
     uint64_t deferred;             /* posts/frees deferred over all channels */
     uint64_t barriers;             /* network_barrier and rexit calls: the epoch */

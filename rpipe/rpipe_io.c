@@ -430,6 +430,20 @@ static util_status_t rpipe_load_flag(rch_t ch, const raddr_t *desc, uint64_t *fl
     return btl_get(ch->ep, flag_p, 8, NULL, ch->peer_region_addr + off, ch->peer_region_rkey);
 }
 
+/* The payload was written by another core (or the network) and the caller
+ * may read it in any order: ask for all its lines now, so they come in
+ * together instead of one demand miss after another (em3d reads its values
+ * at random). Only the first RMB_RPIPE_PREFETCH bytes: more would evict
+ * what the caller works on. */
+static inline void rpipe_prefetch(const char *payload, uint64_t bytes)
+{
+    uint64_t n = bytes < rpipe_state.prefetch ? bytes : rpipe_state.prefetch;
+
+    for (uint64_t off = 0; off < n; off += RPIPE_CACHE_LINE) {
+        __builtin_prefetch(payload + off);
+    }
+}
+
 /* rread_nb's last step: the pending message of `payload` bytes is the
  * caller's. */
 static inline int rpipe_read_done(rch_t ch, const raddr_t *desc, uint64_t payload, raddr_t *desc_p,
@@ -444,6 +458,7 @@ static inline int rpipe_read_done(rch_t ch, const raddr_t *desc, uint64_t payloa
     }
     ch->pending = 0;
     ch->seq++;
+    rpipe_prefetch(msg + RPIPE_UHDR_BYTES, payload);
     rpipe_desc_pack(desc_p, desc->start, desc->end, desc->id, desc->wrap_from, payload, desc->block,
                     desc->unit_shift, desc->flags);
     *ptr_p = msg + RPIPE_UHDR_BYTES;

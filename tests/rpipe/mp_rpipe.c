@@ -480,7 +480,8 @@ static void mode_alltoall(rmalloc_config_t cfg, long count)
  * written in reverse order arrive in write order. Round 3: count messages
  * of 1..96 bytes, a slot or the region by size. Misuse: a slot freed twice,
  * written twice (tag/channel), a forged slot descriptor. Last: ends that
- * disagree on RMB_RPIPE_SLOTS, and a bad value, are refused. */
+ * disagree on RMB_RPIPE_SLOTS, and bad values of it and of
+ * RMB_RPIPE_PREFETCH, are refused. */
 /* Receives message i of exactly size bytes from PE 0 (context 3). */
 static void recv_exact(rch_t ch, long i, size_t size, raddr_t *d_p)
 {
@@ -655,6 +656,11 @@ static void mode_slots(rmalloc_config_t cfg, long count)
     setenv("RMB_RPIPE_SLOTS", "3", 1);
     EXPECT_RC(rinit(NULL, NULL), R_ERR_INVALID);
     unsetenv("RMB_RPIPE_SLOTS");
+    setenv("RMB_RPIPE_PREFETCH", "-1", 1);
+    EXPECT_RC(rinit(NULL, NULL), R_ERR_INVALID);
+    setenv("RMB_RPIPE_PREFETCH", "16 lines", 1);
+    EXPECT_RC(rinit(NULL, NULL), R_ERR_INVALID);
+    unsetenv("RMB_RPIPE_PREFETCH");
     EXPECT_RC(rinit(NULL, NULL), R_SUCCESS);
 }
 
