@@ -63,7 +63,8 @@ static void oshrun_usage(FILE *out)
                  "                      pass oshrun's VAR, as every variable is passed anyway)\n"
                  "  --tag-output        prefix every line of output with \"[PE r] \"\n"
                  "  --bind-to none|core none (default): no binding; core: PE r is bound to the\n"
-                 "                      r-th CPU oshrun may use (round robin)\n"
+                 "                      r-th CPU oshrun may use; with more PEs than CPUs,\n"
+                 "                      consecutive PEs share a CPU (PE r on CPU r*CPUs/N)\n"
                  "  --oversubscribe     accepted: more PEs than cores is always allowed\n"
                  "  --allow-run-as-root accepted: root is always allowed\n"
                  "  --timeout SECONDS   terminate the job after SECONDS (exit status 124)\n"
@@ -368,16 +369,20 @@ static void oshrun_free_environ(char **env)
     free(env);
 }
 
-/* --bind-to core: PE r on the (r mod n)-th of the n CPUs oshrun may use. */
-static void oshrun_bind_core(int rank)
+/* --bind-to core: PE r on the r-th of the n CPUs oshrun may use; with more
+ * PEs than CPUs, consecutive PEs share one (PE r on CPU r * n / np), so the
+ * neighbours that most programs talk to, and an emulated node's PEs, stay
+ * on one core instead of every exchange crossing cores. */
+static void oshrun_bind_core(int rank, int np)
 {
     cpu_set_t allowed, mine;
-    int n = 0, want;
+    int n = 0, ncpu, want;
 
     if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) == 0) {
         return;
     }
-    want = rank % CPU_COUNT(&allowed);
+    ncpu = CPU_COUNT(&allowed);
+    want = np <= ncpu ? rank : (int)((long)rank * ncpu / np);
     for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
         if (CPU_ISSET(cpu, &allowed) && n++ == want) {
             CPU_ZERO(&mine);
@@ -416,7 +421,7 @@ static pid_t oshrun_spawn(oshrun_job_t *job, int rank, const char *path, char **
         oshrun_output_child(job, rank);
     }
     if (job->bind == OSHRUN_BIND_CORE) {
-        oshrun_bind_core(rank);
+        oshrun_bind_core(rank, job->np);
     }
     if (rank != 0) {
         int null = open("/dev/null", O_RDONLY);

@@ -538,18 +538,39 @@ END_TEST
 START_TEST(test_oshrun_bind_to)
 {
     cpu_set_t mine;
-    char want[64];
+    char want[64], np[16];
+    int ncpu;
     run_t *r;
 
     ck_assert_int_eq(sched_getaffinity(0, sizeof(mine), &mine), 0);
     r = run(ARGV(oshrun(), "-n", "2", "--bind-to", "core", prog(), "cpus"), 60);
     ck_assert_int_eq(r->status, 0);
-    assert_has(r->out, "PE 0 cpus 1\n");
-    assert_has(r->out, "PE 1 cpus 1\n");
+    assert_has(r->out, "PE 0 cpus 1 first");
+    assert_has(r->out, "PE 1 cpus 1 first");
     r = run(ARGV(oshrun(), "-n", "2", "--bind-to=none", prog(), "cpus"), 60);
     ck_assert_int_eq(r->status, 0);
-    snprintf(want, sizeof(want), "PE 1 cpus %d\n", CPU_COUNT(&mine));
+    snprintf(want, sizeof(want), "PE 1 cpus %d first", CPU_COUNT(&mine));
     assert_has(r->out, want);
+    /* twice as many PEs as CPUs: PEs 2c and 2c+1 share the c-th allowed CPU */
+    ncpu = CPU_COUNT(&mine);
+    if (ncpu > 8) {
+        printf("test_oshrun_bind_to: %d CPUs, not starting %d PEs to check shared CPUs\n", ncpu,
+               2 * ncpu);
+        return;
+    }
+    snprintf(np, sizeof(np), "%d", 2 * ncpu);
+    r = run(ARGV(oshrun(), "-n", np, "--bind-to", "core", prog(), "cpus"), 60);
+    ck_assert_int_eq(r->status, 0);
+    for (int cpu = 0, c = 0; cpu < CPU_SETSIZE && c < ncpu; cpu++) {
+        if (!CPU_ISSET(cpu, &mine)) {
+            continue;
+        }
+        for (int k = 0; k < 2; k++) {
+            snprintf(want, sizeof(want), "PE %d cpus 1 first %d\n", 2 * c + k, cpu);
+            assert_has(r->out, want);
+        }
+        c++;
+    }
     r = run(ARGV(oshrun(), "-n", "2", "--bind-to", "socket", prog()), 20);
     ck_assert_int_eq(r->status, 2);
     ck_assert_int_eq(mp_count_lines(r->err, "oshrun: --bind-to takes none or core"), 1);

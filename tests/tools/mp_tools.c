@@ -4,7 +4,7 @@
  *           line without a newline (--tag-output, -x FOO)
  *   segv    PE 1 writes to a page it may not touch; the others wait in a barrier
  *   shared  the world PEs of my node (SHMEM_TEAM_SHARED: --map-by)
- *   cpus    how many CPUs I may run on (--bind-to)
+ *   cpus    how many CPUs I may run on, and the first of them (--bind-to)
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -69,7 +69,11 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "cpus") == 0) {
         cpu_set_t set;
         sched_getaffinity(0, sizeof(set), &set);
-        printf("PE %d cpus %d\n", me, CPU_COUNT(&set));
+        int first = 0;
+        while (first < CPU_SETSIZE && !CPU_ISSET(first, &set)) {
+            first++;
+        }
+        printf("PE %d cpus %d first %d\n", me, CPU_COUNT(&set), first);
     }
     fflush(stdout);
     shmem_finalize();
