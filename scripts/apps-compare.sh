@@ -132,8 +132,11 @@ run_one() {
         line=$(env "${env_args[@]}" timeout 600 "$oshrun" -n "$np" --bind-to core \
                "$prog" -p "$size" 2>>"$raw")
     else
+        # (with no more ranks than cores, mpirun's own binding: rank r on core r)
+        local bind=()
+        [ "$np" -gt "$cores" ] && bind=(--bind-to none)
         line=$(env APPS_CPUS="$cpus" timeout 600 "$mpirun" --allow-run-as-root --oversubscribe \
-               "${mpi_mca[@]}" --bind-to none -np "$np" sh -c "$mpi_bind" "$prog" -p "$size" \
+               "${mpi_mca[@]}" "${bind[@]}" -np "$np" sh -c "$mpi_bind" "$prog" -p "$size" \
                2>>"$raw")
     fi
     rc=$?
