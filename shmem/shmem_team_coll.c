@@ -784,10 +784,14 @@ static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team,
     }
     if ((seq + 1) % (SHMEMI_TC_RING / 2) == 0) {
         /* an add (that commutes): two checkpoints of one member may be on
-         * their way at once, and a network may reorder two writes */
+         * their way at once, and a network may reorder two writes. Batched:
+         * a root needs it only 16 broadcasts later, so across the network
+         * it rides with our next message to that PE (a root's next
+         * broadcast), or leaves at our next wait or from the helper thread,
+         * instead of a send of its own. */
         for (int i = 1; i < n; i++) {
-            shmemi_amo_notify(call, shmemi_tc_ring_ack(c, me), BTL_AMO_ADD, 8, 1,
-                              shmemi_tc_pe(team, (me + i) % n));
+            shmemi_amo_post_as(call, shmemi_tc_ring_ack(c, me), BTL_AMO_ADD, 8, 1,
+                               shmemi_tc_pe(team, (me + i) % n), 1);
         }
     }
 }
