@@ -229,7 +229,15 @@ void *rmalloc_mem(rch_t ch, size_t size, raddr_t *desc_p)
     if (desc_p != NULL) {
         *desc_p = desc;
     }
-    return rmem(ch, desc);
+    if (raddr_is_null(desc)) {
+        return NULL;
+    }
+    /* issued by this channel just now: rmem's checks of a caller's
+     * descriptor would find nothing */
+    if (desc.flags & RPIPE_DESC_SLOT) {
+        return rpipe_slot_mem(ch, &desc);
+    }
+    return rpipe_view(ch) + rpipe_offset(&desc) + RPIPE_UHDR_BYTES;
 }
 
 void *network_header(rch_t ch, raddr_t desc)
@@ -437,9 +445,16 @@ static util_status_t rpipe_load_flag(rch_t ch, const raddr_t *desc, uint64_t *fl
  * what the caller works on. */
 static inline void rpipe_prefetch(const char *payload, uint64_t bytes)
 {
-    uint64_t n = bytes < rpipe_state.prefetch ? bytes : rpipe_state.prefetch;
+    const uint64_t line = RPIPE_CACHE_LINE;
+    uint64_t n = bytes < rpipe_state.prefetch ? bytes : rpipe_state.prefetch, off = 0;
 
-    for (uint64_t off = 0; off < n; off += RPIPE_CACHE_LINE) {
+    for (; off + 4 * line <= n; off += 4 * line) { /* a quarter of the loop's own instructions */
+        __builtin_prefetch(payload + off);
+        __builtin_prefetch(payload + off + line);
+        __builtin_prefetch(payload + off + 2 * line);
+        __builtin_prefetch(payload + off + 3 * line);
+    }
+    for (; off < n; off += line) {
         __builtin_prefetch(payload + off);
     }
 }
