@@ -662,9 +662,16 @@ int main(int argc, char **argv)
     /* Emulated nodes share this machine's cores: the PEs' waiting policy
      * (util/wait.h) must count every PE here, not only its node's. */
     {
-        char procs[16];
+        char procs[16], cpus[16];
+        cpu_set_t allowed;
+
         snprintf(procs, sizeof(procs), "%d", job.np);
         setenv("RMB_HOST_PROCS", procs, 1);
+        /* and the CPUs they share: bound PEs (--bind-to core) see one each */
+        if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0 && CPU_COUNT(&allowed) > 0) {
+            snprintf(cpus, sizeof(cpus), "%d", CPU_COUNT(&allowed));
+            setenv("RMB_HOST_CPUS", cpus, 1);
+        }
     }
     if (job.netns) {
         /* libfabric's tcp and sockets providers: the node's link, not lo */

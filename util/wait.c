@@ -6,6 +6,9 @@
 #include "util/log.h"
 
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,16 +28,73 @@ static uint64_t util_wait_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int util_wait_cores(void)
+/* CPUs in a "0-3,8" list (/proc/PID/status Cpus_allowed_list); 0 if unreadable. */
+static int util_wait_cpus_of(const char *status_path)
+{
+    char line[4096];
+    int n = 0;
+    FILE *f = fopen(status_path, "r");
+
+    if (f == NULL) {
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "Cpus_allowed_list:", 18) == 0) {
+            for (char *p = line + 18; *p != '\0' && *p != '\n';) {
+                char *end;
+                long lo = strtol(p, &end, 10), hi = lo;
+
+                if (end == p) {
+                    p++; /* blanks, commas */
+                    continue;
+                }
+                if (*end == '-') {
+                    p = end + 1;
+                    hi = strtol(p, &end, 10);
+                }
+                n += hi >= lo ? (int)(hi - lo + 1) : 0;
+                p = end;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+/* The cores the machine's PEs share. A PE bound to CPUs of its own
+ * (oshrun --bind-to core, srun --cpu-bind, mpirun's default binding) sees
+ * only those: two PEs each bound to a core are not two PEs on one core.
+ * So the launcher's count where it gives one (oshrun: RMB_HOST_CPUS; a
+ * Slurm step: SLURM_CPUS_ON_NODE); else, where this process may use fewer
+ * CPUs than the machine's first process (its container or cgroup), the
+ * launcher bound it, and each PE of the node has as many. */
+static int util_wait_cores(int procs_here)
 {
     cpu_set_t set;
-    long online;
+    long host = 0, online;
+    const char *slurm;
+    int own, allowed;
 
-    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
-        return CPU_COUNT(&set);
+    if (util_env_get_int("RMB_HOST_CPUS", &host) == UTIL_OK && host > 0 && host < 1000000) {
+        return (int)host;
+    }
+    slurm = getenv("SLURM_CPUS_ON_NODE");
+    if (slurm != NULL && getenv("SLURM_STEP_ID") != NULL && atol(slurm) > 0 &&
+        atol(slurm) < 1000000) {
+        return (int)atol(slurm);
     }
     online = sysconf(_SC_NPROCESSORS_ONLN);
-    return online > 0 ? (int)online : 1;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) == 0) {
+        return online > 0 ? (int)online : 1;
+    }
+    own = CPU_COUNT(&set);
+    allowed = util_wait_cpus_of("/proc/1/status");
+    if (allowed > own && procs_here > 1) {
+        long bound = (long)procs_here * own;
+        return bound < allowed ? (int)bound : allowed;
+    }
+    return own;
 }
 
 static int util_wait_procs = 1, util_wait_threads = 1; /* the last setup's arguments */
@@ -59,7 +119,7 @@ void util_wait_setup(int procs_here, int threads_each)
 {
     long spin = -1, yield_usec = -1, sleep_usec = 50;
     long host_procs = 0;
-    int cores = util_wait_cores();
+    int cores;
 
     util_wait_procs = procs_here;
     util_wait_threads = threads_each;
@@ -76,6 +136,7 @@ void util_wait_setup(int procs_here, int threads_each)
     if (threads_each < 1) {
         threads_each = 1;
     }
+    cores = util_wait_cores(procs_here);
     util_wait_policy.oversubscribed = (long)procs_here * threads_each > cores;
     if (util_env_get_int("RMB_WAIT_SPIN", &spin) != UTIL_OK || spin < -1 || spin > 1000000000L) {
         util_warn("RMB_WAIT_SPIN must be -1 (auto) or 0..1e9 polls; using auto");

@@ -45,8 +45,11 @@ extern util_wait_policy_t util_wait_policy;
 /* Sets the policy from RMB_WAIT_SPIN, RMB_WAIT_YIELD_USEC, RMB_WAIT_SLEEP_USEC
  * and from whether procs_here (processes of the job on this node, or
  * RMB_HOST_PROCS when emulated nodes share the machine) times
- * threads_each (busy threads per process) outnumber the cores this process
- * may run on. Called by the bootstrap once it knows the node's processes. */
+ * threads_each (busy threads per process) outnumber the cores they share
+ * (RMB_HOST_CPUS from oshrun, SLURM_CPUS_ON_NODE in a Slurm step, else this
+ * process's CPUs, times procs_here where a launcher bound it to fewer than
+ * the machine's first process may use). Called by the bootstrap once it
+ * knows the node's processes. */
 void util_wait_setup(int procs_here, int threads_each);
 
 /* A transport whose own threads move the data (libfabric's sockets

@@ -543,10 +543,17 @@ START_TEST(test_oshrun_bind_to)
     run_t *r;
 
     ck_assert_int_eq(sched_getaffinity(0, sizeof(mine), &mine), 0);
+    setenv("RMB_LOG_LEVEL", "debug", 1);
     r = run(ARGV(oshrun(), "-n", "2", "--bind-to", "core", prog(), "cpus"), 60);
+    unsetenv("RMB_LOG_LEVEL");
     ck_assert_int_eq(r->status, 0);
     assert_has(r->out, "PE 0 cpus 1 first");
     assert_has(r->out, "PE 1 cpus 1 first");
+    if (CPU_COUNT(&mine) >= 2) {
+        /* two PEs each on a core of its own are not two on one: they spin */
+        ck_assert_int_eq(mp_count_lines(r->err, "on 1 core(s)"), 0);
+        ck_assert_int_eq(mp_count_lines(r->err, "spin 50000 polls"), 2);
+    }
     r = run(ARGV(oshrun(), "-n", "2", "--bind-to=none", prog(), "cpus"), 60);
     ck_assert_int_eq(r->status, 0);
     snprintf(want, sizeof(want), "PE 1 cpus %d first", CPU_COUNT(&mine));

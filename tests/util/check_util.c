@@ -1,13 +1,16 @@
 /* Unit tests of util/: status strings, the strict environment parsers and
  * the waiting policy. */
+#define _GNU_SOURCE
 #include "util/env.h"
 #include "util/status.h"
 #include "util/wait.h"
 
 #include <check.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 START_TEST(test_status_strings)
 {
@@ -136,6 +139,7 @@ START_TEST(test_wait_policy)
     unsetenv("RMB_WAIT_YIELD_USEC");
     unsetenv("RMB_WAIT_SLEEP_USEC");
     unsetenv("RMB_HOST_PROCS");
+    unsetenv("RMB_HOST_CPUS");
     /* One process: spins long, never naps. */
     util_wait_setup(1, 1);
     ck_assert_int_eq(util_wait_policy.oversubscribed, 0);
@@ -189,6 +193,60 @@ START_TEST(test_wait_policy)
 }
 END_TEST
 
+/* The cores PEs share: the launcher's count first (oshrun's RMB_HOST_CPUS,
+ * a Slurm step's SLURM_CPUS_ON_NODE); a process bound to fewer CPUs than
+ * the machine's first process counts one such set per process. */
+START_TEST(test_wait_cores)
+{
+    cpu_set_t all, one;
+    int first = -1;
+
+    unsetenv("RMB_WAIT_SPIN");
+    unsetenv("RMB_WAIT_YIELD_USEC");
+    unsetenv("RMB_HOST_PROCS");
+    unsetenv("SLURM_STEP_ID");
+    setenv("RMB_HOST_CPUS", "4", 1);
+    util_wait_setup(4, 1);
+    ck_assert_int_eq(util_wait_policy.oversubscribed, 0);
+    ck_assert_uint_eq(util_wait_policy.spin, 50000);
+    util_wait_setup(5, 1);
+    ck_assert_int_eq(util_wait_policy.oversubscribed, 1);
+    setenv("RMB_HOST_CPUS", "1", 1);
+    util_wait_setup(2, 1);
+    ck_assert_int_eq(util_wait_policy.oversubscribed, 1);
+    unsetenv("RMB_HOST_CPUS");
+    setenv("SLURM_CPUS_ON_NODE", "3", 1);
+    setenv("SLURM_STEP_ID", "0", 1);
+    util_wait_setup(3, 1);
+    ck_assert_int_eq(util_wait_policy.oversubscribed, 0);
+    util_wait_setup(4, 1);
+    ck_assert_int_eq(util_wait_policy.oversubscribed, 1);
+    unsetenv("SLURM_STEP_ID"); /* in the allocation, not a step: not the launcher's count */
+    unsetenv("SLURM_CPUS_ON_NODE");
+
+    /* bound to one CPU where the machine has more: two such PEs have two */
+    ck_assert_int_eq(sched_getaffinity(0, sizeof(all), &all), 0);
+    for (int cpu = 0; cpu < CPU_SETSIZE && first < 0; cpu++) {
+        if (CPU_ISSET(cpu, &all)) {
+            first = cpu;
+        }
+    }
+    if (CPU_COUNT(&all) >= 2 && access("/proc/1/status", R_OK) == 0) {
+        CPU_ZERO(&one);
+        CPU_SET(first, &one);
+        ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+        util_wait_setup(2, 1);
+        ck_assert_int_eq(util_wait_policy.oversubscribed, 0);
+        util_wait_setup(CPU_COUNT(&all) + 1, 1);
+        ck_assert_int_eq(util_wait_policy.oversubscribed, 1);
+        ck_assert_int_eq(sched_setaffinity(0, sizeof(all), &all), 0);
+    } else {
+        printf("test_wait_cores: one CPU or no /proc/1/status, the bound case not checked\n");
+    }
+    util_wait_setup(1, 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("util");
@@ -202,6 +260,7 @@ int main(void)
     tcase_add_test(tc, test_parse_int);
     tcase_add_test(tc, test_env_getters);
     tcase_add_test(tc, test_wait_policy);
+    tcase_add_test(tc, test_wait_cores);
     suite_add_tcase(s, tc);
     srunner_run_all(r, CK_NORMAL);
     failed = srunner_ntests_failed(r);
