@@ -550,9 +550,11 @@ START_TEST(test_oshrun_bind_to)
     assert_has(r->out, "PE 0 cpus 1 first");
     assert_has(r->out, "PE 1 cpus 1 first");
     if (CPU_COUNT(&mine) >= 2) {
-        /* two PEs each on a core of its own are not two on one: they spin */
+        /* two PEs each on a core of its own are not two on one: they spin
+         * (a btl may set the policy again: a line each time) */
         ck_assert_int_eq(mp_count_lines(r->err, "on 1 core(s)"), 0);
-        ck_assert_int_eq(mp_count_lines(r->err, "spin 50000 polls"), 2);
+        ck_assert_int_eq(mp_count_lines(r->err, "spin 0 polls"), 0);
+        ck_assert_int_ge(mp_count_lines(r->err, "spin 50000 polls"), 2);
     }
     r = run(ARGV(oshrun(), "-n", "2", "--bind-to=none", prog(), "cpus"), 60);
     ck_assert_int_eq(r->status, 0);
