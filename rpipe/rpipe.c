@@ -98,19 +98,29 @@ static void rpipe_wait_relax(rpipe_wait_t *wait)
     }
 }
 
+/* Sends what any channel deferred (a peer may be waiting for it), each
+ * driving its sync first (room may have come); the first real failure. */
+static util_status_t rpipe_send_deferred(void)
+{
+    util_status_t first = UTIL_OK;
+
+    for (rch_t ch = rpipe_state.channels; ch != NULL && rpipe_state.deferred > 0; ch = ch->next) {
+        if (ch->deferred_n > 0) {
+            util_status_t status;
+
+            (void)rmalloc_sync_progress(ch->sync);
+            status = rpipe_flush_deferred(ch);
+            first = first == UTIL_OK ? status : first;
+        }
+    }
+    return first;
+}
+
 /* One step of a blocking wait: drive the btl, send what is deferred, relax. */
 void rpipe_wait_step(rpipe_wait_t *wait)
 {
     btl_ctx_progress(rpipe_state.btl);
-    /* A peer may be waiting for what we deferred, on any channel. */
-    if (rpipe_state.deferred > 0) {
-        for (rch_t ch = rpipe_state.channels; ch != NULL; ch = ch->next) {
-            if (ch->deferred_n > 0) {
-                rmalloc_sync_progress(ch->sync);
-                rpipe_flush_deferred(ch);
-            }
-        }
-    }
+    (void)rpipe_send_deferred();
     rpipe_wait_relax(wait);
 }
 
@@ -335,11 +345,8 @@ static int rpipe_barrier_serve(void *arg)
     int busy = 0;
 
     btl_ctx_progress(rpipe_state.btl);
+    rpipe_barrier_fail(b, rpipe_send_deferred());
     for (rch_t ch = rpipe_state.channels; ch != NULL; ch = ch->next) {
-        if (ch->deferred_n > 0) {
-            (void)rmalloc_sync_progress(ch->sync);
-            rpipe_barrier_fail(b, rpipe_flush_deferred(ch));
-        }
         rpipe_barrier_tell(ch, b);
         busy |= rpipe_barrier_answer(ch, b);
     }

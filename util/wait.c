@@ -72,17 +72,16 @@ static int util_wait_cpus_of(const char *status_path)
 static int util_wait_cores(int procs_here)
 {
     cpu_set_t set;
-    long host = 0, online;
-    const char *slurm;
+    long host = 0, slurm = 0, online;
+    const char *text = getenv("SLURM_CPUS_ON_NODE");
     int own, allowed;
 
     if (util_env_get_int("RMB_HOST_CPUS", &host) == UTIL_OK && host > 0 && host < 1000000) {
         return (int)host;
     }
-    slurm = getenv("SLURM_CPUS_ON_NODE");
-    if (slurm != NULL && getenv("SLURM_STEP_ID") != NULL && atol(slurm) > 0 &&
-        atol(slurm) < 1000000) {
-        return (int)atol(slurm);
+    if (text != NULL && getenv("SLURM_STEP_ID") != NULL &&
+        util_env_parse_int(text, &slurm) == UTIL_OK && slurm > 0 && slurm < 1000000) {
+        return (int)slurm;
     }
     online = sysconf(_SC_NPROCESSORS_ONLN);
     if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) == 0) {
