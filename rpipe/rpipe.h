@@ -85,10 +85,11 @@ struct rpipe_channel {
      * inline steps of rwrite, rread and rfree; NULL in the other modes */
     struct rmalloc_ring *block_ring;
     /* block mode: units of an allocation of units_payload bytes
-     * (rmalloc_vmem_units_for), kept for the next message of that size;
+     * (rmalloc_vmem_units_for) and the units it is aligned to
+     * (rpipe_block_size), kept for the next message of that size;
      * tag and channel producers: units_payload is the last size rmalloc_nb
      * checked */
-    uint64_t units_payload, units;
+    uint64_t units_payload, units, units_align;
 
     /* the peer, once connected */
     btl_ep_t *ep;

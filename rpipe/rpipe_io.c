@@ -74,6 +74,35 @@ static inline int rpipe_flag_live(rch_t ch, const raddr_t *desc, uint64_t payloa
     return (seen & 0xffu) == RPIPE_FLAG_MARK && rpipe_flag_payload(ch, seen) == payload;
 }
 
+/* Block mode: units and alignment of a message of `payload` bytes (user
+ * header included), cached for the next one of that size. Both ends place
+ * the same sizes the same way. A message of a cache line or more starts on
+ * a line of its own: else its first line is also the line of the previous
+ * message's flag, which the consumer clears in rfree while the producer
+ * writes the new message there (the line would cross cores twice more per
+ * message). Units above 16 bytes keep their placement: the region is sized
+ * for messages of whole units (rpipe_region_bytes), not for the padding. */
+static inline void rpipe_block_size(rch_t ch, uint64_t payload)
+{
+    if (payload != ch->units_payload) {
+        ch->units = rmalloc_vmem_units_for(rmalloc_sync_vmem(ch->sync), payload);
+        ch->units_align =
+            (payload >= RPIPE_CACHE_LINE && ch->unit <= 16) ? RPIPE_CACHE_LINE / ch->unit : 1;
+        ch->units_payload = payload;
+    }
+}
+
+/* The alignment rmalloc_sync_alloc and _accept take for that message, in
+ * bytes (0: none; the other modes place messages unaligned). */
+static inline uint64_t rpipe_block_align_bytes(rch_t ch, uint64_t payload)
+{
+    if (ch->block_ring == NULL) {
+        return 0;
+    }
+    rpipe_block_size(ch, payload);
+    return ch->units_align > 1 ? ch->units_align * ch->unit : 0;
+}
+
 /* ---- producer ----------------------------------------------------------------------------- */
 
 int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
@@ -118,12 +147,9 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
         /* Block: the ring, inline, with the units of the last size */
         uint64_t payload = size + RPIPE_UHDR_BYTES;
 
-        if (payload != ch->units_payload) {
-            ch->units = rmalloc_vmem_units_for(rmalloc_sync_vmem(ch->sync), payload);
-            ch->units_payload = payload;
-        }
-        if (ch->units != 0 &&
-            rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, payload, &desc) == UTIL_OK) {
+        rpipe_block_size(ch, payload);
+        if (ch->units != 0 && rmalloc_ring_alloc_inl(ch->block_ring, ch->units, ch->units_align,
+                                                     payload, &desc) == UTIL_OK) {
             rpipe_desc_store_user(desc_p, &desc);
             return R_SUCCESS;
         }
@@ -144,7 +170,8 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
             return R_SUCCESS;
         }
     }
-    status = rmalloc_sync_alloc(ch->sync, size + RPIPE_UHDR_BYTES, 0, &desc);
+    status = rmalloc_sync_alloc(ch->sync, size + RPIPE_UHDR_BYTES,
+                                rpipe_block_align_bytes(ch, size + RPIPE_UHDR_BYTES), &desc);
     if (rpipe_sync_not_now(status)) {
         return R_PENDING;
     }
@@ -167,8 +194,8 @@ static __attribute__((noinline)) raddr_t rpipe_malloc(rch_t ch, size_t size)
         size + RPIPE_UHDR_BYTES == ch->units_payload && ch->deferred_n == 0) {
         if (ch->block_ring != NULL) {
             if (ch->units != 0 && rmalloc_sync_block_alloc_ready(ch->sync) &&
-                rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, ch->units_payload, &desc) ==
-                    UTIL_OK) {
+                rmalloc_ring_alloc_inl(ch->block_ring, ch->units, ch->units_align,
+                                       ch->units_payload, &desc) == UTIL_OK) {
                 raddr_t user;
 
                 rpipe_desc_store_user(&user, &desc);
@@ -379,16 +406,13 @@ static util_status_t rpipe_next_desc(rch_t ch, size_t size, raddr_t *desc_p)
         uint64_t payload = size + RPIPE_UHDR_BYTES;
 
         if (ch->block_ring != NULL) { /* the ring, inline, as rmalloc_sync_accept would */
-            if (payload != ch->units_payload) {
-                ch->units = rmalloc_vmem_units_for(rmalloc_sync_vmem(ch->sync), payload);
-                ch->units_payload = payload;
-            }
-            if (ch->units != 0 &&
-                rmalloc_ring_alloc_inl(ch->block_ring, ch->units, 1, payload, desc_p) == UTIL_OK) {
+            rpipe_block_size(ch, payload);
+            if (ch->units != 0 && rmalloc_ring_alloc_inl(ch->block_ring, ch->units, ch->units_align,
+                                                         payload, desc_p) == UTIL_OK) {
                 return UTIL_OK;
             }
         }
-        return rmalloc_sync_accept(ch->sync, payload, 0, desc_p);
+        return rmalloc_sync_accept(ch->sync, payload, rpipe_block_align_bytes(ch, payload), desc_p);
     }
     return rmalloc_sync_next(ch->sync, desc_p);
 }
@@ -493,11 +517,50 @@ static inline void rpipe_tag_found_elsewhere(rch_t ch)
     }
 }
 
+/* rread_nb's last steps, for its pending message: its flag, and the
+ * message once the flag is the expected one. */
+static inline int rpipe_read_pending(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
+{
+    /* in place: a copy of the descriptor just stored would stall (rpipe_desc_pack) */
+    const raddr_t *desc = &ch->pending_desc;
+    uint64_t flag, payload;
+    util_status_t status = rpipe_load_flag(ch, desc, &flag);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    flag ^= rpipe_flag_mask(ch, desc);
+    payload = rpipe_flag_payload(ch, flag);
+    if (!rpipe_flag_expected(ch, flag, rpipe_msg_seq(ch, desc)) || payload > ch->cfg.alloc_size) {
+        return R_PENDING; /* not written yet (0, or old bytes of freed messages) */
+    }
+    if (payload + RPIPE_UHDR_BYTES > desc->payload) {
+        util_error("rread: message of %llu bytes in a slot of %llu (peers disagree on sizes)",
+                   (unsigned long long)payload,
+                   (unsigned long long)(desc->payload - RPIPE_UHDR_BYTES));
+        return R_ERR_STATE;
+    }
+    if (payload > size) {
+        return R_ERR_TRUNCATED; /* stays pending: a larger read can take it */
+    }
+    if (!rpipe_msgs_local(ch)) {
+        /* GET through the network: fetch header and payload into the mirror. */
+        uint64_t off = rpipe_offset(desc);
+        status = btl_get(ch->ep, ch->region + off, RPIPE_UHDR_BYTES + payload, ch->region_mem,
+                         ch->peer_region_addr + off, ch->peer_region_rkey);
+        if (status != UTIL_OK) {
+            return status;
+        }
+        /* The mirror's flag slot marks the message live until rfree. */
+        *(uint64_t *)(ch->region + rpipe_flag_offset(desc)) = flag ^ rpipe_flag_mask(ch, desc);
+    }
+    return rpipe_read_done(ch, desc, payload, desc_p, ptr_p);
+}
+
 int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
 {
     util_status_t status = rpipe_check_side(ch, 0, "rread");
-    uint64_t flag, payload;
-    const raddr_t *desc;
+    uint64_t payload;
 
     if (status != UTIL_OK) {
         return status;
@@ -549,38 +612,7 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         ch->pending = 1;
         ch->tag_read_after_ns = 0; /* found by its tag: read the next ones at once */
     }
-    /* in place: a copy of the descriptor just stored would stall (rpipe_desc_pack) */
-    desc = &ch->pending_desc;
-    status = rpipe_load_flag(ch, desc, &flag);
-    if (status != UTIL_OK) {
-        return status;
-    }
-    flag ^= rpipe_flag_mask(ch, desc);
-    payload = rpipe_flag_payload(ch, flag);
-    if (!rpipe_flag_expected(ch, flag, rpipe_msg_seq(ch, desc)) || payload > ch->cfg.alloc_size) {
-        return R_PENDING; /* not written yet (0, or old bytes of freed messages) */
-    }
-    if (payload + RPIPE_UHDR_BYTES > desc->payload) {
-        util_error("rread: message of %llu bytes in a slot of %llu (peers disagree on sizes)",
-                   (unsigned long long)payload,
-                   (unsigned long long)(desc->payload - RPIPE_UHDR_BYTES));
-        return R_ERR_STATE;
-    }
-    if (payload > size) {
-        return R_ERR_TRUNCATED; /* stays pending: a larger read can take it */
-    }
-    if (!rpipe_msgs_local(ch)) {
-        /* GET through the network: fetch header and payload into the mirror. */
-        uint64_t off = rpipe_offset(desc);
-        status = btl_get(ch->ep, ch->region + off, RPIPE_UHDR_BYTES + payload, ch->region_mem,
-                         ch->peer_region_addr + off, ch->peer_region_rkey);
-        if (status != UTIL_OK) {
-            return status;
-        }
-        /* The mirror's flag slot marks the message live until rfree. */
-        *(uint64_t *)(ch->region + rpipe_flag_offset(desc)) = flag ^ rpipe_flag_mask(ch, desc);
-    }
-    return rpipe_read_done(ch, desc, payload, desc_p, ptr_p);
+    return rpipe_read_pending(ch, desc_p, ptr_p, size);
 }
 
 /* Waits for the pending message's flag word (or, before its place is
@@ -692,8 +724,18 @@ int rread(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
         return status != R_PENDING ? status : rpipe_slot_read(ch, desc_p, ptr_p, size);
     }
     rpipe_wait_init(&wait);
-    while ((status = rread_nb(ch, desc_p, ptr_p, size)) == R_PENDING) {
+    status = rread_nb(ch, desc_p, ptr_p, size);
+    while (status == R_PENDING) {
         rpipe_wait_flag(ch, size, &wait);
+        /* Block mode, the message's place known and its flag in this
+         * side's memory: the flag that just changed is all rread_nb would
+         * look at again (its other steps are done), so that is the step
+         * from the flag to the caller, which a reply waits for. */
+        if (ch->pending && ch->block_ring != NULL && ch->deferred_n == 0 && rpipe_msgs_local(ch)) {
+            status = rpipe_read_pending(ch, desc_p, ptr_p, size);
+        } else {
+            status = rread_nb(ch, desc_p, ptr_p, size);
+        }
     }
     return status;
 }

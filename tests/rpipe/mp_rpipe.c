@@ -116,6 +116,18 @@ static rch_t open_channel(rmalloc_config_t cfg, int src, int dst, unsigned ctx, 
     return ch;
 }
 
+/* Block mode places a message of a cache line or more (user header
+ * included) on a line of its own, at the same place on both ends. */
+static void check_line_start(rch_t ch, long i, const raddr_t *d, const void *hdr)
+{
+    if (ch->cfg.sync == NET_SYNC_BLKS && ch->cfg.unit_size <= 16 && !(d->flags & RPIPE_DESC_SLOT) &&
+        d->payload + RPIPE_UHDR_BYTES >= RPIPE_CACHE_LINE &&
+        (uintptr_t)hdr % RPIPE_CACHE_LINE != 0) {
+        FAIL("block-mode message %ld of %llu bytes starts at line offset %u", i,
+             (unsigned long long)d->payload, (unsigned)((uintptr_t)hdr % RPIPE_CACHE_LINE));
+    }
+}
+
 static void send_one(rch_t ch, int dst, int ctx, long i, size_t max)
 {
     size_t size = msg_size(me, dst, ctx, i, max);
@@ -131,6 +143,7 @@ static void send_one(rch_t ch, int dst, int ctx, long i, size_t max)
         p[k] = msg_byte(me, i, k);
     }
     hdr = network_header(ch, d);
+    check_line_start(ch, i, &d, hdr);
     *hdr = (uint64_t)i; /* immediate data: the sequence number */
     if (rwrite(ch, d) != R_SUCCESS) {
         FAIL("rwrite of message %ld failed", i);
@@ -171,6 +184,7 @@ static void recv_one(rch_t ch, int src, int ctx, long i, size_t max, raddr_t *d_
         *d_p = RADDR_NULL;
         return;
     }
+    check_line_start(ch, i, d_p, network_header(ch, *d_p));
     check_message(src, ctx, i, d_p, p, expect, network_header(ch, *d_p));
 }
 
