@@ -16,13 +16,14 @@
  *   misc        the count a collect publishes, the words a split reduces;
  *   hflag[2][k] the leaders' flags of the hierarchical exchange (leader k
  *               writes its count of that parity's exchanges);
- *   ring_flag[r] broadcast ring: entry r's flag, broadcast seq + 1 once
- *               its data is in ring_data[r] (written only by that
- *               broadcast's root);
  *   ring_ack[m] broadcast ring: the checkpoints (below) member m has
  *               passed (only m adds to it);
  *   xbuf[2][m]  exchange buffers: block j is written only by member j;
- *   ring_data[r] the ring's data (SHMEMI_TC_RING_DATA bytes each).
+ *   ring[r]     the broadcast ring's entries (SHMEMI_TC_RING_ENTRY bytes
+ *               each): a flag, broadcast seq + 1 once the data after it
+ *               is in (written only by that broadcast's root). A small
+ *               broadcast's data shares the flag's cache line, so the root
+ *               takes one line per member, not two.
  *
  * Signals are remote atomic adds on counters that only grow while the team
  * lives, and waits are "counter >= expected": an add from a fast member
@@ -86,14 +87,14 @@
 #define SHMEMI_TC_CHUNK_MAX  512u  /* bytes one member contributes to an exchange */
 #define SHMEMI_TC_STAGE      4096u /* staging buffers of the large-message paths */
 #define SHMEMI_TC_RING       32    /* broadcast ring entries (a checkpoint every half) */
-#define SHMEMI_TC_RING_DATA  256u  /* bytes of a ring entry: larger broadcasts wait */
+#define SHMEMI_TC_RING_ENTRY 256u  /* bytes of a ring entry, its flag included */
+#define SHMEMI_TC_RING_DATA  (SHMEMI_TC_RING_ENTRY - 8u) /* larger broadcasts wait */
 
 /* The pool (same layout on every PE: allocated at init in the same order). */
 static struct {
     char *base;
     size_t slot_bytes;
-    size_t off_xflag, off_misc, off_hcnt, off_hflag, off_ring_flag, off_ring_ack, off_xbuf,
-        off_ring_data;
+    size_t off_xflag, off_misc, off_hcnt, off_hflag, off_ring_ack, off_xbuf, off_ring;
     /* offsets inside a slot */
     size_t chunk;   /* xbuf block size */
     int rounds;     /* dissemination rounds of the world */
@@ -159,7 +160,7 @@ static inline char *shmemi_tc_xbuf(const struct shmemi_team_coll *c, int parity,
 
 static inline uint64_t *shmemi_tc_ring_flag(const struct shmemi_team_coll *c, uint64_t seq)
 {
-    return (uint64_t *)(c->sym + shmemi_tc.off_ring_flag) + seq % SHMEMI_TC_RING;
+    return (uint64_t *)(c->sym + shmemi_tc.off_ring + seq % SHMEMI_TC_RING * SHMEMI_TC_RING_ENTRY);
 }
 
 static inline uint64_t *shmemi_tc_ring_ack(const struct shmemi_team_coll *c, int member)
@@ -169,7 +170,7 @@ static inline uint64_t *shmemi_tc_ring_ack(const struct shmemi_team_coll *c, int
 
 static inline char *shmemi_tc_ring_data(const struct shmemi_team_coll *c, uint64_t seq)
 {
-    return c->sym + shmemi_tc.off_ring_data + seq % SHMEMI_TC_RING * SHMEMI_TC_RING_DATA;
+    return (char *)(shmemi_tc_ring_flag(c, seq) + 1);
 }
 
 /* Teams small enough for the exchange use the broadcast ring too (the
@@ -215,10 +216,8 @@ void shmemi_tc_init(void)
         shmemi_tc.off_xflag + shmemi_tc_round_up(2 * shmemi_tc.members * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_hcnt = shmemi_tc.off_misc + SHMEMI_TC_LINE;
     shmemi_tc.off_hflag = shmemi_tc.off_hcnt + 2 * SHMEMI_TC_LINE;
-    shmemi_tc.off_ring_flag =
-        shmemi_tc.off_hflag + shmemi_tc_round_up(2 * shmemi_tc.members * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_ring_ack =
-        shmemi_tc.off_ring_flag + shmemi_tc_round_up(SHMEMI_TC_RING * 8, SHMEMI_TC_LINE);
+        shmemi_tc.off_hflag + shmemi_tc_round_up(2 * shmemi_tc.members * 8, SHMEMI_TC_LINE);
     shmemi_tc.off_xbuf =
         shmemi_tc.off_ring_ack + shmemi_tc_round_up(shmemi_tc.members * 8, SHMEMI_TC_LINE);
     header = shmemi_tc.off_xbuf;
@@ -226,9 +225,9 @@ void shmemi_tc_init(void)
     if (shmemi_tc.chunk > SHMEMI_TC_CHUNK_MAX) {
         shmemi_tc.chunk = SHMEMI_TC_CHUNK_MAX;
     }
-    shmemi_tc.off_ring_data =
+    shmemi_tc.off_ring =
         shmemi_tc_round_up(header + 2 * shmemi_tc.members * shmemi_tc.chunk, SHMEMI_TC_LINE);
-    shmemi_tc.slot_bytes = shmemi_tc.off_ring_data + SHMEMI_TC_RING * SHMEMI_TC_RING_DATA;
+    shmemi_tc.slot_bytes = shmemi_tc.off_ring + SHMEMI_TC_RING * SHMEMI_TC_RING_ENTRY;
     if (rmalloc_symm_alloc(shmemi.symm, shmemi_tc.slot_bytes * SHMEMI_TC_SLOTS, 64,
                            (void **)&shmemi_tc.base) != UTIL_OK) {
         shmemi_fatal("shmem_init: cannot place the team pool in the symmetric heap");
@@ -362,6 +361,9 @@ void shmemi_tc_detach(struct shmemi_team *team)
         }
     }
     memset(c->sym, 0, shmemi_tc.off_xbuf);
+    for (int r = 0; r < SHMEMI_TC_RING; r++) {
+        *shmemi_tc_ring_flag(c, (uint64_t)r) = 0;
+    }
     shmemi_tc.used &= ~(1ULL << c->slot);
     shmemi_tc.owner[c->slot] = NULL;
     shmemi_tc_hier_free(c->hier);
