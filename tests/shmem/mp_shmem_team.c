@@ -694,7 +694,9 @@ static void mode_skew(void)
     shmem_team_t sub = make_sub();
     long *s = (long *)src, *d = (long *)dst, *a = (long *)aux;
     unsigned seed = 12345u + (unsigned)me;
-    static const size_t bsizes[] = {1, 2, 32, 33, 100};
+    /* longs: the ring's one-line entry (7), its largest (31), the sizes
+     * past it (32, 33) and the exchange's (100) */
+    static const size_t bsizes[] = {1, 2, 7, 31, 32, 33, 100};
 
     for (int it = 0; it < 10000; it++) {
         shmem_team_t t = it % 4 == 3 ? sub : SHMEM_TEAM_WORLD;
@@ -703,7 +705,7 @@ static void mode_skew(void)
         }
         int tn = shmem_team_n_pes(t), root = (it / 3) % tn;
         int wroot = shmem_team_translate_pe(t, root, SHMEM_TEAM_WORLD);
-        size_t n = bsizes[it % 5];
+        size_t n = bsizes[it % (sizeof(bsizes) / sizeof(bsizes[0]))];
         long e;
 
         if (me == (it / 1000) % npes && rand_r(&seed) % 4 == 0) {
