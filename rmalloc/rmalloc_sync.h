@@ -190,19 +190,14 @@ struct rmalloc_ring *rmalloc_sync_alloc_ring(const rmalloc_sync_ep_t *ep, uint64
  * endpoint's life: RMALLOC_VMEM_RING); NULL in the other protocols. For
  * rpipe's inline steps on it: rmalloc_ring_find() is the producer's post
  * check and the consumer's liveness check, and rmalloc_ring_alloc_inl()
- * with the alignment given to rmalloc_sync_accept() is the placement it
- * makes (where it refuses, call rmalloc_sync_accept(), which reports why). */
+ * with align 1 is the placement rmalloc_sync_accept() makes (where it
+ * refuses, call rmalloc_sync_accept(), which reports why). */
 struct rmalloc_ring *rmalloc_sync_block_ring(const rmalloc_sync_ep_t *ep);
 
 /* Block protocol, producer: rmalloc_sync_alloc_ring() would hand out the
  * ring (rmalloc_sync_block_ring) now, for whatever size fits it: no read in
  * flight and a watermark of FULL. */
 int rmalloc_sync_block_alloc_ready(const rmalloc_sync_ep_t *ep);
-/* Block producer with the consumer's buffer mapped (loads): applies its
- * freed counter now; 1 when that released units (retry the placement), 0
- * when not, or when this takes rmalloc_sync_alloc (not mapped, a read in
- * flight). */
-int rmalloc_sync_block_pull_mapped(rmalloc_sync_ep_t *ep);
 
 /* Block protocol, consumer: `units` were released in allocation order by
  * a free the caller made on the ring itself (rmalloc_ring_free_oldest_inl,

@@ -61,24 +61,6 @@ static util_status_t rmalloc_sync_block_post(rmalloc_sync_ep_t *ep, const raddr_
     return rmalloc_sync_post_check(ep, desc);
 }
 
-/* Alg. 8 as one load where the consumer's buffer is mapped: the inline
- * placement's pull, without rmalloc_sync_alloc's steps (nothing is in
- * flight, nothing to flush). */
-int rmalloc_sync_block_pull_mapped(rmalloc_sync_ep_t *ep)
-{
-    uint64_t freed;
-
-    if (ep->ops != &rmalloc_sync_block_producer_ops || ep->peer_view == NULL ||
-        ep->pending != RMALLOC_SYNC_PEND_NONE || ep->unflushed) {
-        return 0;
-    }
-    ep->stats.pulls++;
-    ep->stats.reads++;
-    freed = __atomic_load_n(
-        (const uint64_t *)(const void *)(ep->peer_view + RMALLOC_SYNC_OFF_FREED), __ATOMIC_ACQUIRE);
-    return rmalloc_sync_block_apply_freed(ep, freed) == UTIL_OK && ep->pulled_new;
-}
-
 /* ---- consumer ------------------------------------------------------------ */
 
 static util_status_t rmalloc_sync_block_accept(rmalloc_sync_ep_t *ep, uint64_t payload,

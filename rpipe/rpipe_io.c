@@ -103,21 +103,6 @@ static inline uint64_t rpipe_block_align_bytes(rch_t ch, uint64_t payload)
     return ch->units_align > 1 ? ch->units_align * ch->unit : 0;
 }
 
-/* Block producer: places a message of the cached size (rpipe_block_size)
- * in the ring, inline; where the ring is full as far as this side knows,
- * reads the consumer's freed counter in place (a load where its buffer is
- * mapped) and tries once more. 0: rmalloc_sync_alloc decides. */
-static inline __attribute__((always_inline)) int rpipe_block_place(rch_t ch, raddr_t *desc)
-{
-    if (rmalloc_ring_alloc_inl(ch->block_ring, ch->units, ch->units_align, ch->units_payload,
-                               desc) == UTIL_OK) {
-        return 1;
-    }
-    return rmalloc_sync_block_pull_mapped(ch->sync) &&
-           rmalloc_ring_alloc_inl(ch->block_ring, ch->units, ch->units_align, ch->units_payload,
-                                  desc) == UTIL_OK;
-}
-
 /* ---- producer ----------------------------------------------------------------------------- */
 
 int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
@@ -163,7 +148,8 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
         uint64_t payload = size + RPIPE_UHDR_BYTES;
 
         rpipe_block_size(ch, payload);
-        if (ch->units != 0 && rpipe_block_place(ch, &desc)) {
+        if (ch->units != 0 && rmalloc_ring_alloc_inl(ch->block_ring, ch->units, ch->units_align,
+                                                     payload, &desc) == UTIL_OK) {
             rpipe_desc_store_user(desc_p, &desc);
             return R_SUCCESS;
         }
@@ -208,7 +194,8 @@ static __attribute__((noinline)) raddr_t rpipe_malloc(rch_t ch, size_t size)
         size + RPIPE_UHDR_BYTES == ch->units_payload && ch->deferred_n == 0) {
         if (ch->block_ring != NULL) {
             if (ch->units != 0 && rmalloc_sync_block_alloc_ready(ch->sync) &&
-                rpipe_block_place(ch, &desc)) {
+                rmalloc_ring_alloc_inl(ch->block_ring, ch->units, ch->units_align,
+                                       ch->units_payload, &desc) == UTIL_OK) {
                 raddr_t user;
 
                 rpipe_desc_store_user(&user, &desc);
