@@ -190,8 +190,8 @@ struct rmalloc_ring *rmalloc_sync_alloc_ring(const rmalloc_sync_ep_t *ep, uint64
  * endpoint's life: RMALLOC_VMEM_RING); NULL in the other protocols. For
  * rpipe's inline steps on it: rmalloc_ring_find() is the producer's post
  * check and the consumer's liveness check, and rmalloc_ring_alloc_inl()
- * with align 1 is the placement rmalloc_sync_accept() makes (where it
- * refuses, call rmalloc_sync_accept(), which reports why). */
+ * with the alignment given to rmalloc_sync_accept() is the placement it
+ * makes (where it refuses, call rmalloc_sync_accept(), which reports why). */
 struct rmalloc_ring *rmalloc_sync_block_ring(const rmalloc_sync_ep_t *ep);
 
 /* Block protocol, producer: rmalloc_sync_alloc_ring() would hand out the
