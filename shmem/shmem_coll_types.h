@@ -54,7 +54,7 @@ struct shmemi_team_coll {
     uint64_t xchg_count; /* exchanges done on this team */
     size_t xchg_max;     /* bytes a member sends in one exchange; 0: none for this team */
     uint64_t xdone[2]; /* flat exchanges done per parity (the hierarchical ones share the parity) */
-    uint64_t bcast_count;        /* broadcasts done through the ring */
+    uint64_t ring_pos; /* broadcast ring lines used (the next entry's start) */
     struct shmemi_tc_hier *hier; /* node structure when the team runs hierarchically; else NULL */
 };
 

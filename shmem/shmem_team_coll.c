@@ -19,11 +19,13 @@
  *   ring_ack[m] broadcast ring: the checkpoints (below) member m has
  *               passed (only m adds to it);
  *   xbuf[2][m]  exchange buffers: block j is written only by member j;
- *   ring[r]     the broadcast ring's entries (SHMEMI_TC_RING_ENTRY bytes
- *               each): a flag, broadcast seq + 1 once the data after it
- *               is in (written only by that broadcast's root). A small
- *               broadcast's data shares the flag's cache line, so the root
- *               takes one line per member, not two.
+ *   ring[l]     the broadcast ring: SHMEMI_TC_RING cache lines, each a
+ *               flag word and SHMEMI_TC_RING_LINE_DATA data bytes. A
+ *               broadcast takes as many consecutive lines as its data
+ *               needs; each line's flag is its position + 1 (positions
+ *               count lines since the team began), written only by that
+ *               broadcast's root, the first line's as the signal after
+ *               the data. An 8-byte broadcast is one line per member.
  *
  * Signals are remote atomic adds on counters that only grow while the team
  * lives, and waits are "counter >= expected": an add from a fast member
@@ -40,18 +42,23 @@
  * buffer for exchange k + 2 has finished exchange k + 1, which needed my
  * signal of exchange k + 1, sent after I finished reading exchange k.
  * Small broadcasts do not wait for the others: the root puts its data with
- * the entry's flag into ring entry seq % R of every member and returns, so
+ * the flags into the next lines of every member's ring and returns, so
  * consecutive broadcasts overlap (on a team spanning nodes: of its node's
- * members and of each other node's leader, which forwards to its node). A root reuses an entry R broadcasts
- * later, so it must know that everybody has read it: after broadcast
- * c * R/2 - 1 (checkpoint c) each member m adds 1 to ring_ack[m] of
- * every other member, without waiting, and the root of broadcast s >= R
- * waits until every other member's word holds the checkpoint that covers
- * s - R, ceil((s - R + 1) / (R/2)). So a root stalls only when a member
- * lags by more than R/2 broadcasts, and the acknowledgements cost n - 1
- * atomic adds per member every R/2 broadcasts. A team is destroyed once
- * all its acknowledgements have arrived (every member passes the same
- * checkpoints).
+ * members and of each other node's leader, which forwards to its node).
+ * Every member places every broadcast the same way (same sizes, same
+ * order): from position p, k lines; an entry that would run past the
+ * ring's end starts over at line 0, the lines skipped counting as read. A
+ * root reuses a line R lines later, so it must know that everybody has
+ * read it: each time a member's position passes a multiple of R/2 (a
+ * checkpoint) it adds 1 to ring_ack[me] of every other member, without
+ * waiting, and a root placing lines up to p + k waits until every other
+ * member's word covers line p + k - R. So a root stalls only when a member
+ * lags by more than half a ring, and the acknowledgements cost n - 1
+ * atomic adds per member every R/2 lines: every 64 broadcasts of up to 56
+ * bytes. A team is destroyed once all its acknowledgements have arrived
+ * (every member passes the same checkpoints). Why every line carries a
+ * flag: a later entry may start on a line that held data, and data there
+ * could pass for a newer flag.
  * Larger messages synchronize with the barrier and move the data straight
  * between the user's symmetric objects (each member pulls or pushes its own
  * share, so nobody serializes the whole team's traffic).
@@ -81,14 +88,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SHMEMI_TC_LINE       64
-#define SHMEMI_TC_SLOT_BYTES 4096u /* pool budget: 64 slots, 256 KiB */
-#define SHMEMI_TC_XCHG_TEAM  16    /* teams up to this size use the exchange */
-#define SHMEMI_TC_CHUNK_MAX  512u  /* bytes one member contributes to an exchange */
-#define SHMEMI_TC_STAGE      4096u /* staging buffers of the large-message paths */
-#define SHMEMI_TC_RING       32    /* broadcast ring entries (a checkpoint every half) */
-#define SHMEMI_TC_RING_ENTRY 256u  /* bytes of a ring entry, its flag included */
-#define SHMEMI_TC_RING_DATA  (SHMEMI_TC_RING_ENTRY - 8u) /* larger broadcasts wait */
+#define SHMEMI_TC_LINE           64
+#define SHMEMI_TC_SLOT_BYTES     4096u /* pool budget: 64 slots, 256 KiB */
+#define SHMEMI_TC_XCHG_TEAM      16    /* teams up to this size use the exchange */
+#define SHMEMI_TC_CHUNK_MAX      512u  /* bytes one member contributes to an exchange */
+#define SHMEMI_TC_STAGE          4096u /* staging buffers of the large-message paths */
+#define SHMEMI_TC_RING           128   /* broadcast ring lines (a checkpoint every half) */
+#define SHMEMI_TC_RING_LINE_DATA (SHMEMI_TC_LINE - 8u) /* data bytes of a ring line */
+#define SHMEMI_TC_RING_ENTRY_MAX 5u                    /* lines of the largest entry */
+#define SHMEMI_TC_RING_DATA      (SHMEMI_TC_RING_ENTRY_MAX * SHMEMI_TC_RING_LINE_DATA) /* 280 bytes */
 
 /* The pool (same layout on every PE: allocated at init in the same order). */
 static struct {
@@ -158,19 +166,15 @@ static inline char *shmemi_tc_xbuf(const struct shmemi_team_coll *c, int parity,
            ((size_t)parity * shmemi_tc.members + (size_t)member) * shmemi_tc.chunk;
 }
 
-static inline uint64_t *shmemi_tc_ring_flag(const struct shmemi_team_coll *c, uint64_t seq)
+/* The ring line at position pos: its flag word, then its data. */
+static inline uint64_t *shmemi_tc_ring_line(const struct shmemi_team_coll *c, uint64_t pos)
 {
-    return (uint64_t *)(c->sym + shmemi_tc.off_ring + seq % SHMEMI_TC_RING * SHMEMI_TC_RING_ENTRY);
+    return (uint64_t *)(c->sym + shmemi_tc.off_ring + pos % SHMEMI_TC_RING * SHMEMI_TC_LINE);
 }
 
 static inline uint64_t *shmemi_tc_ring_ack(const struct shmemi_team_coll *c, int member)
 {
     return (uint64_t *)(c->sym + shmemi_tc.off_ring_ack) + member;
-}
-
-static inline char *shmemi_tc_ring_data(const struct shmemi_team_coll *c, uint64_t seq)
-{
-    return (char *)(shmemi_tc_ring_flag(c, seq) + 1);
 }
 
 /* Teams small enough for the exchange use the broadcast ring too (the
@@ -227,7 +231,7 @@ void shmemi_tc_init(void)
     }
     shmemi_tc.off_ring =
         shmemi_tc_round_up(header + 2 * shmemi_tc.members * shmemi_tc.chunk, SHMEMI_TC_LINE);
-    shmemi_tc.slot_bytes = shmemi_tc.off_ring + SHMEMI_TC_RING * SHMEMI_TC_RING_ENTRY;
+    shmemi_tc.slot_bytes = shmemi_tc.off_ring + SHMEMI_TC_RING * SHMEMI_TC_LINE;
     if (rmalloc_symm_alloc(shmemi.symm, shmemi_tc.slot_bytes * SHMEMI_TC_SLOTS, 64,
                            (void **)&shmemi_tc.base) != UTIL_OK) {
         shmemi_fatal("shmem_init: cannot place the team pool in the symmetric heap");
@@ -357,13 +361,11 @@ void shmemi_tc_detach(struct shmemi_team *team)
     /* the broadcast ring's last acknowledgements may still be on their way */
     for (int m = 0; shmemi_tc_has_ring(c) && m < team->size; m++) {
         if (m != team->my_pe) {
-            shmemi_tc_wait_ge(shmemi_tc_ring_ack(c, m), c->bcast_count / (SHMEMI_TC_RING / 2));
+            shmemi_tc_wait_ge(shmemi_tc_ring_ack(c, m), c->ring_pos / (SHMEMI_TC_RING / 2));
         }
     }
     memset(c->sym, 0, shmemi_tc.off_xbuf);
-    for (int r = 0; r < SHMEMI_TC_RING; r++) {
-        *shmemi_tc_ring_flag(c, (uint64_t)r) = 0;
-    }
+    memset(shmemi_tc_ring_line(c, 0), 0, SHMEMI_TC_RING * SHMEMI_TC_LINE);
     shmemi_tc.used &= ~(1ULL << c->slot);
     shmemi_tc.owner[c->slot] = NULL;
     shmemi_tc_hier_free(c->hier);
@@ -735,16 +737,18 @@ static inline int shmemi_tc_ring_target(const struct shmemi_tc_hier *h, int root
     return h->leader_of[m] == from; /* a leader forwarding on its node */
 }
 
-/* Puts data with entry seq's flag into the ring of my targets, each once
- * it has read the entry's previous use (its checkpoint covers seq - R). */
-static void shmemi_tc_ring_send(const char *call, struct shmemi_team *team, const void *data,
-                                size_t bytes, uint64_t seq, int root)
+/* Puts an entry of `lines` lines at position pos (the first line's data
+ * from `first`, the other lines whole from `rest`) into the ring of my
+ * targets, each once it has read what the lines held a ring ago. */
+static void shmemi_tc_ring_send(const char *call, struct shmemi_team *team, const void *entry,
+                                size_t bytes, uint64_t pos, unsigned lines, int root)
 {
     struct shmemi_team_coll *c = team->coll;
     int n = team->size, me = team->my_pe;
 
-    if (seq >= SHMEMI_TC_RING) {
-        uint64_t checkpoint = (seq - SHMEMI_TC_RING + SHMEMI_TC_RING / 2) / (SHMEMI_TC_RING / 2);
+    if (pos + lines > SHMEMI_TC_RING) {
+        uint64_t checkpoint =
+            (pos + lines - SHMEMI_TC_RING + SHMEMI_TC_RING / 2 - 1) / (SHMEMI_TC_RING / 2);
         for (int i = 1; i < n; i++) {
             int m = (me + i) % n;
             if (shmemi_tc_ring_target(c->hier, root, me, m)) {
@@ -755,8 +759,8 @@ static void shmemi_tc_ring_send(const char *call, struct shmemi_team *team, cons
     for (int i = 1; i < n; i++) {
         int m = (me + i) % n;
         if (shmemi_tc_ring_target(c->hier, root, me, m)) {
-            shmemi_put_signal(call, shmemi_tc_ring_data(c, seq), data, bytes,
-                              shmemi_tc_ring_flag(c, seq), seq + 1,
+            uint64_t *line = shmemi_tc_ring_line(c, pos);
+            shmemi_put_signal(call, line + 1, entry, bytes, line, pos + 1,
                               SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL, shmemi_tc_pe(team, m));
         }
     }
@@ -767,30 +771,55 @@ static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team,
                                      const void *source, size_t bytes, int root, int update_root)
 {
     struct shmemi_team_coll *c = team->coll;
-    uint64_t seq = c->bcast_count++, *flag = shmemi_tc_ring_flag(c, seq);
-    char *data = shmemi_tc_ring_data(c, seq);
+    const size_t D = SHMEMI_TC_RING_LINE_DATA;
+    unsigned lines = (unsigned)((bytes + D - 1) / D);
+    uint64_t start = c->ring_pos, pos = start, *line;
+    /* the entry as it travels: the first line's data, then whole lines */
+    size_t entry_bytes = bytes + (lines - 1) * 8u;
     int n = team->size, me = team->my_pe;
 
+    if (pos % SHMEMI_TC_RING + lines > SHMEMI_TC_RING) {
+        pos += SHMEMI_TC_RING - pos % SHMEMI_TC_RING; /* no entry wraps */
+    }
+    c->ring_pos = pos + lines;
+    line = shmemi_tc_ring_line(c, pos);
     if (me == root) {
-        shmemi_tc_ring_send(call, team, source, bytes, seq, root);
+        if (lines == 1) {
+            shmemi_tc_ring_send(call, team, source, bytes, pos, lines, root);
+        } else {
+            uint64_t entry[SHMEMI_TC_RING_ENTRY_MAX * SHMEMI_TC_LINE / 8];
+            char *e = (char *)entry;
+            for (unsigned j = 0; j < lines; j++) {
+                size_t off = j * D, piece = bytes - off < D ? bytes - off : D;
+                if (j > 0) {
+                    entry[j * SHMEMI_TC_LINE / 8] = pos + j + 1;
+                }
+                memcpy(e + j * SHMEMI_TC_LINE + 8, (const char *)source + off, piece);
+            }
+            shmemi_tc_ring_send(call, team, e + 8, entry_bytes, pos, lines, root);
+        }
         if (update_root && dest != source) {
             memmove(dest, source, bytes);
         }
     } else {
-        shmemi_tc_wait_ge(flag, seq + 1);
+        shmemi_tc_wait_ge(line, pos + 1);
         if (c->hier != NULL && c->hier->leader == me &&
             c->hier->leader_of[root] != me) { /* my node's leader, the root elsewhere */
-            shmemi_tc_ring_send(call, team, data, bytes, seq, root);
+            shmemi_tc_ring_send(call, team, line + 1, entry_bytes, pos, lines, root);
         }
-        memcpy(dest, data, bytes);
+        for (unsigned j = 0; j < lines; j++) {
+            size_t off = j * D, piece = bytes - off < D ? bytes - off : D;
+            memcpy((char *)dest + off, (const char *)(line + 1) + j * SHMEMI_TC_LINE, piece);
+        }
     }
-    if ((seq + 1) % (SHMEMI_TC_RING / 2) == 0) {
+    if (c->ring_pos / (SHMEMI_TC_RING / 2) != start / (SHMEMI_TC_RING / 2)) {
         /* an add (that commutes): two checkpoints of one member may be on
          * their way at once, and a network may reorder two writes. Batched:
-         * a root needs it only 16 broadcasts later, so across the network
-         * it rides with our next message to that PE (a root's next
-         * broadcast), or leaves at our next wait or from the helper thread,
-         * instead of a send of its own. */
+         * a root needs it only half a ring later, so across the network it
+         * rides with our next message to that PE (a root's next broadcast),
+         * or leaves at our next wait or from the helper thread, instead of a
+         * send of its own. An entry is shorter than half a ring: one
+         * checkpoint at most. */
         for (int i = 1; i < n; i++) {
             shmemi_amo_post_as(call, shmemi_tc_ring_ack(c, me), BTL_AMO_ADD, 8, 1,
                                shmemi_tc_pe(team, (me + i) % n), 1);

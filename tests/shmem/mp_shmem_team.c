@@ -694,9 +694,10 @@ static void mode_skew(void)
     shmem_team_t sub = make_sub();
     long *s = (long *)src, *d = (long *)dst, *a = (long *)aux;
     unsigned seed = 12345u + (unsigned)me;
-    /* longs: the ring's one-line entry (7), its largest (31), the sizes
-     * past it (32, 33) and the exchange's (100) */
-    static const size_t bsizes[] = {1, 2, 7, 31, 32, 33, 100};
+    /* longs: the ring's one-line entries (1, 2, 7), two lines (8), five
+     * (31, 35: its largest), the sizes past it (36) and the exchange's
+     * (100); the mix makes entries skip the ring's end */
+    static const size_t bsizes[] = {1, 2, 7, 8, 31, 35, 36, 100};
 
     for (int it = 0; it < 10000; it++) {
         shmem_team_t t = it % 4 == 3 ? sub : SHMEM_TEAM_WORLD;
@@ -723,7 +724,7 @@ static void mode_skew(void)
         }
         if (it % 50 == 0) {
             /* a burst of broadcasts only: the root may run a whole ring ahead */
-            for (int b = 0; b < 40; b++) {
+            for (int b = 0; b < 160; b++) {
                 if (me == (it / 1000) % npes && b % 8 == 3) {
                     struct timespec nap = {0, (long)(rand_r(&seed) % 50000)};
                     nanosleep(&nap, NULL);
