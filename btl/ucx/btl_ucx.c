@@ -10,8 +10,8 @@
  *
  * Addresses. iface_open publishes the worker's address with bootstrap_put;
  * ep_connect (first use of a peer) reads it and creates the UCP endpoint,
- * with peer error handling, so that a dead peer fails operations instead
- * of hanging them.
+ * with peer error handling where UCX allows it (btl_ucx_err_mode_peer), so
+ * that a dead peer fails operations instead of waiting for our timeout.
  *
  * Memory. mem_reg maps the range with ucp_mem_map and packs its rkey once;
  * our packed key is {base, length, rkey bytes}. Remote addresses are
@@ -76,6 +76,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define BTL_UCX_ADDR_MAX      4096 /* bytes of a published worker address */
 #define BTL_UCX_PENDING_INIT  64
@@ -128,6 +129,7 @@ typedef struct {
     unsigned num_pending, max_pending;
     unsigned progress_calls;
     int rdma_device; /* an InfiniBand/RoCE device exists: atomics are the NIC's */
+    int err_peer;    /* endpoints with peer error handling (RMB_UCX_ERR_MODE) */
     btl_helper_t helper;
     int event_fd;                 /* the worker's event fd, or -1 */
     int info;                     /* RMB_INFO on PE 0: name the transports per peer class */
@@ -852,14 +854,19 @@ static util_status_t btl_ucx_am_put_flag(btl_ucx_iface_t *uif, btl_ep_t *ep, con
 /* Answers a ping (alone, or at a batch's end) with a pong. */
 static void btl_ucx_pong(const ucp_am_recv_param_t *param)
 {
-    ucp_request_param_t reply = {.op_attr_mask = 0};
+    /* eager, and a header to copy: UCX 1.16 sent an empty message without
+     * either by zero-copy and crashed in it */
+    static const uint64_t pong = 1;
+    ucp_request_param_t reply = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                 .flags = UCP_AM_SEND_FLAG_EAGER};
     ucs_status_ptr_t request;
 
     if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
         util_error("btl/ucx: ping without a reply endpoint");
         return;
     }
-    request = ucp_am_send_nbx(param->reply_ep, BTL_UCX_AM_PONG, NULL, 0, NULL, 0, &reply);
+    request =
+        ucp_am_send_nbx(param->reply_ep, BTL_UCX_AM_PONG, &pong, sizeof(pong), NULL, 0, &reply);
     if (UCS_PTR_IS_PTR(request)) {
         ucp_request_free(request); /* nothing to keep alive: it completes on its own */
     }
@@ -1342,13 +1349,14 @@ static util_status_t btl_ucx_ep_connect(btl_iface_t *iface, int peer, btl_ep_t *
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                         UCP_EP_PARAM_FIELD_ERR_HANDLER;
     params.address = (const ucp_address_t *)addr;
-    /* Peer failure handling: a dead peer fails operations instead of
-     * hanging them. It also keeps every endpoint, the one to myself
+    /* Peer failure handling (btl_ucx_err_mode_peer): a dead peer fails
+     * operations at once. It also keeps every endpoint, the one to myself
      * included, off UCX 1.13's shared-memory and "self" transports, which
      * do not offer it; "self" applies no fetching AND, OR or XOR (the word
      * keeps its value: the conformance suite's fetch-or case). The cost:
-     * RMB_BTL=ucx on one node runs over TCP (auto uses btl/shm there). */
-    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+     * RMB_BTL=ucx on one node runs over TCP (auto uses btl/shm there).
+     * Without it the handler still hears of transport errors. */
+    params.err_mode = uif->err_peer ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
     params.err_handler.cb = btl_ucx_ep_error;
     params.err_handler.arg = uep;
     btl_ucx_touch(uif);
@@ -1371,9 +1379,11 @@ static util_status_t btl_ucx_ep_disconnect(btl_ep_t *ep)
     util_status_t status;
 
     /* Everything was flushed and the job passed a barrier (btl_ctx_destroy):
-     * no handshake with a peer that may already be gone. */
+     * no handshake with a peer that may already be gone. UCX allows that
+     * only with peer error handling; without it the close flushes, which
+     * our bounded wait keeps from hanging on a dead peer. */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    param.flags = uif->err_peer ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     status = btl_ucx_wait(uif, ucp_ep_close_nbx(uep->ep, &param), "closing the endpoint", ep->peer);
     for (int i = 0; uep->am_dirty && i < uif->num_am_dirty; i++) {
         if (uif->am_dirty[i] == uep) {
@@ -1587,6 +1597,37 @@ static util_status_t btl_ucx_am_flag_mode(int rdma_device, int *on_p)
     return UTIL_OK;
 }
 
+/* RMB_UCX_ERR_MODE: peer error handling unless UCX's new protocol
+ * selection is on (UCX_PROTO_ENABLE, the default from UCX 1.16): it offers
+ * such endpoints no atomics at all ("cannot find remote protocol for:
+ * amo_fetch") and no RDMA reads (gets fall back to messages the target
+ * must serve), as no protocol for them implements the abort that peer
+ * error handling needs. There endpoints go without it, as OSHMEM's and
+ * Open MPI's do: a dead peer then shows as our wait's timeout, and the
+ * launcher ends the job. */
+static util_status_t btl_ucx_err_mode_peer(int *peer_p)
+{
+    const char *mode = "auto", *proto = getenv("UCX_PROTO_ENABLE");
+    unsigned major, minor, release;
+    util_status_t status = util_env_get_string("RMB_UCX_ERR_MODE", &mode);
+
+    if (status != UTIL_OK) {
+        return status;
+    }
+    if (strcmp(mode, "peer") == 0 || strcmp(mode, "none") == 0) {
+        *peer_p = mode[0] == 'p';
+    } else if (strcmp(mode, "auto") != 0) {
+        util_error("btl/ucx: RMB_UCX_ERR_MODE is '%s'; use auto, peer or none", mode);
+        return UTIL_ERR_INVALID;
+    } else if (proto != NULL && *proto != '\0') {
+        *peer_p = strchr("nN0fF", proto[0]) != NULL || strcasecmp(proto, "off") == 0;
+    } else {
+        ucp_get_version(&major, &minor, &release);
+        *peer_p = major < 1 || (major == 1 && minor < 16);
+    }
+    return UTIL_OK;
+}
+
 /* RMB_UCX_AM_PUT_MAX: -1 follows RMB_UCX_AM_FLAG (where the target's CPU
  * handles RMA anyway, a message the target applies needs no completion
  * message back). Atomics go as messages only without an RDMA device: a
@@ -1690,6 +1731,9 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = btl_ucx_am_flag_mode(uif->rdma_device, &uif->am_flag);
     }
     if (status == UTIL_OK) {
+        status = btl_ucx_err_mode_peer(&uif->err_peer);
+    }
+    if (status == UTIL_OK) {
         status = btl_ucx_am_put_mode(uif);
     }
     if (status == UTIL_OK) {
@@ -1781,9 +1825,10 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
             goto err;
         }
     }
-    util_debug("btl/ucx: UCX %s, worker address %zu bytes, atomics %s, put_flag %s, puts up to "
-               "%zu bytes as active messages, batches of %zu bytes, progress thread %s",
-               ucp_get_version_string(), uif->address_len,
+    util_debug("btl/ucx: UCX %s, worker address %zu bytes, peer error handling %s, atomics %s, "
+               "put_flag %s, puts up to %zu bytes as active messages, batches of %zu bytes, "
+               "progress thread %s",
+               ucp_get_version_string(), uif->address_len, uif->err_peer ? "on" : "off",
                uif->rdma_device ? "on the RDMA device" : "by the target's CPU",
                uif->am_flag ? "as one active message" : "put, fence, flag put", uif->am_put_max,
                uif->batch_max,

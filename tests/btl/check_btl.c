@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PROG "btl/mp_btl_conformance"
 
@@ -213,6 +214,43 @@ START_TEST(test_timeout)
 }
 END_TEST
 
+/* A bad RMB_UCX_ERR_MODE ends the job with one line naming the values. */
+START_TEST(test_ucx_err_mode_bad)
+{
+    char *const *job, *argv[32] = {"/bin/sh", "-c", "exec \"$@\" 2>&1", "sh"};
+    char out[8192];
+    size_t len = 0;
+    ssize_t got;
+    int fd, n = 4;
+    pid_t pid;
+
+    if (btl_component_find("ucx") == NULL) {
+        printf("SKIP btl/ucx: not built\n");
+        return;
+    }
+    setenv("RMB_BTL", "ucx", 1);
+    setenv("BTL_CONF_ONLY", "ucx", 1);
+    setenv("RMB_UCX_ERR_MODE", "bogus", 1);
+    job = mp_oshrun_argv(2, 1, PROG, NULL);
+    for (int i = 0; job[i] != NULL && n < 31; i++) {
+        argv[n++] = job[i];
+    }
+    argv[n] = NULL;
+    pid = mp_start(argv, &fd);
+    while (len < sizeof(out) - 1 && (got = read(fd, out + len, sizeof(out) - 1 - len)) > 0) {
+        len += (size_t)got;
+    }
+    out[len] = '\0';
+    close(fd);
+    ck_assert_int_ne(mp_wait(pid, 60, NULL), 0);
+    unsetenv("RMB_UCX_ERR_MODE");
+    unsetenv("BTL_CONF_ONLY");
+    ck_assert_msg(mp_count_lines(out, "RMB_UCX_ERR_MODE is 'bogus'; use auto, peer or none") >= 1,
+                  "no one-line error in: %s", out);
+    ck_assert_int_eq(mp_count_alive(PROG), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("btl");
@@ -231,6 +269,7 @@ int main(void)
     suite_add_tcase(s, ofi);
     tcase_set_timeout(ucx, 300);
     tcase_add_loop_test(ucx, test_ucx_forced, 0, 2);
+    tcase_add_test(ucx, test_ucx_err_mode_bad);
     suite_add_tcase(s, ucx);
     tcase_set_timeout(net, 300);
     tcase_add_loop_test(net, test_auto_2_nodes, 0, 2);
