@@ -737,9 +737,10 @@ static inline int shmemi_tc_ring_target(const struct shmemi_tc_hier *h, int root
     return h->leader_of[m] == from; /* a leader forwarding on its node */
 }
 
-/* Puts an entry of `lines` lines at position pos (the first line's data
- * from `first`, the other lines whole from `rest`) into the ring of my
- * targets, each once it has read what the lines held a ring ago. */
+/* Puts an entry of `lines` lines at position pos into the ring of my
+ * targets, each once it has read what the lines held a ring ago; `entry`
+ * is what travels: the first line's data, then the other lines whole (their
+ * flags included), `bytes` in all. */
 static void shmemi_tc_ring_send(const char *call, struct shmemi_team *team, const void *entry,
                                 size_t bytes, uint64_t pos, unsigned lines, int root)
 {
