@@ -252,8 +252,18 @@ static util_status_t btl_ucx_pending_add(btl_ucx_iface_t *uif, void *request, bt
                                          int peer);
 
 /* Waits for a request UCP returned (NULL: done at once); frees it. */
+/* The same, where `benign` (a failure status) counts as success. */
+static util_status_t btl_ucx_wait_but(btl_ucx_iface_t *uif, ucs_status_ptr_t request,
+                                      const char *what, int peer, ucs_status_t benign);
+
 static util_status_t btl_ucx_wait(btl_ucx_iface_t *uif, ucs_status_ptr_t request, const char *what,
                                   int peer)
+{
+    return btl_ucx_wait_but(uif, request, what, peer, UCS_OK);
+}
+
+static util_status_t btl_ucx_wait_but(btl_ucx_iface_t *uif, ucs_status_ptr_t request,
+                                      const char *what, int peer, ucs_status_t benign)
 {
     btl_wait_t w = BTL_WAIT_INIT;
     ucs_status_t status;
@@ -262,7 +272,8 @@ static util_status_t btl_ucx_wait(btl_ucx_iface_t *uif, ucs_status_ptr_t request
         return UTIL_OK;
     }
     if (UCS_PTR_IS_ERR(request)) {
-        return btl_ucx_fail(what, peer, UCS_PTR_STATUS(request));
+        status = UCS_PTR_STATUS(request);
+        return status == benign ? UTIL_OK : btl_ucx_fail(what, peer, status);
     }
     for (;;) {
         btl_ucx_touch(uif);
@@ -280,7 +291,7 @@ static util_status_t btl_ucx_wait(btl_ucx_iface_t *uif, ucs_status_ptr_t request
         }
     }
     ucp_request_free(request);
-    return status == UCS_OK ? UTIL_OK : btl_ucx_fail(what, peer, status);
+    return status == UCS_OK || status == benign ? UTIL_OK : btl_ucx_fail(what, peer, status);
 }
 
 static void btl_ucx_comp_count(btl_comp_t *comp, util_status_t status)
@@ -1381,10 +1392,12 @@ static util_status_t btl_ucx_ep_disconnect(btl_ep_t *ep)
     /* Everything was flushed and the job passed a barrier (btl_ctx_destroy):
      * no handshake with a peer that may already be gone. UCX allows that
      * only with peer error handling; without it the close flushes, which
-     * our bounded wait keeps from hanging on a dead peer. */
+     * our bounded wait keeps from hanging on a dead peer, and a peer that
+     * closed its side first (a reset) is how a job ends, not an error. */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = uif->err_peer ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-    status = btl_ucx_wait(uif, ucp_ep_close_nbx(uep->ep, &param), "closing the endpoint", ep->peer);
+    status = btl_ucx_wait_but(uif, ucp_ep_close_nbx(uep->ep, &param), "closing the endpoint",
+                              ep->peer, uif->err_peer ? UCS_OK : UCS_ERR_CONNECTION_RESET);
     for (int i = 0; uep->am_dirty && i < uif->num_am_dirty; i++) {
         if (uif->am_dirty[i] == uep) {
             uif->am_dirty[i] = uif->am_dirty[--uif->num_am_dirty];
