@@ -767,6 +767,14 @@ static void shmemi_tc_ring_send(const char *call, struct shmemi_team *team, cons
     }
 }
 
+/* Data bytes of a broadcast of `bytes` in line j of its entry. */
+static inline size_t shmemi_tc_ring_piece(size_t bytes, unsigned j)
+{
+    size_t off = (size_t)j * SHMEMI_TC_RING_LINE_DATA;
+
+    return bytes - off < SHMEMI_TC_RING_LINE_DATA ? bytes - off : SHMEMI_TC_RING_LINE_DATA;
+}
+
 /* A small broadcast through the ring (see the top of the file). */
 static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team, void *dest,
                                      const void *source, size_t bytes, int root, int update_root)
@@ -791,11 +799,11 @@ static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team,
             uint64_t entry[SHMEMI_TC_RING_ENTRY_MAX * SHMEMI_TC_LINE / 8];
             char *e = (char *)entry;
             for (unsigned j = 0; j < lines; j++) {
-                size_t off = j * D, piece = bytes - off < D ? bytes - off : D;
                 if (j > 0) {
                     entry[j * SHMEMI_TC_LINE / 8] = pos + j + 1;
                 }
-                memcpy(e + j * SHMEMI_TC_LINE + 8, (const char *)source + off, piece);
+                memcpy(e + j * SHMEMI_TC_LINE + 8, (const char *)source + j * D,
+                       shmemi_tc_ring_piece(bytes, j));
             }
             shmemi_tc_ring_send(call, team, e + 8, entry_bytes, pos, lines, root);
         }
@@ -809,8 +817,8 @@ static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team,
             shmemi_tc_ring_send(call, team, line + 1, entry_bytes, pos, lines, root);
         }
         for (unsigned j = 0; j < lines; j++) {
-            size_t off = j * D, piece = bytes - off < D ? bytes - off : D;
-            memcpy((char *)dest + off, (const char *)(line + 1) + j * SHMEMI_TC_LINE, piece);
+            memcpy((char *)dest + j * D, (const char *)(line + 1) + j * SHMEMI_TC_LINE,
+                   shmemi_tc_ring_piece(bytes, j));
         }
     }
     if (c->ring_pos / (SHMEMI_TC_RING / 2) != start / (SHMEMI_TC_RING / 2)) {

@@ -251,17 +251,8 @@ static inline void btl_ucx_rma_issued(btl_ucx_iface_t *uif)
 static util_status_t btl_ucx_pending_add(btl_ucx_iface_t *uif, void *request, btl_comp_t *comp,
                                          int peer);
 
-/* Waits for a request UCP returned (NULL: done at once); frees it. */
-/* The same, where `benign` (a failure status) counts as success. */
-static util_status_t btl_ucx_wait_but(btl_ucx_iface_t *uif, ucs_status_ptr_t request,
-                                      const char *what, int peer, ucs_status_t benign);
-
-static util_status_t btl_ucx_wait(btl_ucx_iface_t *uif, ucs_status_ptr_t request, const char *what,
-                                  int peer)
-{
-    return btl_ucx_wait_but(uif, request, what, peer, UCS_OK);
-}
-
+/* Waits for a request UCP returned (NULL: done at once); frees it. A
+ * `benign` failure status counts as success. */
 static util_status_t btl_ucx_wait_but(btl_ucx_iface_t *uif, ucs_status_ptr_t request,
                                       const char *what, int peer, ucs_status_t benign)
 {
@@ -292,6 +283,13 @@ static util_status_t btl_ucx_wait_but(btl_ucx_iface_t *uif, ucs_status_ptr_t req
     }
     ucp_request_free(request);
     return status == UCS_OK || status == benign ? UTIL_OK : btl_ucx_fail(what, peer, status);
+}
+
+/* The same, where every failure is one. */
+static util_status_t btl_ucx_wait(btl_ucx_iface_t *uif, ucs_status_ptr_t request, const char *what,
+                                  int peer)
+{
+    return btl_ucx_wait_but(uif, request, what, peer, UCS_OK);
 }
 
 static void btl_ucx_comp_count(btl_comp_t *comp, util_status_t status)
