@@ -67,7 +67,11 @@ enum {
      * instructions (software providers), so they stay atomic together with
      * CPU atomics that on-node peers do on the same word. Without it (NIC
      * atomics), a word must be updated only through the network. */
-    BTL_CAP_AMO_CPU = 1u << 7
+    BTL_CAP_AMO_CPU = 1u << 7,
+    /* Peers' operations land only while this PE calls the btl: the wire
+     * needs the target's progress and no progress thread runs (turned off,
+     * or the transport library cannot take a second thread). */
+    BTL_CAP_PE_PROGRESS = 1u << 8
 };
 
 /* Atomic operations. Fetching calls return the old value. */

@@ -1253,9 +1253,12 @@ static util_status_t btl_mpi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         if (status != UTIL_OK) {
             goto err;
         }
-    } else if (mif->helper.interval_usec != 0 && ctx->rank == 0) {
-        util_info("btl/mpi: the program initialized MPI below MPI_THREAD_MULTIPLE: no "
-                  "progress thread; a PE busy outside MPI and rmb delays its peers");
+    } else {
+        mif->super.caps |= mif->load_store ? 0 : BTL_CAP_PE_PROGRESS;
+        if (mif->helper.interval_usec != 0 && ctx->rank == 0) {
+            util_info("btl/mpi: the program initialized MPI below MPI_THREAD_MULTIPLE: no "
+                      "progress thread; a PE busy outside MPI and rmb delays its peers");
+        }
     }
     util_debug("btl/mpi: %s, dynamic window, pool window of %zu bytes (%s), %d ranks, "
                "progress thread %s",

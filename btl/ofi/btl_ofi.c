@@ -2079,6 +2079,10 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     if (status != UTIL_OK) {
         goto err;
     }
+    if (oif->info->domain_attr->data_progress == FI_PROGRESS_MANUAL &&
+        oif->helper.interval_usec == 0) {
+        oif->super.caps |= BTL_CAP_PE_PROGRESS;
+    }
     if (btl_ofi_wants_thread(oif)) {
         oif->helper.drain = btl_ofi_drain;
         oif->helper.block = btl_ofi_block;

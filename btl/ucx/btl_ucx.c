@@ -65,8 +65,12 @@
 #include "util/env.h"
 #include "util/log.h"
 
+/* UCX 1.19's ucp.h trips -Wsign-compare in its own enum (UCS_MASK) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
 #include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
+#pragma GCC diagnostic pop
 
 #include <dirent.h>
 #include <poll.h>
@@ -89,7 +93,7 @@
 
 /* Our active messages (see "Active messages" above). */
 enum {
-    BTL_UCX_AM_PONG = 0x74,  /* no header, no payload */
+    BTL_UCX_AM_PONG = 0x74,  /* no header; 8 bytes of payload, ignored */
     BTL_UCX_AM_BATCH = 0x78, /* header: btl_ucx_am_batch_t; payload: records */
 };
 
@@ -98,8 +102,14 @@ enum {
  * OpenSHMEM's (btl_ucx_put_batch, btl_ucx_amo_post_batch) wait in the
  * peer's batch for the next ones. */
 typedef struct {
-    uint64_t ping; /* 1: answer with a pong once applied (quiet) */
+    uint32_t ping;  /* 1: answer with a pong once applied (quiet) */
+    uint32_t bytes; /* of records in the payload; an empty batch (a ping
+                     * alone) carries 8 bytes of padding instead */
 } btl_ucx_am_batch_t;
+
+/* UCX 1.16's TCP transport sends an empty payload by zero-copy and crashes
+ * in it: every message of ours carries at least these 8 bytes. */
+static const uint64_t btl_ucx_am_padding;
 
 /* Head of our packed key; the UCP rkey bytes follow. */
 typedef struct {
@@ -404,7 +414,7 @@ static inline void btl_ucx_am_dirty(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep)
 static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep, int ping,
                                         int helper)
 {
-    btl_ucx_am_batch_t hdr = {(uint64_t)ping};
+    btl_ucx_am_batch_t hdr = {(uint32_t)ping, (uint32_t)uep->batch_len};
     ucp_request_param_t param;
     ucs_status_ptr_t request;
     ucs_status_t ret = UCS_OK;
@@ -419,8 +429,11 @@ static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep,
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_EAGER | (ping ? UCP_AM_SEND_FLAG_REPLY : 0);
     request = ret != UCS_OK ? UCS_STATUS_PTR(ret)
-                            : ucp_am_send_nbx(uep->ep, BTL_UCX_AM_BATCH, &hdr, sizeof(hdr),
-                                              uep->batch, uep->batch_len, &param);
+              : uep->batch_len > 0
+                  ? ucp_am_send_nbx(uep->ep, BTL_UCX_AM_BATCH, &hdr, sizeof(hdr), uep->batch,
+                                    uep->batch_len, &param)
+                  : ucp_am_send_nbx(uep->ep, BTL_UCX_AM_BATCH, &hdr, sizeof(hdr),
+                                    &btl_ucx_am_padding, sizeof(btl_ucx_am_padding), &param);
     if (helper) {
         while (UCS_PTR_IS_PTR(request) && ucp_request_check_status(request) == UCS_INPROGRESS) {
             ucp_worker_progress(uif->worker); /* a broken connection fails the request */
@@ -863,9 +876,6 @@ static util_status_t btl_ucx_am_put_flag(btl_ucx_iface_t *uif, btl_ep_t *ep, con
 /* Answers a ping (alone, or at a batch's end) with a pong. */
 static void btl_ucx_pong(const ucp_am_recv_param_t *param)
 {
-    /* eager, and a header to copy: UCX 1.16 sent an empty message without
-     * either by zero-copy and crashed in it */
-    static const uint64_t pong = 1;
     ucp_request_param_t reply = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                  .flags = UCP_AM_SEND_FLAG_EAGER};
     ucs_status_ptr_t request;
@@ -874,8 +884,8 @@ static void btl_ucx_pong(const ucp_am_recv_param_t *param)
         util_error("btl/ucx: ping without a reply endpoint");
         return;
     }
-    request =
-        ucp_am_send_nbx(param->reply_ep, BTL_UCX_AM_PONG, &pong, sizeof(pong), NULL, 0, &reply);
+    request = ucp_am_send_nbx(param->reply_ep, BTL_UCX_AM_PONG, NULL, 0, &btl_ucx_am_padding,
+                              sizeof(btl_ucx_am_padding), &reply);
     if (UCS_PTR_IS_PTR(request)) {
         ucp_request_free(request); /* nothing to keep alive: it completes on its own */
     }
@@ -894,7 +904,11 @@ static ucs_status_t btl_ucx_am_batch_recv(void *arg, const void *header, size_t 
         return UCS_OK;
     }
     memcpy(&hdr, header, sizeof(hdr));
-    (void)btl_batch_apply(data, length, "btl/ucx");
+    if (hdr.bytes > length) {
+        util_error("btl/ucx: malformed batch (%u bytes of records in %zu)", hdr.bytes, length);
+        return UCS_OK;
+    }
+    (void)btl_batch_apply(data, hdr.bytes, "btl/ucx");
     if (hdr.ping) {
         btl_ucx_pong(param);
     }
@@ -1712,6 +1726,15 @@ static util_status_t btl_ucx_am_handlers(btl_ucx_iface_t *uif)
     return UTIL_OK;
 }
 
+/* Whether UCX granted the thread mode a second thread needs. */
+static int btl_ucx_worker_multi(ucp_worker_h worker)
+{
+    ucp_worker_attr_t attr;
+
+    attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+    return ucp_worker_query(worker, &attr) == UCS_OK && attr.thread_mode == UCS_THREAD_MODE_MULTI;
+}
+
 static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t **iface_p)
 {
     ucp_params_t params;
@@ -1768,6 +1791,14 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = btl_ucx_fail("ucp_config_read", -1, ret);
         goto err;
     }
+    if (!uif->err_peer && getenv("UCX_TLS") == NULL) {
+        /* Without peer error handling UCX would also take its shared memory
+         * and "self" transports, which peer error handling kept out (and
+         * btl/shm serves on-node peers): "self" leaves a fetching OR to my
+         * own word unapplied (UCX 1.13 and 1.16; the conformance suite's
+         * atomics case). The user's UCX_TLS still decides. */
+        (void)ucp_config_modify(config, "TLS", "^sm,self");
+    }
     params.field_mask =
         UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_NAME;
     params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
@@ -1793,6 +1824,17 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = btl_ucx_fail("ucp_worker_create", -1, ret);
         goto err;
     }
+    if (wparams.thread_mode == UCS_THREAD_MODE_MULTI && !btl_ucx_worker_multi(uif->worker)) {
+        /* A UCX built without --enable-mt (Spack's default) hands out a
+         * single-threaded worker: the helper's progress would race the PE's
+         * and corrupt the TCP transport's state. Run without it. */
+        if (ctx->rank == 0) {
+            util_info("btl/ucx: this UCX (%s) was built without thread support (--enable-mt): "
+                      "no progress thread; a PE busy outside rmb delays its peers",
+                      ucp_get_version_string());
+        }
+        uif->helper.interval_usec = 0;
+    }
     if (uif->am_flag) {
         status = btl_ucx_am_handlers(uif);
         if (status != UTIL_OK) {
@@ -1813,7 +1855,8 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     }
 
     uif->super.caps = BTL_CAP_ANY_MEMORY | BTL_CAP_AMO32 | BTL_CAP_AMO64 | BTL_CAP_FLAG_ORDERED |
-                      BTL_CAP_NONBLOCKING | (uif->rdma_device ? 0 : BTL_CAP_AMO_CPU);
+                      BTL_CAP_NONBLOCKING | (uif->rdma_device ? 0 : BTL_CAP_AMO_CPU) |
+                      (uif->helper.interval_usec == 0 ? BTL_CAP_PE_PROGRESS : 0);
 
     status = btl_iface_key(&uif->super, "addr", key, sizeof(key));
     if (status == UTIL_OK) {

@@ -70,20 +70,26 @@ START_TEST(test_auto_2_nodes)
     }
     setenv("RMB_BTL_NET", net_backends[_i], 1);
     /* UCX would see one host and take its shared memory: the wire, please */
-    run_suite(4, 2, "auto", NULL, strcmp(net_backends[_i], "ucx") == 0 ? "tcp,self" : NULL);
+    run_suite(4, 2, "auto", NULL, strcmp(net_backends[_i], "ucx") == 0 ? "tcp" : NULL);
     unsetenv("RMB_BTL_NET");
 }
 END_TEST
 
 /* ucx for every peer, 2 and 4 PEs, UCX's own choice of transports (TCP
- * loopback on one node: peer error handling rules out its shared memory). */
+ * loopback on one node: btl/ucx keeps UCX off its shared memory and
+ * "self"); then 2 PEs without the progress thread (RMB_UCX_PROGRESS_USEC=0,
+ * as with a UCX built without thread support): every wait drives UCX. */
 START_TEST(test_ucx_forced)
 {
     if (btl_component_find("ucx") == NULL) {
         printf("SKIP btl/ucx: not built (apt-get install libucx-dev)\n");
         return;
     }
-    run_suite(_i ? 4 : 2, 1, "ucx", NULL, NULL);
+    if (_i == 2) {
+        setenv("RMB_UCX_PROGRESS_USEC", "0", 1);
+    }
+    run_suite(_i == 1 ? 4 : 2, 1, "ucx", NULL, NULL);
+    unsetenv("RMB_UCX_PROGRESS_USEC");
 }
 END_TEST
 
@@ -268,7 +274,7 @@ int main(void)
     tcase_add_loop_test(ofi, test_ofi_flag_order, 0, 2);
     suite_add_tcase(s, ofi);
     tcase_set_timeout(ucx, 300);
-    tcase_add_loop_test(ucx, test_ucx_forced, 0, 2);
+    tcase_add_loop_test(ucx, test_ucx_forced, 0, 3);
     tcase_add_test(ucx, test_ucx_err_mode_bad);
     suite_add_tcase(s, ucx);
     tcase_set_timeout(net, 300);

@@ -79,6 +79,34 @@ static uint64_t t_static_counter[2] __attribute__((aligned(64)));
         T_ASSERT(_s == UTIL_OK, "%s returned %s", #_expr, util_status_name(_s));                   \
     } while (0)
 
+/* Drives every backend while waiting: without a progress thread
+ * (RMB_UCX_PROGRESS_USEC=0, or a UCX without thread support) a peer's
+ * quiet or get over TCP needs this PE's worker to run. */
+static int t_barrier_serve(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < t_nbe; i++) {
+        if (t_be[i].ctx != NULL) {
+            (void)btl_ctx_progress(t_be[i].ctx);
+        }
+    }
+    return 0;
+}
+
+static util_status_t t_barrier(void)
+{
+    return bootstrap_barrier_serving(t_barrier_serve, NULL);
+}
+
+/* bootstrap_allgather once every PE has arrived: nobody is left waiting
+ * for an operation only this PE's worker can complete. */
+static util_status_t t_allgather(const void *in, void *out, size_t size)
+{
+    util_status_t status = t_barrier();
+
+    return status == UTIL_OK ? bootstrap_allgather(in, out, size) : status;
+}
+
 static void t_case_begin(const char *name, int i)
 {
     t_case_name = name;
@@ -87,7 +115,7 @@ static void t_case_begin(const char *name, int i)
 
 static void t_case_end(int i)
 {
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     t_in_case = 0;
     if (t_rank == 0) {
         printf("PASS %-4s %-22s (%d PEs)\n", t_be[i].name, t_case_name, t_size);
@@ -143,7 +171,7 @@ static util_status_t t_exchange(t_backend_t *be, btl_mem_t *mem, void *addr, t_r
         free(all);
         return UTIL_ERR_NO_MEMORY;
     }
-    status = bootstrap_allgather(&mine, all, sizeof(mine));
+    status = t_allgather(&mine, all, sizeof(mine));
     for (int p = 0; p < t_size && status == UTIL_OK; p++) {
         out->base[p] = all[p].base;
         status = btl_rkey_unpack(be->ep[p], all[p].packed, all[p].packed_len, &out->rkey[p]);
@@ -230,7 +258,7 @@ START_TEST(test_sizes)
         }
         /* guard byte after the payload must stay untouched */
         be->local[size] = 0xA5;
-        T_OK(bootstrap_barrier());
+        T_OK(t_barrier());
         if (k % 2 == 0) {
             T_OK(btl_put(be->ep[to], src, size, NULL, raddr, be->remote.rkey[to]));
         } else {
@@ -242,7 +270,7 @@ START_TEST(test_sizes)
             T_OK(btl_ctx_comp_wait(be->ctx, &comp));
         }
         T_OK(btl_ctx_quiet(be->ctx));
-        T_OK(bootstrap_barrier());
+        T_OK(t_barrier());
         for (size_t i = 0; i < size; i++) {
             T_ASSERT(be->local[i] == t_pattern(from, size, i),
                      "size %zu: byte %zu is 0x%02x, expected 0x%02x", size, i, be->local[i],
@@ -264,7 +292,7 @@ START_TEST(test_sizes)
         T_ASSERT(memcmp(back, src, size) == 0, "size %zu: get returned other data", size);
         T_ASSERT(back[size] == 0, "size %zu: get wrote past the end", size);
         /* my left neighbour may still be reading my arena */
-        T_OK(bootstrap_barrier());
+        T_OK(t_barrier());
     }
     free(src);
     free(back);
@@ -283,7 +311,7 @@ START_TEST(test_src_reuse)
 
     t_case_begin("source reuse", _i);
     T_ASSERT(src != NULL, "malloc");
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     for (size_t k = 0; k < nputs; k++) {
         size_t size = sizes[k % 5];
         uint64_t raddr = be->remote.base[to] + k * stride;
@@ -304,7 +332,7 @@ START_TEST(test_src_reuse)
         memset(src, 0xEE, size); /* locally complete: the source is mine again */
     }
     T_OK(btl_ctx_quiet(be->ctx));
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     for (size_t k = 0; k < nputs; k++) {
         for (size_t i = 0; i < sizes[k % 5]; i++) {
             T_ASSERT(be->local[k * stride + i] == t_pattern(from, 1000 + k, i),
@@ -312,7 +340,7 @@ START_TEST(test_src_reuse)
                      be->local[k * stride + i]);
         }
     }
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     free(src);
     t_case_end(_i);
 }
@@ -326,7 +354,7 @@ START_TEST(test_unaligned)
     uint8_t src[256 + 16], back[256 + 16];
 
     t_case_begin("unaligned", _i);
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     for (size_t soff = 0; soff < 8; soff++) {
         for (size_t doff = 0; doff < 8; doff++) {
             for (size_t size = 1; size <= 257; size += 17) {
@@ -375,7 +403,7 @@ START_TEST(test_registration)
         T_OK(btl_mem_reg(be->ctx, kinds[k].addr, kinds[k].size, &kinds[k].mem));
         T_OK(t_exchange(be, kinds[k].mem, kinds[k].addr, &kinds[k].remote));
     }
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     for (int k = 0; k < 3; k++) {
         size_t size = kinds[k].size - 1; /* odd, offset by one */
         for (size_t i = 0; i < size; i++) {
@@ -385,7 +413,7 @@ START_TEST(test_registration)
                      kinds[k].remote.rkey[to]));
     }
     T_OK(btl_ctx_quiet(be->ctx));
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     for (int k = 0; k < 3; k++) {
         size_t size = kinds[k].size - 1;
         T_ASSERT(kinds[k].addr[0] == 0, "%s: byte before the target written", kinds[k].what);
@@ -401,7 +429,7 @@ START_TEST(test_registration)
                      kinds[k].what, i);
         }
     }
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     for (int k = 0; k < 3; k++) {
         t_remote_release(&kinds[k].remote);
         T_OK(btl_mem_free(kinds[k].mem));
@@ -426,7 +454,7 @@ START_TEST(test_static_atomics)
     t_static_counter[1] = 0;
     T_OK(btl_mem_reg(be->ctx, t_static_counter, sizeof(t_static_counter), &mem));
     T_OK(t_exchange(be, mem, t_static_counter, &remote));
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     for (int it = 0; it < iters; it++) {
         for (int p = 0; p < t_size; p++) {
             T_OK(btl_amo_post(be->ep[p], BTL_AMO_ADD, 8, remote.base[p], remote.rkey[p], 3));
@@ -435,12 +463,12 @@ START_TEST(test_static_atomics)
         }
     }
     T_OK(btl_ctx_quiet(be->ctx));
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     T_ASSERT(t_static_counter[0] == (uint64_t)3 * iters * t_size, "add64: %llu",
              (unsigned long long)t_static_counter[0]);
     T_ASSERT((uint32_t)t_static_counter[1] == (uint32_t)(iters * t_size), "add32: %u",
              (uint32_t)t_static_counter[1]);
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     t_remote_release(&remote);
     T_OK(btl_mem_free(mem));
     t_case_end(_i);
@@ -464,7 +492,7 @@ START_TEST(test_put_flag_stress)
 
     t_case_begin("put_flag stress", _i);
     memset(in_payload, 0, (T_FLAG_WORDS + 1 + T_REC_WORDS) * sizeof(uint64_t));
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     T_OK(t_start_together(be));
     /* write version it, then check the incoming stream: every payload word
      * must be at least the flag read before it; keep checking until my
@@ -495,7 +523,7 @@ START_TEST(test_put_flag_stress)
             T_ASSERT(v >= (uint64_t)f, "flag %ld seen before payload word %d (%llu)", f, w,
                      (unsigned long long)v);
         }
-        if ((it & 1023) == 0) {
+        if ((it & 1023) == 0 || it > n) { /* done writing: my writer may need me */
             T_OK(btl_ctx_progress(be->ctx));
         }
     }
@@ -504,7 +532,7 @@ START_TEST(test_put_flag_stress)
     for (int w = 0; w < T_FLAG_WORDS; w++) {
         T_ASSERT(in_payload[w] == (uint64_t)n, "final payload word %d", w);
     }
-    T_OK(bootstrap_barrier());              /* every writer's quiet done: records landed */
+    T_OK(t_barrier());                      /* every writer's quiet done: records landed */
     for (int w = 0; w < T_REC_WORDS; w++) { /* the last even message's */
         T_ASSERT(in_rec[w] == (uint64_t)(n & ~1L), "final record word %d: %llu", w,
                  (unsigned long long)in_rec[w]);
@@ -527,7 +555,7 @@ START_TEST(test_get_flag)
 
     t_case_begin("get_flag ordering", _i);
     memset(data, 0, 18 * sizeof(uint64_t));
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     for (long it = 1; it <= n; it++) {
         /* owner side: publish version it, for my left neighbour */
         for (int w = 0; w < 16; w++) {
@@ -581,7 +609,7 @@ static void t_amo_run(t_backend_t *be, unsigned size, int iters)
     memset(mine, 0, 16 * size);
     memcpy(mine + 4 * size, &all_ones, size);
     memcpy(mine + 5 * size, &all_ones, size);
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     for (int it = 0; it < iters; it++) {
         for (int p = 0; p < t_size; p++) {
             btl_ep_t *ep = be->ep[p];
@@ -643,7 +671,7 @@ static void t_amo_run(t_backend_t *be, unsigned size, int iters)
                 sums[p] += nbi_add[it * t_size + p];
             }
         }
-        T_OK(bootstrap_allgather(sums, all, (size_t)t_size * sizeof(uint64_t)));
+        T_OK(t_allgather(sums, all, (size_t)t_size * sizeof(uint64_t)));
         for (int p = 0; p < t_size; p++) {
             uint64_t total = 0;
             for (int q = 0; q < t_size; q++) {
@@ -658,7 +686,7 @@ static void t_amo_run(t_backend_t *be, unsigned size, int iters)
     }
     free(nbi_add);
     free(nbi_cswap);
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     /* check my slots through the btl too (fetch from self) */
     {
         uint64_t n = (uint64_t)iters * (uint64_t)t_size;
@@ -704,7 +732,7 @@ static void t_amo_run(t_backend_t *be, unsigned size, int iters)
         xs[1] = swap_out_xor ^ v;
         xall = calloc((size_t)t_size * 2, sizeof(uint64_t));
         T_ASSERT(xall != NULL, "calloc");
-        T_OK(bootstrap_allgather(xs, xall, sizeof(xs)));
+        T_OK(t_allgather(xs, xall, sizeof(xs)));
         uint64_t in = 0, out = 0;
         for (int p = 0; p < t_size; p++) {
             in ^= xall[2 * p];
@@ -768,7 +796,7 @@ START_TEST(test_quiet)
         src[i] = t_pattern(t_rank, 77, i);
     }
     *flag = 0;
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     btl_comp_init(&comp);
     for (size_t c = 0; c < nchunks; c++) {
         util_status_t s = btl_put_nb(be->ep[to], src + c * chunk, chunk, NULL,
@@ -800,7 +828,7 @@ START_TEST(test_fence)
 
     t_case_begin("fence orders (ep, ctx)", _i);
     memset(in, 0, 9 * sizeof(uint64_t));
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     T_OK(t_start_together(be));
     for (long it = 1, f = 0; it <= n || f < n;) {
         if (it <= n) {
@@ -815,6 +843,8 @@ START_TEST(test_fence)
             T_OK(btl_amo_post(be->ep[to], BTL_AMO_SET, 8, raddr + 64, be->remote.rkey[to],
                               (uint64_t)it));
             it++;
+        } else {
+            T_OK(btl_ctx_progress(be->ctx)); /* done writing: my writer may need me */
         }
         f = (long)btl_flag_load(in_flag);
         for (int w = 0; w < 8; w++) {
@@ -908,7 +938,7 @@ START_TEST(test_flag_fence)
 
     t_case_begin("flags, fence, then RMA", _i);
     memset(mine, 0, 8 * sizeof(uint64_t));
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     for (long k = 1; k <= n; k++) {
         uint64_t v = (uint64_t)k * 100, rec = (uint64_t)k * 7, got = 0, old = 0;
         uint64_t z = (uint64_t)k * 3;
@@ -945,29 +975,32 @@ START_TEST(test_flag_fence)
     }
     /* after a quiet, the target's own loads see the last round */
     T_OK(btl_ctx_quiet(be->ctx));
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     /* A target that stays away from the btl: its progress thread applies
      * what arrives (where the backend needs one) before it wakes. Even PEs
-     * write, the next one sleeps. */
-    if (t_rank % 2 == 0 && t_rank + 1 < t_size) {
+     * write, the next one sleeps. Not where the backend says it runs
+     * without one (BTL_CAP_PE_PROGRESS). */
+    if (btl_ctx_peer_caps(be->ctx, t_next(1)) & BTL_CAP_PE_PROGRESS) {
+        T_OK(t_barrier());
+    } else if (t_rank % 2 == 0 && t_rank + 1 < t_size) {
         uint64_t v = 0xabc;
         btl_ep_t *ep1 = be->ep[t_rank + 1];
         uint64_t r1 = be->remote.base[t_rank + 1] + T_OFF_FLAG + 4096;
 
-        T_OK(bootstrap_barrier());
+        T_OK(t_barrier());
         T_OK(btl_put_flag(ep1, &v, 8, NULL, r1 + 48, be->remote.rkey[t_rank + 1], r1 + 56,
                           be->remote.rkey[t_rank + 1], 1, NULL));
         T_OK(btl_ctx_quiet(be->ctx));
     } else if (t_rank % 2 == 1) {
-        T_OK(bootstrap_barrier());
+        T_OK(t_barrier());
         usleep(2000000); /* no btl call */
         T_ASSERT(btl_flag_load(&mine[7]) == 1 && mine[6] == 0xabc,
                  "a flagged write to a sleeping target was not applied: flag %llu, word 0x%llx",
                  (unsigned long long)mine[7], (unsigned long long)mine[6]);
     } else {
-        T_OK(bootstrap_barrier());
+        T_OK(t_barrier());
     }
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
     T_ASSERT(btl_flag_load(&mine[1]) == (uint64_t)n && mine[0] == (uint64_t)n * 100 &&
                  mine[2] == (uint64_t)n * 100 + 1 && mine[3] == (uint64_t)n * 100 &&
                  mine[4] == (uint64_t)n * 7 && mine[5] == (uint64_t)n * 3,
@@ -1012,7 +1045,7 @@ START_TEST(test_batch)
     memset(be->local, 0, T_OFF_BATCH + 64);
     memset(flags, 0, 64);
     memset(count, 0, 128);
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
 
     /* Many puts of varied sizes between atomics, then quiet and a flag. */
     for (int k = 0; k < T_BATCH_PUTS; k++) {
@@ -1042,7 +1075,7 @@ START_TEST(test_batch)
         T_ASSERT(__atomic_load_n(&bits[j], __ATOMIC_ACQUIRE) == xor_want[j],
                  "xor word %d is 0x%x, not 0x%x", j, bits[j], xor_want[j]);
     }
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
 
     /* Puts, fence, put_flag: whoever sees the flag sees the puts. */
     for (uint64_t k = 0; k < 200; k++) {
@@ -1058,7 +1091,7 @@ START_TEST(test_batch)
         T_ASSERT(((uint64_t *)be->local)[k] == 1000 + k, "word %llu is %llu behind the flag",
                  (unsigned long long)k, (unsigned long long)((uint64_t *)be->local)[k]);
     }
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
 
     /* No fence, no quiet: a get or a fetching atomic of words batches
      * wrote sees them (btl/ofi orders provider reads behind the batches
@@ -1078,7 +1111,7 @@ START_TEST(test_batch)
                  (unsigned long long)k, (unsigned long long)old, (unsigned long long)k + 1);
     }
     T_OK(btl_ctx_quiet(be->ctx));
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
 
     /* No quiet: a wait's progress sends them. */
     uint64_t v = 0x5eed;
@@ -1087,11 +1120,13 @@ START_TEST(test_batch)
     T_OK(btl_amo_post(be->ep[from], BTL_AMO_SET, 8, be->remote.base[from] + T_OFF_FLAG + 16,
                       be->remote.rkey[from], 1));
     T_OK(t_wait_ge(be->ctx, &flags[2], 1));
-    T_OK(bootstrap_barrier());
+    T_OK(t_barrier());
 
     /* A backend that batches sends them while the writer stays away from
      * the btl (its progress thread): even PEs write, the next one reads. */
-    if (ep->iface->ops.put_batch != NULL && t_rank % 2 == 0 && t_rank + 1 < t_size) {
+    if (btl_ctx_peer_caps(be->ctx, t_next(1)) & BTL_CAP_PE_PROGRESS) {
+        /* no progress thread: nothing leaves while the writer stays away */
+    } else if (ep->iface->ops.put_batch != NULL && t_rank % 2 == 0 && t_rank + 1 < t_size) {
         v = 0xfeed;
         T_OK(btl_put_batch(be->ep[t_rank + 1], &v, 8, be->remote.base[t_rank + 1] + T_OFF_BATCH,
                            be->remote.rkey[t_rank + 1]));
@@ -1164,6 +1199,7 @@ static void t_close_backends(void)
         btl_mem_free(t_be[b].arena);
         free(t_be[b].ep);
         btl_ctx_destroy(t_be[b].ctx);
+        t_be[b].ctx = NULL;
     }
 }
 
