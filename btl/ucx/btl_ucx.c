@@ -158,6 +158,7 @@ typedef struct {
     size_t batch_max, batch_cap;
     int batch_lock;
     int helper_asleep; /* blocked in the event fd with no batch to send */
+    int fence_flushes; /* ucp_worker_fence is a flush: the PE does its own, bounded */
     struct btl_ucx_ep **batched;
     int num_batched;
 } btl_ucx_iface_t;
@@ -401,6 +402,22 @@ static inline void btl_ucx_am_dirty(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep)
     }
 }
 
+/* ucp_worker_fence for the PE's thread. Where UCX's fence is a flush it
+ * waits for without bound (a stalled peer held the PE 5 s past
+ * RMB_BTL_TIMEOUT_SEC), the same flush under our bounded wait. */
+static util_status_t btl_ucx_fence_pe(btl_ucx_iface_t *uif, int peer)
+{
+    ucp_request_param_t param = {.op_attr_mask = 0};
+    ucs_status_t ret;
+
+    if (uif->fence_flushes) {
+        btl_ucx_touch(uif);
+        return btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "fence", peer);
+    }
+    ret = ucp_worker_fence(uif->worker);
+    return ret == UCS_OK ? UTIL_OK : btl_ucx_fail("ucp_worker_fence", peer, ret);
+}
+
 /* ---- batches ---- */
 /* Sends uep's batch as one active message (batch_lock held), complete
  * locally on return; ping: the target answers with a pong once it has
@@ -420,10 +437,14 @@ static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep,
     ucs_status_t ret = UCS_OK;
     util_status_t status;
 
-    if (helper || uif->unordered) {
+    if (helper) {
         ret = ucp_worker_fence(uif->worker);
-        if (!helper) {
-            uif->unordered = 0;
+    } else if (uif->unordered) {
+        uif->unordered = 0;
+        status = btl_ucx_fence_pe(uif, uep->super.peer);
+        if (status != UTIL_OK) {
+            __atomic_store_n(&uep->batch_len, 0, __ATOMIC_RELEASE);
+            return status;
         }
     }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -931,12 +952,8 @@ static ucs_status_t btl_ucx_am_pong_recv(void *arg, const void *header, size_t h
 static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
 {
     btl_wait_t w = BTL_WAIT_INIT;
-    util_status_t status = UTIL_OK;
-    ucs_status_t ret = ucp_worker_fence(uif->worker); /* the pings behind the messages */
+    util_status_t status = btl_ucx_fence_pe(uif, -1); /* the pings behind the messages */
 
-    if (ret != UCS_OK) {
-        status = btl_ucx_fail("ucp_worker_fence", -1, ret);
-    }
     btl_helper_lock(&uif->batch_lock);
     for (int i = 0; i < uif->num_am_dirty; i++) {
         btl_ucx_ep_t *uep = uif->am_dirty[i];
@@ -972,7 +989,6 @@ static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len,
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
     util_status_t status;
-    ucs_status_t ret;
 
     /* complete on return; btl_comp_signal: quiet need not complete it */
     if (uif->am_flag && len <= BTL_UCX_AM_MAX) {
@@ -984,9 +1000,9 @@ static util_status_t btl_ucx_put_flag(btl_ep_t *ep, const void *src, size_t len,
         if (status != UTIL_OK) {
             return status;
         }
-        ret = ucp_worker_fence(uif->worker);
-        if (ret != UCS_OK) {
-            return btl_ucx_fail("ucp_worker_fence", ep->peer, ret);
+        status = btl_ucx_fence_pe(uif, ep->peer);
+        if (status != UTIL_OK) {
+            return status;
         }
     }
     return btl_ucx_flag_post(uif, ep, flag_raddr, flag_rkey, flag_value);
@@ -1045,10 +1061,9 @@ static util_status_t btl_ucx_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_m
 static util_status_t btl_ucx_fence(btl_ep_t *ep)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
-    ucs_status_t ret = ucp_worker_fence(uif->worker);
 
     uif->unordered = 0;
-    return ret == UCS_OK ? UTIL_OK : btl_ucx_fail("ucp_worker_fence", ep->peer, ret);
+    return btl_ucx_fence_pe(uif, ep->peer);
 }
 
 /* One worker-wide fence serves every peer; batches need none (each is in
@@ -1056,10 +1071,9 @@ static util_status_t btl_ucx_fence(btl_ep_t *ep)
 static util_status_t btl_ucx_fence_all(btl_iface_t *iface)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(iface);
-    ucs_status_t ret = ucp_worker_fence(uif->worker);
 
     uif->unordered = 0;
-    return ret == UCS_OK ? UTIL_OK : btl_ucx_fail("ucp_worker_fence", -1, ret);
+    return btl_ucx_fence_pe(uif, -1);
 }
 
 static util_status_t btl_ucx_quiet(btl_iface_t *iface)
@@ -1630,10 +1644,38 @@ static util_status_t btl_ucx_am_flag_mode(int rdma_device, int *on_p)
  * error handling needs. There endpoints go without it, as OSHMEM's and
  * Open MPI's do: a dead peer then shows as our wait's timeout, and the
  * launcher ends the job. */
+/* UCX >= 1.16 selects protocols anew unless UCX_PROTO_ENABLE says no. */
+static int btl_ucx_new_protocols(void)
+{
+    const char *proto = getenv("UCX_PROTO_ENABLE");
+    unsigned major, minor, release;
+
+    if (proto != NULL && *proto != '\0') {
+        return strchr("nN0fF", proto[0]) == NULL && strcasecmp(proto, "off") != 0;
+    }
+    ucp_get_version(&major, &minor, &release);
+    return major > 1 || (major == 1 && minor >= 16);
+}
+
+/* Whether ucp_worker_fence is UCX's "strong" fence (from 1.14: with the new
+ * protocols, several RMA lanes, or UCX_FENCE_MODE=strong): a flush of every
+ * endpoint that UCX waits for in a loop without bound. */
+static int btl_ucx_fence_flushes(void)
+{
+    const char *mode = getenv("UCX_FENCE_MODE"), *lanes = getenv("UCX_MAX_RMA_LANES");
+    unsigned major, minor, release;
+
+    ucp_get_version(&major, &minor, &release);
+    if ((major == 1 && minor < 14) || (mode != NULL && strcasecmp(mode, "weak") == 0)) {
+        return 0;
+    }
+    return (mode != NULL && strcasecmp(mode, "strong") == 0) ||
+           (lanes != NULL && atoi(lanes) > 1) || btl_ucx_new_protocols();
+}
+
 static util_status_t btl_ucx_err_mode_peer(int *peer_p)
 {
-    const char *mode = "auto", *proto = getenv("UCX_PROTO_ENABLE");
-    unsigned major, minor, release;
+    const char *mode = "auto";
     util_status_t status = util_env_get_string("RMB_UCX_ERR_MODE", &mode);
 
     if (status != UTIL_OK) {
@@ -1644,11 +1686,8 @@ static util_status_t btl_ucx_err_mode_peer(int *peer_p)
     } else if (strcmp(mode, "auto") != 0) {
         util_error("btl/ucx: RMB_UCX_ERR_MODE is '%s'; use auto, peer or none", mode);
         return UTIL_ERR_INVALID;
-    } else if (proto != NULL && *proto != '\0') {
-        *peer_p = strchr("nN0fF", proto[0]) != NULL || strcasecmp(proto, "off") == 0;
     } else {
-        ucp_get_version(&major, &minor, &release);
-        *peer_p = major < 1 || (major == 1 && minor < 16);
+        *peer_p = !btl_ucx_new_protocols();
     }
     return UTIL_OK;
 }
@@ -1766,6 +1805,7 @@ static util_status_t btl_ucx_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
     }
     if (status == UTIL_OK) {
         status = btl_ucx_err_mode_peer(&uif->err_peer);
+        uif->fence_flushes = btl_ucx_fence_flushes();
     }
     if (status == UTIL_OK) {
         status = btl_ucx_am_put_mode(uif);
