@@ -107,8 +107,9 @@ typedef struct {
                      * alone) carries 8 bytes of padding instead */
 } btl_ucx_am_batch_t;
 
-/* UCX 1.16's TCP transport sends an empty payload by zero-copy and crashes
- * in it: every message of ours carries at least these 8 bytes. */
+/* UCX 1.16 sent an empty payload by zero-copy (seen crashing there, on a
+ * UCX without thread support): every message of ours carries at least
+ * these 8 bytes and stays on the copied eager path. */
 static const uint64_t btl_ucx_am_padding;
 
 /* Head of our packed key; the UCP rkey bytes follow. */
