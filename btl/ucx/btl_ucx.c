@@ -949,11 +949,13 @@ static ucs_status_t btl_ucx_am_pong_recv(void *arg, const void *header, size_t h
 }
 
 /* Remote completion of the active messages since the last quiet: one ping
- * per peer that got any, then wait for every pong. */
+ * per peer that got any, then wait for every pong. Quiet calls it after its
+ * flush, so the pings need no fence (under UCX's strong fence one would be
+ * a second flush). */
 static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
 {
     btl_wait_t w = BTL_WAIT_INIT;
-    util_status_t status = btl_ucx_fence_pe(uif, -1); /* the pings behind the messages */
+    util_status_t status = UTIL_OK;
 
     btl_helper_lock(&uif->batch_lock);
     for (int i = 0; i < uif->num_am_dirty; i++) {
@@ -1637,14 +1639,6 @@ static util_status_t btl_ucx_am_flag_mode(int rdma_device, int *on_p)
     return UTIL_OK;
 }
 
-/* RMB_UCX_ERR_MODE: peer error handling unless UCX's new protocol
- * selection is on (UCX_PROTO_ENABLE, the default from UCX 1.16): it offers
- * such endpoints no atomics at all ("cannot find remote protocol for:
- * amo_fetch") and no RDMA reads (gets fall back to messages the target
- * must serve), as no protocol for them implements the abort that peer
- * error handling needs. There endpoints go without it, as OSHMEM's and
- * Open MPI's do: a dead peer then shows as our wait's timeout, and the
- * launcher ends the job. */
 /* UCX >= 1.16 selects protocols anew unless UCX_PROTO_ENABLE says no. */
 static int btl_ucx_new_protocols(void)
 {
@@ -1674,6 +1668,14 @@ static int btl_ucx_fence_flushes(void)
            (lanes != NULL && atoi(lanes) > 1) || btl_ucx_new_protocols();
 }
 
+/* RMB_UCX_ERR_MODE: peer error handling unless UCX's new protocol
+ * selection is on (UCX_PROTO_ENABLE, the default from UCX 1.16): it offers
+ * such endpoints no atomics at all ("cannot find remote protocol for:
+ * amo_fetch") and no RDMA reads (gets fall back to messages the target
+ * must serve), as no protocol for them implements the abort that peer
+ * error handling needs. There endpoints go without it, as OSHMEM's and
+ * Open MPI's do: a dead peer then shows as our wait's timeout, and the
+ * launcher ends the job. */
 static util_status_t btl_ucx_err_mode_peer(int *peer_p)
 {
     const char *mode = "auto";
