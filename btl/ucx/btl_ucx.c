@@ -142,13 +142,14 @@ typedef struct {
     int rdma_device; /* an InfiniBand/RoCE device exists: atomics are the NIC's */
     int err_peer;    /* endpoints with peer error handling (RMB_UCX_ERR_MODE) */
     btl_helper_t helper;
-    int event_fd;                 /* the worker's event fd, or -1 */
-    int info;                     /* RMB_INFO on PE 0: name the transports per peer class */
-    int info_told[2];             /* [off-node, on-node] */
-    int am_flag;                  /* put_flag as one active message (no RDMA device) */
-    size_t am_put_max;            /* puts up to this size as active messages (0: none) */
-    int am_amo;                   /* non-fetching atomics as active messages */
-    int unordered;                /* RMA or atomics issued since the last fence or flush */
+    int event_fd;      /* the worker's event fd, or -1 */
+    int info;          /* RMB_INFO on PE 0: name the transports per peer class */
+    int info_told[2];  /* [off-node, on-node] */
+    int am_flag;       /* put_flag as one active message (no RDMA device) */
+    size_t am_put_max; /* puts up to this size as active messages (0: none) */
+    int am_amo;        /* non-fetching atomics as active messages */
+    int unordered;     /* RMA or atomics issued since the last fence or flush (set and cleared by
+                    * the PE's thread, after its fence returned; read by the helper) */
     uint64_t pings, pongs;        /* quiet's round trips behind the active messages */
     struct btl_ucx_ep **am_dirty; /* endpoints with active messages since the last quiet */
     int num_am_dirty;
@@ -256,7 +257,14 @@ static inline void btl_ucx_touch(btl_ucx_iface_t *uif)
 /* UCP RMA or atomics went out: an active message after them needs a fence. */
 static inline void btl_ucx_rma_issued(btl_ucx_iface_t *uif)
 {
-    uif->unordered = 1;
+    __atomic_store_n(&uif->unordered, 1, __ATOMIC_RELAXED);
+}
+
+/* The PE's thread, once a fence or flush returned: what went before is
+ * ordered before anything issued from now on, the helper's batches too. */
+static inline void btl_ucx_ordered(btl_ucx_iface_t *uif)
+{
+    __atomic_store_n(&uif->unordered, 0, __ATOMIC_RELAXED);
 }
 
 /* ---- requests ---- */
@@ -426,9 +434,8 @@ static util_status_t btl_ucx_fence_pe(btl_ucx_iface_t *uif, int peer)
  * UCP orders neither RMA nor active messages by themselves (earlier puts
  * and atomics land first: the hierarchical exchange's blocks, an rpipe
  * atomic channel's update); our active messages to a peer take its one AM
- * lane in order. From the helper thread: no PE activity noted, a fence
- * every time (the PE's `unordered` is its own), and a wait by progress
- * alone. */
+ * lane in order. From the helper thread: no PE activity noted, the fence
+ * done by btl_ucx_batch_flush, and a wait by progress alone. */
 static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep, int ping,
                                         int helper)
 {
@@ -438,15 +445,13 @@ static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep,
     ucs_status_t ret = UCS_OK;
     util_status_t status;
 
-    if (helper) {
-        ret = ucp_worker_fence(uif->worker);
-    } else if (uif->unordered) {
-        uif->unordered = 0;
+    if (!helper && uif->unordered) {
         status = btl_ucx_fence_pe(uif, uep->super.peer);
         if (status != UTIL_OK) {
             __atomic_store_n(&uep->batch_len, 0, __ATOMIC_RELEASE);
             return status;
         }
+        btl_ucx_ordered(uif);
     }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_EAGER | (ping ? UCP_AM_SEND_FLAG_REPLY : 0);
@@ -479,11 +484,47 @@ static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep,
     return status;
 }
 
+/* The helper's fence before it sends what the PE held back (batch_lock
+ * held): needed only where the PE issued RMA or atomics since its last
+ * fence (records appended after them must not overtake them). Where UCX's
+ * fence is a flush (btl_ucx_fence_flushes), a flush that gets one helper
+ * interval: a stalled peer must not hold batch_lock, and so the PE, past
+ * the PE's own bound; the batches then wait for the PE, which fails with
+ * its bounded error if the peer stays stalled. 1: ordered, send. */
+static int btl_ucx_helper_fence(btl_ucx_iface_t *uif)
+{
+    ucp_request_param_t param = {.op_attr_mask = 0};
+    ucs_status_ptr_t request;
+    uint64_t deadline;
+    ucs_status_t ret;
+
+    if (!__atomic_load_n(&uif->unordered, __ATOMIC_RELAXED)) {
+        return 1; /* the PE's last fence came after its last RMA */
+    }
+    if (!uif->fence_flushes) {
+        return ucp_worker_fence(uif->worker) == UCS_OK;
+    }
+    request = ucp_worker_flush_nbx(uif->worker, &param);
+    if (!UCS_PTR_IS_PTR(request)) {
+        return UCS_PTR_STATUS(request) == UCS_OK;
+    }
+    deadline = btl_now_ns() + 1000000 +
+               (uif->helper.interval_usec > 0 ? (uint64_t)uif->helper.interval_usec * 1000 : 0);
+    while ((ret = ucp_request_check_status(request)) == UCS_INPROGRESS && btl_now_ns() < deadline) {
+        ucp_worker_progress(uif->worker);
+    }
+    ucp_request_free(request); /* UCX releases it once done, if still in flight */
+    return ret == UCS_OK;
+}
+
 /* Sends every batch (batch_lock held): progress, quiet, the helper. */
 static util_status_t btl_ucx_batch_flush(btl_ucx_iface_t *uif, int helper)
 {
     util_status_t status = UTIL_OK;
 
+    if (helper && !btl_ucx_helper_fence(uif)) {
+        return UTIL_OK; /* left for the PE */
+    }
     for (int i = 0; i < uif->num_batched; i++) {
         btl_ucx_ep_t *uep = uif->batched[i];
 
@@ -1064,9 +1105,12 @@ static util_status_t btl_ucx_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_m
 static util_status_t btl_ucx_fence(btl_ep_t *ep)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
+    util_status_t status = btl_ucx_fence_pe(uif, ep->peer);
 
-    uif->unordered = 0;
-    return btl_ucx_fence_pe(uif, ep->peer);
+    if (status == UTIL_OK) {
+        btl_ucx_ordered(uif);
+    }
+    return status;
 }
 
 /* One worker-wide fence serves every peer; batches need none (each is in
@@ -1074,9 +1118,12 @@ static util_status_t btl_ucx_fence(btl_ep_t *ep)
 static util_status_t btl_ucx_fence_all(btl_iface_t *iface)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(iface);
+    util_status_t status = btl_ucx_fence_pe(uif, -1);
 
-    uif->unordered = 0;
-    return btl_ucx_fence_pe(uif, -1);
+    if (status == UTIL_OK) {
+        btl_ucx_ordered(uif);
+    }
+    return status;
 }
 
 static util_status_t btl_ucx_quiet(btl_iface_t *iface)
@@ -1087,7 +1134,9 @@ static util_status_t btl_ucx_quiet(btl_iface_t *iface)
 
     btl_ucx_touch(uif);
     status = btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "quiet", -1);
-    uif->unordered = 0;
+    if (status == UTIL_OK) {
+        btl_ucx_ordered(uif);
+    }
     /* Flushed: every pending request has finished; count them. */
     btl_ucx_reap(uif, 0);
     if (uif->num_am_dirty > 0) {

@@ -191,7 +191,8 @@ END_TEST
 /* Waits are bounded: a stalled peer makes quiet and a non-blocking put
  * fail with a timeout after RMB_BTL_TIMEOUT_SEC=1, then everything
  * completes once it serves again (~7 s: the peer stalls 5 s). Both network
- * backends, on wires that need the target's progress. */
+ * backends, on wires that need the target's progress; then the same with
+ * PE 0's helper thread on. */
 START_TEST(test_timeout)
 {
     const char *prog = "btl/mp_btl_timeout", *btl = net_backends[_i];
@@ -209,6 +210,10 @@ START_TEST(test_timeout)
     setenv("RMB_UCX_PROGRESS_USEC", "0", 1);
     setenv("RMB_BTL_TIMEOUT_SEC", "1", 1);
     ck_assert_int_eq(mp_run(mp_oshrun_argv(2, 1, prog, NULL), 60, NULL), 0);
+    /* again with PE 0's helper thread sending what PE 0 held back */
+    setenv("T_HELPER_PE0", "1", 1);
+    ck_assert_int_eq(mp_run(mp_oshrun_argv(2, 1, prog, NULL), 60, NULL), 0);
+    unsetenv("T_HELPER_PE0");
     unsetenv("RMB_OFI_PROGRESS_USEC");
     unsetenv("RMB_UCX_PROGRESS_USEC");
     unsetenv("RMB_BTL_TIMEOUT_SEC");

@@ -15,6 +15,13 @@
  * sleeps T_STALL_S seconds; PE 0 meanwhile sees both waits time out. Then
  * PE 1 tells PE 0 it is awake and serves until PE 0 is done. Exits 0 only
  * when every check passed; each failure prints one line.
+ *
+ * With T_HELPER_PE0=1 in the environment PE 0 runs its helper thread
+ * (RMB_*_PROGRESS_USEC=1000) and, before its quiet, holds a batched put
+ * behind a read and stays away from the btl a while: the helper's attempts
+ * to send that batch (behind a fence, on UCX >= 1.14 a flush that the
+ * stalled peer never answers) must not hold the quiet past its bound. (A
+ * batch whose fence failed goes with the error: its put is not checked.)
  */
 #include "btl/btl.h"
 #include "btl/btl_inl.h"
@@ -30,6 +37,7 @@
 #define T_AWAKE   T_BIG         /* offset of PE 1's "awake" word, in PE 0's arena */
 #define T_DONE    (T_BIG + 64)  /* offset of PE 0's "done" word, in PE 1's arena */
 #define T_HELLO   (T_BIG + 128) /* connection warm-up word, both ways */
+#define T_HELD    (T_BIG + 192) /* PE 0's batched put, in PE 1's arena (T_HELPER_PE0) */
 #define T_ARENA   (T_BIG + 4096)
 #define T_STALL_S 5
 
@@ -81,7 +89,7 @@ int main(void)
     size_t len = 0;
     uint8_t *arena, *src, *back, *spare;
     uint64_t raddr;
-    int rank, peer;
+    int rank, peer, helper;
     char backend[BTL_NAME_MAX];
 
     alarm(60); /* bounded even if the btl's own bound failed */
@@ -91,6 +99,11 @@ int main(void)
     }
     rank = bootstrap_rank();
     peer = 1 - rank;
+    helper = rank == 0 && getenv("T_HELPER_PE0") != NULL;
+    if (helper) {
+        setenv("RMB_OFI_PROGRESS_USEC", "1000", 1);
+        setenv("RMB_UCX_PROGRESS_USEC", "1000", 1);
+    }
     src = malloc(T_BIG);
     back = malloc(T_BIG);
     spare = malloc(T_BIG);
@@ -137,13 +150,23 @@ int main(void)
         T_CHECK(t_wait_value(ctx, (volatile uint64_t *)(arena + T_DONE), 1, 30) == 0,
                 "PE 0 never said it was done");
     } else {
-        btl_comp_t comp;
+        static uint64_t early_word; /* lands whenever the peer serves */
+        btl_comp_t comp, early;
         util_status_t status;
         double t0, dt;
 
         /* 1. put + quiet against a stalled peer: a timeout, not a hang. */
         t0 = t_now();
         T_CHECK(btl_put(ep, src, 8, NULL, raddr, rk) == UTIL_OK, "8-byte put");
+        if (helper) {
+            /* RMA (a read: over UCX not a message), then a held put */
+            btl_comp_init(&early);
+            status = btl_get_nb(ep, &early_word, 8, NULL, raddr + T_HELLO, rk, &early);
+            T_CHECK(status == UTIL_OK || status == UTIL_IN_PROGRESS, "8-byte get_nb returned %s",
+                    util_status_name(status));
+            T_CHECK(btl_put_batch(ep, src, 8, raddr + T_HELD, rk) == UTIL_OK, "batched put");
+            usleep(300000); /* away: the helper tries to send the batch */
+        }
         status = btl_quiet(ep->iface);
         dt = t_now() - t0;
         T_CHECK(status == UTIL_ERR_TIMEOUT, "quiet returned %s, expected ERR_TIMEOUT",
