@@ -264,7 +264,7 @@ static inline void btl_ucx_rma_issued(btl_ucx_iface_t *uif)
  * ordered before anything issued from now on, the helper's batches too. */
 static inline void btl_ucx_ordered(btl_ucx_iface_t *uif)
 {
-    __atomic_store_n(&uif->unordered, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&uif->unordered, 0, __ATOMIC_RELEASE);
 }
 
 /* ---- requests ---- */
@@ -498,7 +498,7 @@ static int btl_ucx_helper_fence(btl_ucx_iface_t *uif)
     uint64_t deadline;
     ucs_status_t ret;
 
-    if (!__atomic_load_n(&uif->unordered, __ATOMIC_RELAXED)) {
+    if (!__atomic_load_n(&uif->unordered, __ATOMIC_ACQUIRE)) {
         return 1; /* the PE's last fence came after its last RMA */
     }
     if (!uif->fence_flushes) {
