@@ -148,8 +148,9 @@ typedef struct {
     int am_flag;       /* put_flag as one active message (no RDMA device) */
     size_t am_put_max; /* puts up to this size as active messages (0: none) */
     int am_amo;        /* non-fetching atomics as active messages */
-    int unordered;     /* RMA or atomics issued since the last fence or flush (set and cleared by
-                    * the PE's thread, after its fence returned; read by the helper) */
+    /* RMA or atomics issued since the PE's last fence or flush returned
+     * (written by the PE's thread, read by the helper's) */
+    int unordered;
     uint64_t pings, pongs;        /* quiet's round trips behind the active messages */
     struct btl_ucx_ep **am_dirty; /* endpoints with active messages since the last quiet */
     int num_am_dirty;

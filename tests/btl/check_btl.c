@@ -190,8 +190,8 @@ END_TEST
 
 /* Waits are bounded: a stalled peer makes quiet and a non-blocking put
  * fail with a timeout after RMB_BTL_TIMEOUT_SEC=1, then everything
- * completes once it serves again (~7 s: the peer stalls 5 s). Both network
- * backends, on wires that need the target's progress; then the same with
+ * completes once it serves again (~6 s: the peer stalls 5 s). Both network
+ * backends, on wires that need the target's progress; then again with
  * PE 0's helper thread on. */
 START_TEST(test_timeout)
 {
