@@ -412,7 +412,8 @@ static inline void btl_ucx_am_dirty(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep)
     }
 }
 
-/* ucp_worker_fence for the PE's thread. Where UCX's fence is a flush it
+/* ucp_worker_fence for the PE's thread; once it returned, the PE's RMA is
+ * ordered (btl_ucx_ordered). Where UCX's fence is a flush it
  * waits for without bound (a stalled peer held the PE 5 s past
  * RMB_BTL_TIMEOUT_SEC), the same flush under our bounded wait. */
 static util_status_t btl_ucx_fence_pe(btl_ucx_iface_t *uif, int peer)
@@ -422,10 +423,19 @@ static util_status_t btl_ucx_fence_pe(btl_ucx_iface_t *uif, int peer)
 
     if (uif->fence_flushes) {
         btl_ucx_touch(uif);
-        return btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "fence", peer);
+        util_status_t status =
+            btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "fence", peer);
+        if (status == UTIL_OK) {
+            btl_ucx_ordered(uif);
+        }
+        return status;
     }
     ret = ucp_worker_fence(uif->worker);
-    return ret == UCS_OK ? UTIL_OK : btl_ucx_fail("ucp_worker_fence", peer, ret);
+    if (ret != UCS_OK) {
+        return btl_ucx_fail("ucp_worker_fence", peer, ret);
+    }
+    btl_ucx_ordered(uif);
+    return UTIL_OK;
 }
 
 /* ---- batches ---- */
@@ -452,7 +462,6 @@ static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep,
             __atomic_store_n(&uep->batch_len, 0, __ATOMIC_RELEASE);
             return status;
         }
-        btl_ucx_ordered(uif);
     }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_EAGER | (ping ? UCP_AM_SEND_FLAG_REPLY : 0);
@@ -1105,26 +1114,14 @@ static util_status_t btl_ucx_get_flag(btl_ep_t *ep, void *dst, size_t len, btl_m
 /* ---- ordering and completion ---- */
 static util_status_t btl_ucx_fence(btl_ep_t *ep)
 {
-    btl_ucx_iface_t *uif = btl_ucx_iface(ep->iface);
-    util_status_t status = btl_ucx_fence_pe(uif, ep->peer);
-
-    if (status == UTIL_OK) {
-        btl_ucx_ordered(uif);
-    }
-    return status;
+    return btl_ucx_fence_pe(btl_ucx_iface(ep->iface), ep->peer);
 }
 
 /* One worker-wide fence serves every peer; batches need none (each is in
  * order, and goes before anything else to its peer). */
 static util_status_t btl_ucx_fence_all(btl_iface_t *iface)
 {
-    btl_ucx_iface_t *uif = btl_ucx_iface(iface);
-    util_status_t status = btl_ucx_fence_pe(uif, -1);
-
-    if (status == UTIL_OK) {
-        btl_ucx_ordered(uif);
-    }
-    return status;
+    return btl_ucx_fence_pe(btl_ucx_iface(iface), -1);
 }
 
 static util_status_t btl_ucx_quiet(btl_iface_t *iface)
