@@ -40,7 +40,8 @@ typedef struct {
     pthread_t thread;
 } btl_helper_t;
 
-/* The PE's thread is in the transport now. */
+/* The PE's thread progresses the transport now (a wait, a progress call;
+ * not an operation it only issues: that serves no peer). */
 static inline void btl_helper_touch(btl_helper_t *helper)
 {
     __atomic_store_n(&helper->activity, helper->activity + 1, __ATOMIC_RELAXED);

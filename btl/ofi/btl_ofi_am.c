@@ -428,7 +428,6 @@ util_status_t btl_ofi_batch_add(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const b
     }
     btl_ofi_tx_unlock(oif);
     btl_ofi_am_list(oif, oep);
-    btl_helper_touch(&oif->helper);
     if (wake) {
         btl_ofi_wake(oif);
     }

@@ -250,6 +250,10 @@ static util_status_t btl_ucx_fail(const char *call, int peer, ucs_status_t statu
     return btl_ucx_status(status);
 }
 
+/* The PE's thread progresses the worker now: the helper stays back. Only
+ * where it does: a PE that issues, or quiets with nothing in flight, in a
+ * loop, must not keep the helper from serving its peers (their atomics
+ * over TCP stalled for good). */
 static inline void btl_ucx_touch(btl_ucx_iface_t *uif)
 {
     btl_helper_touch(&uif->helper);
@@ -422,7 +426,6 @@ static util_status_t btl_ucx_fence_pe(btl_ucx_iface_t *uif, int peer)
     ucs_status_t ret;
 
     if (uif->fence_flushes) {
-        btl_ucx_touch(uif);
         util_status_t status =
             btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "fence", peer);
         if (status == UTIL_OK) {
@@ -481,7 +484,6 @@ static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep,
         }
         status = ret == UCS_OK ? UTIL_OK : btl_ucx_fail("batch", uep->super.peer, ret);
     } else {
-        btl_ucx_touch(uif);
         status = btl_ucx_wait(uif, request, "batch", uep->super.peer);
         if (status != UTIL_OK && UCS_PTR_IS_PTR(request) && uif->num_pending > 0 &&
             uif->pending[uif->num_pending - 1].request == request) {
@@ -619,7 +621,6 @@ static util_status_t btl_ucx_batch_add(btl_ucx_iface_t *uif, btl_ep_t *ep,
         }
     }
     btl_helper_unlock(&uif->batch_lock);
-    btl_ucx_touch(uif);
     if (wake) {
         (void)ucp_worker_signal(uif->worker);
     }
@@ -662,7 +663,6 @@ static util_status_t btl_ucx_put(btl_ep_t *ep, const void *src, size_t len, btl_
         return status;
     }
     btl_ucx_rma_issued(uif);
-    btl_ucx_touch(uif);
     return btl_ucx_complete(
         uif, ucp_put_nbx(btl_ucx_uep(ep), src, len, raddr, btl_ucx_rkey(rkey), &param), comp, "put",
         ep->peer);
@@ -697,7 +697,6 @@ static util_status_t btl_ucx_get(btl_ep_t *ep, void *dst, size_t len, btl_mem_t 
         return status;
     }
     btl_ucx_rma_issued(uif);
-    btl_ucx_touch(uif);
     return btl_ucx_complete(
         uif, ucp_get_nbx(btl_ucx_uep(ep), dst, len, raddr, btl_ucx_rkey(rkey), &param), comp, "get",
         ep->peer);
@@ -770,7 +769,6 @@ static util_status_t btl_ucx_amo_fetch(btl_ep_t *ep, btl_amo_op_t op, unsigned s
     } else if (op != BTL_AMO_FETCH) {
         btl_ucx_word_set(&value, size, operand);
     }
-    btl_ucx_touch(uif);
     status = btl_ucx_wait(uif,
                           ucp_atomic_op_nbx(btl_ucx_uep(ep), btl_ucx_amo_op[op], &value, 1, raddr,
                                             btl_ucx_rkey(rkey), &param),
@@ -816,7 +814,6 @@ static util_status_t btl_ucx_amo_fetch_nbi(btl_ep_t *ep, btl_amo_op_t op, unsign
     } else if (op != BTL_AMO_FETCH) {
         btl_ucx_word_set(value, size, operand);
     }
-    btl_ucx_touch(uif);
     request = ucp_atomic_op_nbx(btl_ucx_uep(ep), btl_ucx_amo_op[op], value, 1, raddr,
                                 btl_ucx_rkey(rkey), &param);
     if (UCS_PTR_IS_PTR(request) && btl_ucx_pending_add(uif, request, NULL, ep->peer) == UTIL_OK) {
@@ -867,7 +864,6 @@ static util_status_t btl_ucx_amo_post(btl_ep_t *ep, btl_amo_op_t op, unsigned si
         param.reply_buffer = &old;
     }
     btl_ucx_word_set(&value, size, operand);
-    btl_ucx_touch(uif);
     /* Operand (and SET's old value) live on our stack: a request UCP keeps
      * must finish before we return (small atomics mostly go out at once). */
     return btl_ucx_wait(uif,
@@ -1093,7 +1089,6 @@ static util_status_t btl_ucx_put_flag_rec(btl_ep_t *ep, const void *src, size_t 
         status = btl_ucx_batch_send(uif, uep, 0, 0);
     }
     btl_helper_unlock(&uif->batch_lock);
-    btl_ucx_touch(uif);
     return status;
 }
 
@@ -1130,7 +1125,6 @@ static util_status_t btl_ucx_quiet(btl_iface_t *iface)
     ucp_request_param_t param = {.op_attr_mask = 0};
     util_status_t status;
 
-    btl_ucx_touch(uif);
     status = btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "quiet", -1);
     if (status == UTIL_OK) {
         btl_ucx_ordered(uif);
@@ -1446,7 +1440,6 @@ static util_status_t btl_ucx_ep_connect(btl_iface_t *iface, int peer, btl_ep_t *
     params.err_mode = uif->err_peer ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
     params.err_handler.cb = btl_ucx_ep_error;
     params.err_handler.arg = uep;
-    btl_ucx_touch(uif);
     ret = ucp_ep_create(uif->worker, &params, &uep->ep);
     free(addr);
     if (ret != UCS_OK) {

@@ -1,7 +1,7 @@
 /*
  * OpenSHMEM tests: runs tests/shmem/mp_shmem under oshrun for each API
- * group with 1-8 PEs on shm, with the ofi backend forced, and checks that
- * bad input ends the job with an error.
+ * group with 1-8 PEs on shm, with the ofi backend forced, across two
+ * emulated nodes, and checks that bad input ends the job with an error.
  */
 #include "btl/btl.h"
 #include "tests/common/mp_run.h"
@@ -65,6 +65,37 @@ START_TEST(test_amo_network)
 }
 END_TEST
 
+/* A PE away from the network (computing, calling quiet with nothing in
+ * flight, streaming atomics) has its memory served to the other node's PEs
+ * (mp_shmem's away mode): over ucx with and without peer error handling
+ * (UCX >= 1.16 runs without), and over ofi. */
+static const struct {
+    const char *net, *err_mode;
+} away_runs[] = {{"ucx", "auto"}, {"ucx", "none"}, {"ofi", "auto"}};
+
+START_TEST(test_away_network)
+{
+    const char *args[] = {"away", NULL};
+
+    if (btl_component_find(away_runs[_i].net) == NULL) {
+        printf("SKIP shmem away mode over %s: btl/%s not built\n", away_runs[_i].net,
+               away_runs[_i].net);
+        return;
+    }
+    setenv("RMB_BTL", "auto", 1);
+    setenv("RMB_BTL_NET", away_runs[_i].net, 1);
+    setenv("RMB_UCX_ERR_MODE", away_runs[_i].err_mode, 1);
+    setenv("UCX_TLS", "tcp", 1);
+    setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
+    ck_assert_msg(mp_run(mp_oshrun_argv(4, 2, PROG, args), 120, NULL) == 0, "away over %s (%s)",
+                  away_runs[_i].net, away_runs[_i].err_mode);
+    ck_assert_int_eq(mp_count_alive(PROG), 0);
+    unsetenv("RMB_BTL_NET");
+    unsetenv("RMB_UCX_ERR_MODE");
+    unsetenv("UCX_TLS");
+}
+END_TEST
+
 START_TEST(test_bad_input)
 {
     /* a PE out of range and a non-symmetric address: one line, exit 1 */
@@ -100,6 +131,7 @@ int main(void)
     tcase_add_loop_test(tc, test_modes_ofi, 0, 6);
     tcase_add_test(tc, test_bad_input);
     tcase_add_loop_test(tc, test_amo_network, 0, 2);
+    tcase_add_loop_test(tc, test_away_network, 0, 3);
     tcase_add_test(tc, test_global_exit);
     tcase_add_test(tc, test_pshmem);
     suite_add_tcase(s, tc);

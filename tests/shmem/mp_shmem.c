@@ -393,36 +393,47 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* A PE that computes (no library call for AWAY_SEC) right after a busy
- * phase still has its memory served to PEs on other nodes, where the
- * network needs the target's progress (TCP): its btl's helper thread takes
- * over, within a few of its intervals (btl_helper.h). The last PE computes;
- * every other PE updates and reads its counter AWAY_OPS times meanwhile; the
- * computing PE finds every update with a plain load before calling the
- * library again. */
-#define AWAY_SEC 1.5
+/* A PE away from the network for AWAY_SEC right after a busy phase still
+ * has its memory served to PEs on other nodes, where the network needs the
+ * target's progress (TCP): its btl's helper thread takes over, within a few
+ * of its intervals (btl_helper.h). The last PE is away; every other PE
+ * updates and reads its counter AWAY_OPS times meanwhile; the away PE finds
+ * every update with a plain load. Away three ways: computing (no library
+ * call); calling the library without needing the network (a quiet with
+ * nothing in flight and an atomic on its own memory, in a loop, as a PE
+ * waiting for its peers' atomics does); streaming non-fetching atomics to
+ * PE 0 (held back in batches). Calls that do not progress the network
+ * must not keep the helper away: over btl/ucx the peers' atomics stalled
+ * for good (tests-sos' atomic_nbi hung), over btl/ofi behind the stream. */
+#define AWAY_SEC 1.0
 #define AWAY_OPS 50
-static void mode_away(void)
+enum { AWAY_COMPUTE, AWAY_QUIET, AWAY_STREAM, AWAY_WAYS };
+static const char *const away_what[] = {"computing", "calling quiet", "streaming atomics"};
+
+static void away_phase(long *counter, long *sink, int how)
 {
-    long *counter = shmem_malloc(sizeof(long)), *done = shmem_malloc(sizeof(long));
-    int target = npes - 1, partner = (me + 1) % npes;
-    long sum = 0;
+    int target = npes - 1;
+    long issued = 0;
 
     *counter = 0;
-    *done = 0;
-    shmem_barrier_all();
-    /* busy phase: the helper threads see their PEs drive the network */
-    for (int i = 0; i < 2000; i++) sum += shmem_long_atomic_fetch_add(done, 0, partner);
-    CHECK(sum == 0, "busy phase: fetch_add of 0 returned %ld in total", sum);
+    *sink = 0;
     shmem_barrier_all();
     if (me == target) {
         double end = now_s() + AWAY_SEC;
         while (now_s() < end) {
+            if (how == AWAY_QUIET) {
+                shmem_long_atomic_add(sink, 1, me);
+                shmem_quiet();
+                issued++;
+            } else if (how == AWAY_STREAM) {
+                shmem_long_atomic_add(sink, 1, 0);
+                issued++;
+            }
         }
         long seen = __atomic_load_n(counter, __ATOMIC_ACQUIRE);
         CHECK(seen == (long)(npes - 1) * AWAY_OPS,
-              "after %.1f s away: %ld of %ld updates landed (nobody served my memory)", AWAY_SEC,
-              seen, (long)(npes - 1) * AWAY_OPS);
+              "after %.1f s away (%s): %ld of %ld updates landed (nobody served my memory)",
+              AWAY_SEC, away_what[how], seen, (long)(npes - 1) * AWAY_OPS);
     } else {
         for (int i = 0; i < AWAY_OPS; i++) {
             long old = shmem_long_atomic_fetch_add(counter, 1, target);
@@ -432,7 +443,31 @@ static void mode_away(void)
     }
     shmem_barrier_all();
     CHECK(shmem_long_g(counter, target) == (long)(npes - 1) * AWAY_OPS, "final count");
+    if (me == target && how != AWAY_COMPUTE) {
+        long landed = shmem_long_g(sink, how == AWAY_QUIET ? me : 0);
+        CHECK(landed == issued, "%s: %ld of %ld own atomics landed", away_what[how], landed,
+              issued);
+    }
     shmem_barrier_all();
+}
+
+static void mode_away(void)
+{
+    long *counter = shmem_malloc(sizeof(long)), *done = shmem_malloc(sizeof(long));
+    long *sink = shmem_malloc(sizeof(long));
+    int partner = (me + 1) % npes;
+    long sum = 0;
+
+    *done = 0;
+    shmem_barrier_all();
+    for (int how = 0; how < AWAY_WAYS; how++) {
+        /* busy phase: the helper threads see their PEs drive the network */
+        for (int i = 0; i < 2000; i++) sum += shmem_long_atomic_fetch_add(done, 0, partner);
+        CHECK(sum == 0, "busy phase: fetch_add of 0 returned %ld in total", sum);
+        shmem_barrier_all();
+        away_phase(counter, sink, how);
+    }
+    shmem_free(sink);
     shmem_free(done);
     shmem_free(counter);
 }
