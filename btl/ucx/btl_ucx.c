@@ -484,6 +484,9 @@ static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep,
         }
         status = ret == UCS_OK ? UTIL_OK : btl_ucx_fail("batch", uep->super.peer, ret);
     } else {
+        if (request == NULL && !uif->helper.running) {
+            ucp_worker_progress(uif->worker); /* no helper: a stream serves its peers */
+        }
         status = btl_ucx_wait(uif, request, "batch", uep->super.peer);
         if (status != UTIL_OK && UCS_PTR_IS_PTR(request) && uif->num_pending > 0 &&
             uif->pending[uif->num_pending - 1].request == request) {
@@ -1123,9 +1126,15 @@ static util_status_t btl_ucx_quiet(btl_iface_t *iface)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(iface);
     ucp_request_param_t param = {.op_attr_mask = 0};
+    ucs_status_ptr_t request = ucp_worker_flush_nbx(uif->worker, &param);
     util_status_t status;
 
-    status = btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "quiet", -1);
+    if (request == NULL && !uif->helper.running) {
+        /* Nothing in flight, no helper thread: serve the peers anyway (a PE
+         * waiting for their atomics in a loop of quiets). */
+        ucp_worker_progress(uif->worker);
+    }
+    status = btl_ucx_wait(uif, request, "quiet", -1);
     if (status == UTIL_OK) {
         btl_ucx_ordered(uif);
     }

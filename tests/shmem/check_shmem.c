@@ -68,30 +68,40 @@ END_TEST
 /* A PE away from the network (computing, calling quiet with nothing in
  * flight, streaming atomics) has its memory served to the other node's PEs
  * (mp_shmem's away mode): over ucx with and without peer error handling
- * (UCX >= 1.16 runs without), and over ofi. */
+ * (UCX >= 1.16 runs without), and over ofi; without the helper thread (a
+ * UCX built without thread support has none) the calls alone must. */
 static const struct {
-    const char *net, *err_mode;
-} away_runs[] = {{"ucx", "auto"}, {"ucx", "none"}, {"ofi", "auto"}};
+    const char *net, *err_mode, *progress_usec, *mode;
+} away_runs[] = {
+    {"ucx", "auto", "1000", "away"},    {"ucx", "none", "1000", "away"},
+    {"ofi", "auto", "1000", "away"},    {"ucx", "none", "0", "away-calls"},
+    {"ofi", "auto", "0", "away-calls"},
+};
 
 START_TEST(test_away_network)
 {
-    const char *args[] = {"away", NULL};
+    const char *args[] = {away_runs[_i].mode, NULL};
 
     if (btl_component_find(away_runs[_i].net) == NULL) {
-        printf("SKIP shmem away mode over %s: btl/%s not built\n", away_runs[_i].net,
-               away_runs[_i].net);
+        printf("SKIP shmem %s mode over %s: btl/%s not built\n", away_runs[_i].mode,
+               away_runs[_i].net, away_runs[_i].net);
         return;
     }
     setenv("RMB_BTL", "auto", 1);
     setenv("RMB_BTL_NET", away_runs[_i].net, 1);
     setenv("RMB_UCX_ERR_MODE", away_runs[_i].err_mode, 1);
+    setenv("RMB_UCX_PROGRESS_USEC", away_runs[_i].progress_usec, 1);
+    setenv("RMB_OFI_PROGRESS_USEC", away_runs[_i].progress_usec, 1);
     setenv("UCX_TLS", "tcp", 1);
     setenv("FI_PROVIDER", "tcp;ofi_rxm", 1);
-    ck_assert_msg(mp_run(mp_oshrun_argv(4, 2, PROG, args), 120, NULL) == 0, "away over %s (%s)",
-                  away_runs[_i].net, away_runs[_i].err_mode);
+    ck_assert_msg(mp_run(mp_oshrun_argv(4, 2, PROG, args), 120, NULL) == 0,
+                  "%s over %s (error mode %s, helper interval %s us)", away_runs[_i].mode,
+                  away_runs[_i].net, away_runs[_i].err_mode, away_runs[_i].progress_usec);
     ck_assert_int_eq(mp_count_alive(PROG), 0);
     unsetenv("RMB_BTL_NET");
     unsetenv("RMB_UCX_ERR_MODE");
+    unsetenv("RMB_UCX_PROGRESS_USEC");
+    unsetenv("RMB_OFI_PROGRESS_USEC");
     unsetenv("UCX_TLS");
 }
 END_TEST
@@ -131,7 +141,7 @@ int main(void)
     tcase_add_loop_test(tc, test_modes_ofi, 0, 6);
     tcase_add_test(tc, test_bad_input);
     tcase_add_loop_test(tc, test_amo_network, 0, 2);
-    tcase_add_loop_test(tc, test_away_network, 0, 3);
+    tcase_add_loop_test(tc, test_away_network, 0, 5);
     tcase_add_test(tc, test_global_exit);
     tcase_add_test(tc, test_pshmem);
     suite_add_tcase(s, tc);

@@ -1,6 +1,6 @@
 /*
  * OpenSHMEM tests, launched as N PEs under oshrun; one mode per run.
- *   mp_shmem rma|amo|sync|coll|heap|threads|away|badpe|badaddr|exitN
+ *   mp_shmem rma|amo|sync|coll|heap|threads|away|away-calls|badpe|badaddr|exitN
  * Every mode checks real values and exits 0 only if all matched.
  * badpe and badaddr must end the job with a clear error (non-zero).
  */
@@ -404,7 +404,9 @@ static double now_s(void)
  * waiting for its peers' atomics does); streaming non-fetching atomics to
  * PE 0 (held back in batches). Calls that do not progress the network
  * must not keep the helper away: over btl/ucx the peers' atomics stalled
- * for good (tests-sos' atomic_nbi hung), over btl/ofi behind the stream. */
+ * for good (tests-sos' atomic_nbi hung), over btl/ofi behind the stream.
+ * away-calls: the last two only, for a backend without its helper thread,
+ * where the calls themselves must serve the peers. */
 #define AWAY_SEC 1.0
 #define AWAY_OPS 50
 enum { AWAY_COMPUTE, AWAY_QUIET, AWAY_STREAM, AWAY_WAYS };
@@ -451,7 +453,7 @@ static void away_phase(long *counter, long *sink, int how)
     shmem_barrier_all();
 }
 
-static void mode_away(void)
+static void mode_away(int first_way)
 {
     long *counter = shmem_malloc(sizeof(long)), *done = shmem_malloc(sizeof(long));
     long *sink = shmem_malloc(sizeof(long));
@@ -460,7 +462,7 @@ static void mode_away(void)
 
     *done = 0;
     shmem_barrier_all();
-    for (int how = 0; how < AWAY_WAYS; how++) {
+    for (int how = first_way; how < AWAY_WAYS; how++) {
         /* busy phase: the helper threads see their PEs drive the network */
         for (int i = 0; i < 2000; i++) sum += shmem_long_atomic_fetch_add(done, 0, partner);
         CHECK(sum == 0, "busy phase: fetch_add of 0 returned %ld in total", sum);
@@ -499,7 +501,9 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "threads"))
         mode_threads();
     else if (!strcmp(mode, "away"))
-        mode_away();
+        mode_away(AWAY_COMPUTE);
+    else if (!strcmp(mode, "away-calls"))
+        mode_away(AWAY_QUIET); /* no helper thread: only calls serve peers */
     else if (!strcmp(mode, "badpe"))
         shmem_long_p(&static_counter, 1, npes + 3);
     else if (!strcmp(mode, "badaddr")) {
@@ -512,8 +516,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "mp_shmem: PE %d passed a barrier PE %d never entered\n", me, npes - 1);
         return 3;
     } else {
-        fprintf(stderr,
-                "usage: mp_shmem rma|amo|sync|coll|heap|threads|away|badpe|badaddr|exitN\n");
+        fprintf(
+            stderr,
+            "usage: mp_shmem rma|amo|sync|coll|heap|threads|away|away-calls|badpe|badaddr|exitN\n");
         return 2;
     }
 
