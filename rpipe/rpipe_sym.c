@@ -156,6 +156,16 @@ err:
 }
 
 int rpipe_sym_amo_network;
+int rpipe_sym_pe_progress;
+static unsigned rpipe_sym_polls;
+
+void rpipe_sym_poll_slow(void)
+{
+    /* relaxed: a count lost between threads only moves the next drive */
+    if (__atomic_add_fetch(&rpipe_sym_polls, 1, __ATOMIC_RELAXED) % RPIPE_SYM_POLL_EVERY == 0) {
+        rpipe_sym_progress();
+    }
+}
 
 /* RMB_AMO_NETWORK (see rpipe_sym.h, "the atomicity rule"). */
 static util_status_t rpipe_sym_choose_amo(void)
@@ -163,6 +173,7 @@ static util_status_t rpipe_sym_choose_amo(void)
     btl_iface_t *net = btl_ctx_net_iface(rpipe_state.btl);
     const char *how = "auto";
 
+    rpipe_sym_pe_progress = net != NULL && (btl_iface_caps(net) & BTL_CAP_PE_PROGRESS);
     util_env_get_string("RMB_AMO_NETWORK", &how);
     if (strcmp(how, "no") == 0) {
         rpipe_sym_amo_network = 0;
@@ -421,6 +432,7 @@ util_status_t rpipe_sym_amo_fetch_nbi(rpipe_sym_t *sym, int pe, size_t offset, b
     if (r.ptr != NULL) {
         uint64_t old = btl_cpu_amo_fetch(op, size, r.ptr, operand, compare);
         memcpy(result, &old, size); /* little-endian: the low bytes */
+        rpipe_sym_poll();
         return UTIL_OK;
     }
     if (status != UTIL_OK) {

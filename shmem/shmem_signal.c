@@ -69,6 +69,9 @@ void shmem_ctx_signal_set(shmem_ctx_t c, uint64_t *sig_addr, uint64_t signal, in
 uint64_t shmem_signal_fetch(const uint64_t *sig_addr)
 {
     /* Local word, updated by peers' signals: an acquire load sees the
-     * payload that came before it. */
-    return __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+     * payload that came before it. A PE may loop on it: rpipe_sym_poll. */
+    uint64_t value = __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+
+    rpipe_sym_poll();
+    return value;
 }

@@ -92,6 +92,7 @@ SHMEMI_INLINE int shmemi_test_inl(const volatile void *ivar, int cmp, const void
                                   unsigned size, int is_signed)
 {
     if (shmemi_compare(ivar, cmp, value, size, is_signed)) {
+        rpipe_sym_poll(); /* a loop of satisfied tests still serves peers */
         return 1;
     }
     rpipe_sym_progress();
@@ -106,6 +107,7 @@ SHMEMI_INLINE void shmemi_wait_inl(const volatile void *ivar, int cmp, const voi
     while (!shmemi_compare(ivar, cmp, value, size, is_signed)) {
         shmemi_relax(&polls);
     }
+    rpipe_sym_poll(); /* a loop of waits satisfied at once still serves peers */
 }
 
 /* ---- wait/test over sets of ivars (1.5): _all, _any, _some, and _vector ------------------
@@ -144,6 +146,8 @@ static inline size_t shmemi_set_test(const shmemi_set_t *set, int kind, size_t *
 
     if (members && r == (kind == SHMEMI_SET_ANY ? SIZE_MAX : 0)) {
         rpipe_sym_progress(); /* not yet: let the btl move (as shmemi_test) */
+    } else {
+        rpipe_sym_poll();
     }
     return r;
 }

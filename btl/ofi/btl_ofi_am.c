@@ -396,11 +396,12 @@ util_status_t btl_ofi_batch_add(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const b
     size_t need = btl_batch_rec_size(rec->kind, len);
     util_status_t status = UTIL_OK;
     uint64_t lo, hi;
-    int wake = 0;
+    int wake = 0, sent = 0;
 
     btl_ofi_tx_lock(oif);
     if (sizeof(btl_ofi_am_hdr_t) + oep->batch_len + need > BTL_OFI_AM_SIZE) {
         status = btl_ofi_batch_send(oif, oep, 0, 0);
+        sent = 1;
     }
     if (status == UTIL_OK && btl_ofi_msg_buf(oep) == NULL) {
         status = UTIL_ERR_NO_MEMORY;
@@ -418,6 +419,7 @@ util_status_t btl_ofi_batch_add(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const b
         __atomic_store_n(&oep->batch_len, oep->batch_len + need, __ATOMIC_RELEASE);
         if (oep->batch_len >= oif->batch_max) {
             status = btl_ofi_batch_send(oif, oep, 0, 0);
+            sent = 1;
         } else if (!oep->batched) {
             oep->batched = 1;
             oif->batched[oif->num_batched] = oep;
@@ -430,6 +432,9 @@ util_status_t btl_ofi_batch_add(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const b
     btl_ofi_am_list(oif, oep);
     if (wake) {
         btl_ofi_wake(oif);
+    }
+    if (sent && status == UTIL_OK && !oif->helper.running) {
+        status = btl_ofi_poll(oif); /* no helper: a stream serves its peers */
     }
     return status;
 }

@@ -398,19 +398,22 @@ static double now_s(void)
  * target's progress (TCP): its btl's helper thread takes over, within a few
  * of its intervals (btl_helper.h). The last PE is away; every other PE
  * updates and reads its counter AWAY_OPS times meanwhile; the away PE finds
- * every update with a plain load. Away three ways: computing (no library
+ * every update with a plain load. Away four ways: computing (no library
  * call); calling the library without needing the network (a quiet with
  * nothing in flight and an atomic on its own memory, in a loop, as a PE
  * waiting for its peers' atomics does); streaming non-fetching atomics to
- * PE 0 (held back in batches). Calls that do not progress the network
- * must not keep the helper away: over btl/ucx the peers' atomics stalled
- * for good (tests-sos' atomic_nbi hung), over btl/ofi behind the stream.
- * away-calls: the last two only, for a backend without its helper thread,
- * where the calls themselves must serve the peers. */
+ * PE 0 (held back in batches); polling (a signal fetch and a test already
+ * satisfied, in a loop). Calls that do not progress the network must not
+ * keep the helper away: over btl/ucx the peers' atomics stalled for good
+ * (tests-sos' atomic_nbi hung), over btl/ofi behind the stream. away-calls:
+ * the last three only, for a backend without its helper thread, where the
+ * calls themselves must serve the peers (rpipe_sym_poll). */
 #define AWAY_SEC 1.0
 #define AWAY_OPS 50
-enum { AWAY_COMPUTE, AWAY_QUIET, AWAY_STREAM, AWAY_WAYS };
-static const char *const away_what[] = {"computing", "calling quiet", "streaming atomics"};
+enum { AWAY_COMPUTE, AWAY_QUIET, AWAY_STREAM, AWAY_POLL, AWAY_WAYS };
+static const char *const away_what[] = {"computing", "calling quiet", "streaming atomics",
+                                        "polling"};
+static uint64_t away_signal; /* symmetric, never signalled */
 
 static void away_phase(long *counter, long *sink, int how)
 {
@@ -430,6 +433,9 @@ static void away_phase(long *counter, long *sink, int how)
             } else if (how == AWAY_STREAM) {
                 shmem_long_atomic_add(sink, 1, 0);
                 issued++;
+            } else if (how == AWAY_POLL) {
+                issued += shmem_signal_fetch(&away_signal) != 0;
+                issued += !shmem_uint64_test(&away_signal, SHMEM_CMP_EQ, 0);
             }
         }
         long seen = __atomic_load_n(counter, __ATOMIC_ACQUIRE);
@@ -445,7 +451,8 @@ static void away_phase(long *counter, long *sink, int how)
     }
     shmem_barrier_all();
     CHECK(shmem_long_g(counter, target) == (long)(npes - 1) * AWAY_OPS, "final count");
-    if (me == target && how != AWAY_COMPUTE) {
+    CHECK(how != AWAY_POLL || issued == 0, "polling: the signal changed");
+    if (me == target && (how == AWAY_QUIET || how == AWAY_STREAM)) {
         long landed = shmem_long_g(sink, how == AWAY_QUIET ? me : 0);
         CHECK(landed == issued, "%s: %ld of %ld own atomics landed", away_what[how], landed,
               issued);
