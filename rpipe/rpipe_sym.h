@@ -106,8 +106,9 @@ util_status_t rpipe_sym_connect(rpipe_sym_t *sym, int pe);
 
 /* Peers' operations land only while this PE calls the btl (the network
  * iface has BTL_CAP_PE_PROGRESS: no helper thread). Calls that need no btl
- * and that a PE may loop on while it waits for its peers (an atomic on
- * mapped memory, a wait or test already satisfied, a signal fetch) drive it
+ * and that a PE may loop on while it waits for its peers (a fetching
+ * atomic on mapped memory, a wait or test already satisfied, a signal
+ * fetch) drive it
  * every RPIPE_SYM_POLL_EVERY-th time, else such a loop starves its peers
  * (tests-sos' signal_fetch and mt_lock_test hung over UCX without thread
  * support). Set with the first segment. */
@@ -256,7 +257,7 @@ static inline util_status_t rpipe_sym_amo_fetch(rpipe_sym_t *sym, int pe, size_t
 
     if (__builtin_expect(r.ptr != NULL, 1)) {
         *old_p = btl_cpu_amo_fetch(op, size, r.ptr, operand, compare);
-        rpipe_sym_poll();
+        rpipe_sym_poll(); /* a fetch on a mapping is how a PE polls a word */
         return UTIL_OK;
     }
     if (status != UTIL_OK) {
@@ -280,7 +281,6 @@ static inline util_status_t rpipe_sym_amo_post(rpipe_sym_t *sym, int pe, size_t 
 
     if (__builtin_expect(r.ptr != NULL, 1)) {
         btl_cpu_amo_post(op, size, r.ptr, operand);
-        rpipe_sym_poll();
         return UTIL_OK;
     }
     if (status != UTIL_OK) {
