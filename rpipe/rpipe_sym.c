@@ -393,6 +393,7 @@ util_status_t rpipe_sym_quiet(void)
     rpipe_sym_enter();
     status = btl_ctx_quiet(rpipe_state.btl);
     rpipe_sym_leave();
+    rpipe_sym_poll(); /* with nothing in flight a quiet may not drive the btl */
     return status;
 }
 

@@ -107,8 +107,8 @@ util_status_t rpipe_sym_connect(rpipe_sym_t *sym, int pe);
 /* Peers' operations land only while this PE calls the btl (the network
  * iface has BTL_CAP_PE_PROGRESS: no helper thread). Calls that need no btl
  * and that a PE may loop on while it waits for its peers (a fetching
- * atomic on mapped memory, a wait or test already satisfied, a signal
- * fetch) drive it every RPIPE_SYM_POLL_EVERY-th time, else such a loop
+ * atomic on mapped memory, a quiet, a wait or test already satisfied, a
+ * signal fetch) drive it every RPIPE_SYM_POLL_EVERY-th time, else such a loop
  * starves its peers (tests-sos' signal_fetch and mt_lock_test hung over
  * UCX without thread support). Set with the first segment. */
 #define RPIPE_SYM_POLL_EVERY 16

@@ -276,10 +276,17 @@ static inline void btl_ucx_ordered(btl_ucx_iface_t *uif)
 static util_status_t btl_ucx_pending_add(btl_ucx_iface_t *uif, void *request, btl_comp_t *comp,
                                          int peer);
 
-/* Waits for a request UCP returned (NULL: done at once); frees it. A
- * `benign` failure status counts as success. */
+/* How UCX reports a peer that closed its side first, as the peers of a job
+ * that passed its last barrier do: a reset, or not connected (any more). */
+static int btl_ucx_peer_gone(ucs_status_t status)
+{
+    return status == UCS_ERR_CONNECTION_RESET || status == UCS_ERR_NOT_CONNECTED;
+}
+
+/* Waits for a request UCP returned (NULL: done at once); frees it. With
+ * gone_ok a peer that closed first (btl_ucx_peer_gone) counts as success. */
 static util_status_t btl_ucx_wait_but(btl_ucx_iface_t *uif, ucs_status_ptr_t request,
-                                      const char *what, int peer, ucs_status_t benign)
+                                      const char *what, int peer, int gone_ok)
 {
     btl_wait_t w = BTL_WAIT_INIT;
     ucs_status_t status;
@@ -289,7 +296,7 @@ static util_status_t btl_ucx_wait_but(btl_ucx_iface_t *uif, ucs_status_ptr_t req
     }
     if (UCS_PTR_IS_ERR(request)) {
         status = UCS_PTR_STATUS(request);
-        return status == benign ? UTIL_OK : btl_ucx_fail(what, peer, status);
+        return gone_ok && btl_ucx_peer_gone(status) ? UTIL_OK : btl_ucx_fail(what, peer, status);
     }
     for (;;) {
         btl_ucx_touch(uif);
@@ -307,14 +314,16 @@ static util_status_t btl_ucx_wait_but(btl_ucx_iface_t *uif, ucs_status_ptr_t req
         }
     }
     ucp_request_free(request);
-    return status == UCS_OK || status == benign ? UTIL_OK : btl_ucx_fail(what, peer, status);
+    return status == UCS_OK || (gone_ok && btl_ucx_peer_gone(status))
+               ? UTIL_OK
+               : btl_ucx_fail(what, peer, status);
 }
 
 /* The same, where every failure is one. */
 static util_status_t btl_ucx_wait(btl_ucx_iface_t *uif, ucs_status_ptr_t request, const char *what,
                                   int peer)
 {
-    return btl_ucx_wait_but(uif, request, what, peer, UCS_OK);
+    return btl_ucx_wait_but(uif, request, what, peer, 0);
 }
 
 static void btl_ucx_comp_count(btl_comp_t *comp, util_status_t status)
@@ -454,9 +463,12 @@ static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep,
                                         int helper)
 {
     btl_ucx_am_batch_t hdr = {(uint32_t)ping, (uint32_t)uep->batch_len};
+    /* an empty batch (a ping alone) carries the padding */
+    const void *payload = uep->batch_len > 0 ? (const void *)uep->batch : &btl_ucx_am_padding;
+    size_t payload_len = uep->batch_len > 0 ? uep->batch_len : sizeof(btl_ucx_am_padding);
     ucp_request_param_t param;
     ucs_status_ptr_t request;
-    ucs_status_t ret = UCS_OK;
+    ucs_status_t ret;
     util_status_t status;
 
     if (!helper && uif->unordered) {
@@ -468,12 +480,8 @@ static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep,
     }
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = UCP_AM_SEND_FLAG_EAGER | (ping ? UCP_AM_SEND_FLAG_REPLY : 0);
-    request = ret != UCS_OK ? UCS_STATUS_PTR(ret)
-              : uep->batch_len > 0
-                  ? ucp_am_send_nbx(uep->ep, BTL_UCX_AM_BATCH, &hdr, sizeof(hdr), uep->batch,
-                                    uep->batch_len, &param)
-                  : ucp_am_send_nbx(uep->ep, BTL_UCX_AM_BATCH, &hdr, sizeof(hdr),
-                                    &btl_ucx_am_padding, sizeof(btl_ucx_am_padding), &param);
+    request =
+        ucp_am_send_nbx(uep->ep, BTL_UCX_AM_BATCH, &hdr, sizeof(hdr), payload, payload_len, &param);
     if (helper) {
         while (UCS_PTR_IS_PTR(request) && ucp_request_check_status(request) == UCS_INPROGRESS) {
             ucp_worker_progress(uif->worker); /* a broken connection fails the request */
@@ -1126,15 +1134,9 @@ static util_status_t btl_ucx_quiet(btl_iface_t *iface)
 {
     btl_ucx_iface_t *uif = btl_ucx_iface(iface);
     ucp_request_param_t param = {.op_attr_mask = 0};
-    ucs_status_ptr_t request = ucp_worker_flush_nbx(uif->worker, &param);
     util_status_t status;
 
-    if (request == NULL && !uif->helper.running) {
-        /* Nothing in flight, no helper thread: serve the peers anyway (a PE
-         * waiting for their atomics in a loop of quiets). */
-        ucp_worker_progress(uif->worker);
-    }
-    status = btl_ucx_wait(uif, request, "quiet", -1);
+    status = btl_ucx_wait(uif, ucp_worker_flush_nbx(uif->worker, &param), "quiet", -1);
     if (status == UTIL_OK) {
         btl_ucx_ordered(uif);
     }
@@ -1471,11 +1473,11 @@ static util_status_t btl_ucx_ep_disconnect(btl_ep_t *ep)
      * no handshake with a peer that may already be gone. UCX allows that
      * only with peer error handling; without it the close flushes, which
      * our bounded wait keeps from hanging on a dead peer, and a peer that
-     * closed its side first (a reset) is how a job ends, not an error. */
+     * closed its side first is how a job ends, not an error. */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     param.flags = uif->err_peer ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     status = btl_ucx_wait_but(uif, ucp_ep_close_nbx(uep->ep, &param), "closing the endpoint",
-                              ep->peer, uif->err_peer ? UCS_OK : UCS_ERR_CONNECTION_RESET);
+                              ep->peer, !uif->err_peer);
     for (int i = 0; uep->am_dirty && i < uif->num_am_dirty; i++) {
         if (uif->am_dirty[i] == uep) {
             uif->am_dirty[i] = uif->am_dirty[--uif->num_am_dirty];
