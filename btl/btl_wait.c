@@ -59,12 +59,21 @@ int btl_wait_expire_comp(const btl_wait_bound_t *bound, btl_comp_t *comp, uint64
 util_status_t btl_wait_tick_slow(btl_wait_t *w, const btl_wait_bound_t *bound, const char *what,
                                  int peer)
 {
-    uint64_t now;
-
     /* Providers with their own progress threads and peers on the same
      * cores need the CPU more than our spinning does. */
     util_wait_relax_slow(&w->idle);
     if (bound->timeout_ns == 0 || (w->idle.polls & 63) != 0) {
+        return UTIL_OK;
+    }
+    return btl_wait_check_deadline(w, bound, what, peer);
+}
+
+util_status_t btl_wait_check_deadline(btl_wait_t *w, const btl_wait_bound_t *bound,
+                                      const char *what, int peer)
+{
+    uint64_t now;
+
+    if (bound->timeout_ns == 0) {
         return UTIL_OK;
     }
     now = btl_now_ns();

@@ -24,11 +24,12 @@
 typedef struct {
     util_wait_t idle;
     uint64_t deadline; /* 0 until the wait has spun a while */
+    uint32_t busy;     /* progress calls that did work (btl_wait_busy) */
 } btl_wait_t;
 
 #define BTL_WAIT_INIT                                                                              \
     {                                                                                              \
-        UTIL_WAIT_INIT, 0                                                                          \
+        UTIL_WAIT_INIT, 0, 0                                                                       \
     }
 
 /* What a backend's waits are bounded by. */
@@ -50,6 +51,10 @@ uint64_t btl_now_ns(void);
 util_status_t btl_wait_tick_slow(btl_wait_t *w, const btl_wait_bound_t *bound, const char *what,
                                  int peer);
 
+/* UTIL_ERR_TIMEOUT (logged) once the wait has outlived the bound. */
+util_status_t btl_wait_check_deadline(btl_wait_t *w, const btl_wait_bound_t *bound,
+                                      const char *what, int peer);
+
 /* A non-blocking operation to peer, posted at posted_ns (btl_now_ns), that
  * has outlived the bound at now: logged once, comp fails with
  * UTIL_ERR_TIMEOUT and 1 is returned (the caller then forgets comp); else 0. */
@@ -63,6 +68,19 @@ static inline util_status_t btl_wait_tick(btl_wait_t *w, const btl_wait_bound_t 
         return UTIL_OK;
     }
     return btl_wait_tick_slow(w, bound, what, peer);
+}
+
+/* The step of a wait whose progress call just did work: progress again at
+ * once. A yield there gives the core away after every chunk of a peer's
+ * stream queued ahead of our completion (the stream's target waited
+ * seconds for a fetch on a loaded machine). The bound still counts. */
+static inline util_status_t btl_wait_busy(btl_wait_t *w, const btl_wait_bound_t *bound,
+                                          const char *what, int peer)
+{
+    if ((++w->busy & 63) != 0 || bound->timeout_ns == 0) {
+        return UTIL_OK;
+    }
+    return btl_wait_check_deadline(w, bound, what, peer);
 }
 
 #endif

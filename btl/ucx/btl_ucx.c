@@ -300,12 +300,13 @@ static util_status_t btl_ucx_wait_but(btl_ucx_iface_t *uif, ucs_status_ptr_t req
     }
     for (;;) {
         btl_ucx_touch(uif);
-        ucp_worker_progress(uif->worker);
+        unsigned worked = ucp_worker_progress(uif->worker);
         status = ucp_request_check_status(request);
         if (status != UCS_INPROGRESS) {
             break;
         }
-        util_status_t tick = btl_wait_tick(&w, &uif->bound, what, peer);
+        util_status_t tick = worked != 0 ? btl_wait_busy(&w, &uif->bound, what, peer)
+                                         : btl_wait_tick(&w, &uif->bound, what, peer);
         if (tick != UTIL_OK) {
             /* Nobody waits for it any more: progress frees it once it
              * completes, if ever (teardown cancels it). */
@@ -1033,9 +1034,10 @@ static util_status_t btl_ucx_am_complete(btl_ucx_iface_t *uif)
     btl_helper_unlock(&uif->batch_lock);
     while (status == UTIL_OK && __atomic_load_n(&uif->pongs, __ATOMIC_ACQUIRE) < uif->pings) {
         btl_ucx_touch(uif);
-        ucp_worker_progress(uif->worker);
+        unsigned worked = ucp_worker_progress(uif->worker);
         if (__atomic_load_n(&uif->pongs, __ATOMIC_ACQUIRE) < uif->pings) {
-            status = btl_wait_tick(&w, &uif->bound, "quiet", -1);
+            status = worked != 0 ? btl_wait_busy(&w, &uif->bound, "quiet", -1)
+                                 : btl_wait_tick(&w, &uif->bound, "quiet", -1);
         }
     }
     if (status != UTIL_OK) {

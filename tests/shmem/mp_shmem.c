@@ -393,23 +393,25 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* A PE away from the network for AWAY_SEC right after a busy phase still
- * has its memory served to PEs on other nodes, where the network needs the
- * target's progress (TCP): its btl's helper thread takes over, within a few
- * of its intervals (btl_helper.h). The last PE is away; every other PE
- * updates and reads its counter AWAY_OPS times meanwhile; the away PE finds
- * every update with a plain load. Away four ways: computing (no library
- * call); calling the library without needing the network (a quiet with
- * nothing in flight and an atomic on its own memory, in a loop, as a PE
- * waiting for its peers' atomics does); streaming non-fetching atomics to
- * PE 0 (held back in batches); polling (a signal fetch and a test already
- * satisfied, in a loop). Calls that do not progress the network must not
- * keep the helper away: over btl/ucx the peers' atomics stalled for good
- * (tests-sos' atomic_nbi hung), over btl/ofi behind the stream. away-calls:
- * the last three only, for a backend without its helper thread, where the
- * calls themselves must serve the peers (rpipe_sym_poll). */
-#define AWAY_SEC 1.5 /* a loaded 2-core CI machine: 100 round trips per PE in it */
-#define AWAY_OPS 50
+/* A PE away from the network right after a busy phase still has its
+ * memory served to PEs on other nodes, where the network needs the target's
+ * progress (TCP): its btl's helper thread takes over, within a few of its
+ * intervals (btl_helper.h). The last PE is away; every other PE updates and
+ * reads its counter AWAY_OPS times meanwhile; the away PE stays away until
+ * it finds every update with a plain load, AWAY_LIMIT_SEC at most (a stall
+ * lasts for good; a loaded 2-core machine with sanitizers needs seconds).
+ * Away four ways: computing (no library call); calling the library without
+ * needing the network (a quiet with nothing in flight and an atomic on its
+ * own memory, in a loop, as a PE waiting for its peers' atomics does);
+ * streaming non-fetching atomics to PE 0 (held back in batches); polling (a
+ * signal fetch and a test already satisfied, in a loop). Calls that do not
+ * progress the network must not keep the helper away: over btl/ucx the
+ * peers' atomics stalled for good (tests-sos' atomic_nbi hung), over btl/ofi
+ * behind the stream. away-calls: the last three only, for a backend without
+ * its helper thread, where the calls themselves must serve the peers
+ * (rpipe_sym_poll). */
+#define AWAY_LIMIT_SEC 20.0
+#define AWAY_OPS       50
 enum { AWAY_COMPUTE, AWAY_QUIET, AWAY_STREAM, AWAY_POLL, AWAY_WAYS };
 static const char *const away_what[] = {"computing", "calling quiet", "streaming atomics",
                                         "polling"};
@@ -424,8 +426,10 @@ static void away_phase(long *counter, long *sink, int how)
     *sink = 0;
     shmem_barrier_all();
     if (me == target) {
-        double end = now_s() + AWAY_SEC;
-        while (now_s() < end) {
+        long expected = (long)(npes - 1) * AWAY_OPS;
+        double start = now_s();
+        while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < expected &&
+               now_s() < start + AWAY_LIMIT_SEC) {
             if (how == AWAY_QUIET) {
                 shmem_long_atomic_add(sink, 1, me);
                 shmem_quiet();
@@ -439,9 +443,9 @@ static void away_phase(long *counter, long *sink, int how)
             }
         }
         long seen = __atomic_load_n(counter, __ATOMIC_ACQUIRE);
-        CHECK(seen == (long)(npes - 1) * AWAY_OPS,
+        CHECK(seen == expected,
               "after %.1f s away (%s): %ld of %ld updates landed (nobody served my memory)",
-              AWAY_SEC, away_what[how], seen, (long)(npes - 1) * AWAY_OPS);
+              now_s() - start, away_what[how], seen, expected);
     } else {
         for (int i = 0; i < AWAY_OPS; i++) {
             long old = shmem_long_atomic_fetch_add(counter, 1, target);
