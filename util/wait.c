@@ -192,24 +192,28 @@ void util_wait_relax_slow(util_wait_t *w)
 {
     uint64_t now, served = __atomic_load_n(&util_wait_served, __ATOMIC_RELAXED);
 
-    if (w->nap_ns != 0) {
-        if (served == w->served) {
-            util_wait_nap(w);
-            return;
-        }
-        /* Peers' traffic came in (the helper thread served it): serve it
-         * ourselves from now on. */
+    if (served != w->served) {
+        /* Peers' traffic came in: our progress served it, so more may be
+         * queued ahead of what we wait for (a peer's stream on the socket
+         * our answer comes on): poll again at once. Served by the helper
+         * while we napped: serve it ourselves from now on. Either way the
+         * yield phase starts over. */
+        w->served = served;
         w->nap_ns = 0;
         w->yield_since_ns = 0;
+        return;
+    }
+    if (w->nap_ns != 0) {
+        util_wait_nap(w);
+        return;
     }
     if (util_wait_policy.yield_ns == 0 || ++w->yields % UTIL_WAIT_CHECK_EVERY != 0) {
         sched_yield();
         return;
     }
     now = util_wait_now_ns();
-    if (w->yield_since_ns == 0 || served != w->served) {
+    if (w->yield_since_ns == 0) {
         w->yield_since_ns = now;
-        w->served = served;
     } else if (now - w->yield_since_ns >= util_wait_policy.yield_ns) {
         w->nap_ns = util_wait_policy.sleep_ns;
         util_wait_nap(w);

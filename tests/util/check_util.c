@@ -170,6 +170,14 @@ START_TEST(test_wait_policy)
     util_wait_note_served();
     util_wait_relax(&w);
     ck_assert_uint_eq(w.nap_ns, 0);
+    /* Traffic served while it yields: it polls again at once (more may be
+     * queued ahead of what it waits for), then yields again. */
+    uint32_t yields = w.yields;
+    util_wait_note_served();
+    util_wait_relax(&w);
+    ck_assert_uint_eq(w.yields, yields);
+    util_wait_relax(&w);
+    ck_assert_uint_eq(w.yields, yields + 1);
 
     /* Bad values fall back to the automatic policy. */
     setenv("RMB_WAIT_YIELD_USEC", "-7", 1);
