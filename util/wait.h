@@ -11,8 +11,9 @@
  * peers' traffic meanwhile (util_wait_note_served: their gets and atomics
  * need our progress over TCP) does not nap: a napping PE would answer them
  * late, through its btl's helper thread; nor does it yield right after
- * serving (what it waits for may be queued behind more of it). Where a btl cannot tell when it
- * served (util_wait_serves_unseen) the automatic naps are off.
+ * serving (what it waits for may be queued behind more of it). Where a btl
+ * cannot tell when it served (util_wait_serves_unseen) the automatic naps
+ * are off.
  *
  * Usage: util_wait_t w = UTIL_WAIT_INIT; while (!done) { poll...; util_wait_relax(&w); }
  */
