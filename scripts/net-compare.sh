@@ -58,7 +58,8 @@ done
 
 work=$(mktemp -d /tmp/net-compare.XXXXXX) || exit 1
 pids=""
-cleanup() { [ -n "$pids" ] && kill $pids 2>/dev/null; rm -rf "$work"; }
+# a floor's server runs in a subshell: its timeout (which passes the signal on) goes first
+cleanup() { [ -n "$pids" ] && { pkill -P "$pids" 2>/dev/null; kill $pids 2>/dev/null; }; rm -rf "$work"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -113,7 +114,7 @@ floor_fi() {  # fi_pingpong one-way µs for 8 B
     local port=$((20000 + RANDOM % 20000)) out
     # sockets' progress threads spin 10 ms before they sleep (FI_SOCKETS_PE_WAITTIME):
     # on 2 cores they starve the pinging processes (4.8 ms one-way); btl/ofi sets 0 too
-    FI_SOCKETS_PE_WAITTIME=0 timeout 60 fi_pingpong -p "$provider" -e rdm -S 8 -I 2000 -B "$port" >/dev/null 2>&1 &
+    (FI_SOCKETS_PE_WAITTIME=0 timeout 60 fi_pingpong -p "$provider" -e rdm -S 8 -I 2000 -B "$port" >/dev/null 2>&1; true) 2>/dev/null &
     pids=$!
     sleep 0.5
     out=$(FI_SOCKETS_PE_WAITTIME=0 timeout 60 fi_pingpong -p "$provider" -e rdm -S 8 -I 2000 -P "$port" 127.0.0.1 2>/dev/null)
@@ -123,7 +124,8 @@ floor_fi() {  # fi_pingpong one-way µs for 8 B
 floor_ucx() {  # ucx_perftest ucp_am_lat one-way µs (typical)
     command -v ucx_perftest >/dev/null || return 0
     local port=$((20000 + RANDOM % 20000)) out
-    UCX_TLS=tcp,self timeout 60 ucx_perftest -p "$port" >/dev/null 2>&1 &
+    # quietly, also when it crashes (a UCX on LD_LIBRARY_PATH other than the one it was built for)
+    (UCX_TLS=tcp,self timeout 60 ucx_perftest -p "$port" >/dev/null 2>&1; true) 2>/dev/null &
     pids=$!
     sleep 0.5
     out=$(UCX_TLS=tcp,self timeout 60 ucx_perftest -p "$port" -t ucp_am_lat -s 8 -n 20000 127.0.0.1 2>/dev/null)
@@ -154,7 +156,9 @@ ucx_floor=$(med floor_ucx_oneway "$work/floor.txt")
 floor=$fi_floor floor_name=fi_rtt
 [ "$btl" = ucx ] && floor=$ucx_floor floor_name=ucx_rtt
 echo
-echo "wire floor, one-way 8 B (median): fi_pingpong $provider $fi_floor µs; ucx_perftest ucp_am_lat tcp $ucx_floor µs"
+shown() { if [ "$1" = nan ]; then echo "no result"; else echo "$1 µs"; fi; }
+echo "wire floor, one-way 8 B (median): fi_pingpong $provider $(shown "$fi_floor");" \
+     "ucx_perftest ucp_am_lat tcp $(shown "$ucx_floor")"
 printf "%-16s %12s %12s %14s %14s\n" row ours oshmem "ours/oshmem" "ours/$floor_name"
 for m in $(awk '{print $1}' "$work/ours.txt" "$work/oshmem.txt" | grep -v '_errors$' | awk '!s[$0]++'); do
     o=$(med "$m" "$work/ours.txt"); s=$(med "$m" "$work/oshmem.txt")
