@@ -37,6 +37,7 @@
 #define BTL_OFI_SPANS         64   /* per peer: batches whose target bytes we remember */
 #define BTL_OFI_SEND_TRIES    64   /* the helper's tries of a send the provider defers */
 #define BTL_OFI_ASK_AFTER     256  /* polls for a pong before reading the peer's count */
+#define BTL_OFI_AM_WINDOW     8    /* full batches to a peer in flight, not yet applied */
 
 #define BTL_OFI_MR_MODES                                                                           \
     (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)

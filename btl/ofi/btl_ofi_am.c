@@ -387,6 +387,9 @@ void btl_ofi_wake(void *arg)
     }
 }
 
+static util_status_t btl_ofi_am_wait(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, uint64_t upto,
+                                     const char *what);
+
 /* A record (and len bytes of data) into oep's batch: it goes with the
  * next message to oep, at the PE's next progress or quiet, when the batch
  * is full, or from the helper thread once the PE stays away. */
@@ -418,7 +421,10 @@ util_status_t btl_ofi_batch_add(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const b
             btl_batch_write(oep->msg + sizeof(btl_ofi_am_hdr_t) + oep->batch_len, rec, data, len);
         __atomic_store_n(&oep->batch_len, oep->batch_len + need, __ATOMIC_RELEASE);
         if (oep->batch_len >= oif->batch_max) {
-            status = btl_ofi_batch_send(oif, oep, 0, 0);
+            /* a ping every half window, so that its pong is back before the window is full */
+            int ping = oep->am_sent + 1 - oep->am_pinged >= BTL_OFI_AM_WINDOW / 2;
+
+            status = btl_ofi_batch_send(oif, oep, 0, ping ? BTL_OFI_PING : 0);
             sent = 1;
         } else if (!oep->batched) {
             oep->batched = 1;
@@ -435,6 +441,15 @@ util_status_t btl_ofi_batch_add(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const b
     }
     if (sent && status == UTIL_OK && !oif->helper.running) {
         status = btl_ofi_poll(oif); /* no helper: a stream serves its peers */
+    }
+    if (sent && status == UTIL_OK && oep->am_sent - oep->am_seen > BTL_OFI_AM_WINDOW) {
+        /* A stream runs at most a window ahead of what oep's peer applied:
+         * a backlog queued in the provider delayed our answers to every
+         * peer (rxm, 20 ms apart). */
+        btl_ofi_am_landed(oif, oep);
+        if (oep->am_sent - oep->am_seen > BTL_OFI_AM_WINDOW) {
+            status = btl_ofi_am_wait(oif, oep, oep->am_sent - BTL_OFI_AM_WINDOW / 2, "window");
+        }
     }
     return status;
 }
