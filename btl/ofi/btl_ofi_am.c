@@ -445,7 +445,7 @@ util_status_t btl_ofi_batch_add(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const b
     if (sent && status == UTIL_OK && oep->am_sent - oep->am_seen > BTL_OFI_AM_WINDOW) {
         /* A stream runs at most a window ahead of what oep's peer applied:
          * a backlog queued in the provider delayed our answers to every
-         * peer (rxm, 20 ms apart). */
+         * peer by milliseconds (rxm; docs/btl_ofi.md, LIMITS). */
         btl_ofi_am_landed(oif, oep);
         if (oep->am_sent - oep->am_seen > BTL_OFI_AM_WINDOW) {
             status = btl_ofi_am_wait(oif, oep, oep->am_sent - BTL_OFI_AM_WINDOW / 2, "window");
