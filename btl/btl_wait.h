@@ -77,10 +77,7 @@ static inline util_status_t btl_wait_tick(btl_wait_t *w, const btl_wait_bound_t 
 static inline util_status_t btl_wait_busy(btl_wait_t *w, const btl_wait_bound_t *bound,
                                           const char *what, int peer)
 {
-    if ((++w->busy & 63) != 0 || bound->timeout_ns == 0) {
-        return UTIL_OK;
-    }
-    return btl_wait_check_deadline(w, bound, what, peer);
+    return (++w->busy & 63) != 0 ? UTIL_OK : btl_wait_check_deadline(w, bound, what, peer);
 }
 
 #endif
