@@ -104,13 +104,10 @@ SHMEMI_INLINE void shmemi_wait_inl(const volatile void *ivar, int cmp, const voi
 {
     util_wait_t polls = UTIL_WAIT_INIT;
 
-    if (shmemi_compare(ivar, cmp, value, size, is_signed)) {
-        rpipe_sym_poll(); /* a loop of waits satisfied at once still serves peers */
-        return;
+    while (!shmemi_compare(ivar, cmp, value, size, is_signed)) {
+        shmemi_relax(&polls);
     }
-    do {
-        shmemi_relax(&polls); /* drives the btl itself */
-    } while (!shmemi_compare(ivar, cmp, value, size, is_signed));
+    rpipe_sym_poll(); /* a loop of waits satisfied at once still serves peers */
 }
 
 /* ---- wait/test over sets of ivars (1.5): _all, _any, _some, and _vector ------------------
