@@ -38,6 +38,8 @@
 #define BTL_OFI_SEND_TRIES    64   /* the helper's tries of a send the provider defers */
 #define BTL_OFI_ASK_AFTER     256  /* polls for a pong before reading the peer's count */
 #define BTL_OFI_AM_WINDOW     8    /* full batches to a peer in flight, not yet applied */
+#define BTL_OFI_SERVE_EVERY   16   /* posts between polls without a helper thread */
+#define BTL_OFI_YIELD_EVERY   64   /* and between yields, where PEs outnumber cores */
 
 #define BTL_OFI_MR_MODES                                                                           \
     (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
@@ -160,8 +162,9 @@ typedef struct {
     struct fid_cq *rx_cq;
     int rx_wait_fd;
     int rx_lock;
-    unsigned rx_head;  /* next buffer to apply, in posting order */
-    unsigned tx_skips; /* polls that left the other CQ alone (btl_ofi_poll) */
+    unsigned rx_head;        /* next buffer to apply, in posting order */
+    unsigned tx_skips;       /* polls that left the other CQ alone (btl_ofi_poll) */
+    unsigned posts_unserved; /* posts without a helper thread (btl_ofi_posted) */
     btl_ofi_rx_t rx[BTL_OFI_AM_RX];
     void *rx_buf; /* BTL_OFI_AM_RX buffers of BTL_OFI_AM_SIZE bytes */
     btl_ofi_mr_t *rx_mr;
