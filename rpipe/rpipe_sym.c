@@ -9,7 +9,6 @@
 
 #include "util/env.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,14 +161,11 @@ static unsigned rpipe_sym_polls;
 
 void rpipe_sym_poll_slow(void)
 {
+    static uint64_t relaxes_seen;
+
     /* relaxed: a count lost between threads only moves the next drive */
     if (__atomic_add_fetch(&rpipe_sym_polls, 1, __ATOMIC_RELAXED) % RPIPE_SYM_POLL_EVERY == 0) {
-        /* Such a loop never waits, so it never yields: where PEs outnumber
-         * cores, a peer on this core that waits for our answer got the core
-         * only at the btl's rare yields (a fetch_add 2-3 ms) */
-        if (util_wait_policy.oversubscribed) {
-            sched_yield();
-        }
+        util_wait_share_core(&relaxes_seen); /* a loop of such calls may never wait */
         rpipe_sym_progress();
     }
 }

@@ -168,6 +168,7 @@ void util_wait_setup(int procs_here, int threads_each)
 
 int util_wait_nappers;
 uint64_t util_wait_served;
+uint64_t util_wait_relaxes;
 
 /* Naps grow by an eighth each (about an eighth of the time napped so far:
  * a wait that ends is noticed at most ~12% late), from RMB_WAIT_SLEEP_USEC
@@ -191,6 +192,10 @@ static void util_wait_nap(util_wait_t *w)
 void util_wait_relax_slow(util_wait_t *w)
 {
     uint64_t now, served = __atomic_load_n(&util_wait_served, __ATOMIC_RELAXED);
+
+    /* any change counts (util_wait_share_core): a lost increment is harmless */
+    __atomic_store_n(&util_wait_relaxes, __atomic_load_n(&util_wait_relaxes, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
 
     if (served != w->served) {
         /* Peers' traffic came in: our progress served it, so more may be

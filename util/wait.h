@@ -20,6 +20,7 @@
 #ifndef UTIL_WAIT_H
 #define UTIL_WAIT_H
 
+#include <sched.h>
 #include <stdint.h>
 
 typedef struct {
@@ -87,6 +88,27 @@ static inline void util_wait_note_served(void)
 
 /* The yield/sleep phase of util_wait_relax (out of line). */
 void util_wait_relax_slow(util_wait_t *w);
+
+/* Bumped by every wait in its yield/nap phase (util_wait_relax_slow). */
+extern uint64_t util_wait_relaxes;
+
+/* A loop of calls that never wait (a stream of posts, a test or quiet that
+ * is satisfied at once, each serving peers without a helper thread) never
+ * yields: where PEs outnumber cores, a PE on this core that waits for our
+ * answers then gets the core only at the kernel's preemption (milliseconds
+ * per answer). Such a loop calls this now and then: it yields when no wait
+ * of this process has relaxed since the last call with this *seen (loops
+ * that wait too, collectives, yield there already; an extra yield cost
+ * their barriers a third). */
+static inline void util_wait_share_core(uint64_t *seen)
+{
+    uint64_t relaxes = __atomic_load_n(&util_wait_relaxes, __ATOMIC_RELAXED);
+
+    if (util_wait_policy.oversubscribed && relaxes == *seen) {
+        sched_yield();
+    }
+    *seen = relaxes;
+}
 
 static inline void util_wait_cpu_pause(void)
 {

@@ -351,9 +351,9 @@ static util_status_t btl_ofi_progress(btl_iface_t *iface);
  * only in our calls, and a stream of posts that never waits drove the
  * provider only when it ran out of credits: the other PEs' fetch_adds were
  * answered ~10 ms apart. So every BTL_OFI_SERVE_EVERY posts the progress
- * call of a wait, and where PEs outnumber cores every BTL_OFI_YIELD_EVERY a
- * yield (the PE that waits for our answer may be on this core: without it
- * 1.8 s for what took 0.03; at every serve the stream lost a third). */
+ * call of a wait, and every BTL_OFI_YIELD_EVERY util_wait_share_core (the
+ * PE that waits for our answer may be on this core: without it 1.8 s for
+ * what took 0.03; at every serve the stream lost a third). */
 static inline util_status_t btl_ofi_posted(btl_ofi_iface_t *oif)
 {
     if (__builtin_expect(oif->helper.running, 1) ||
@@ -361,8 +361,8 @@ static inline util_status_t btl_ofi_posted(btl_ofi_iface_t *oif)
         oif->info->domain_attr->data_progress != FI_PROGRESS_MANUAL) {
         return UTIL_OK;
     }
-    if (util_wait_policy.oversubscribed && oif->posts_unserved % BTL_OFI_YIELD_EVERY == 0) {
-        sched_yield();
+    if (oif->posts_unserved % BTL_OFI_YIELD_EVERY == 0) {
+        util_wait_share_core(&oif->relaxes_seen);
     }
     return btl_ofi_progress(&oif->super);
 }

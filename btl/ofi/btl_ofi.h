@@ -165,6 +165,7 @@ typedef struct {
     unsigned rx_head;        /* next buffer to apply, in posting order */
     unsigned tx_skips;       /* polls that left the other CQ alone (btl_ofi_poll) */
     unsigned posts_unserved; /* posts without a helper thread (btl_ofi_posted) */
+    uint64_t relaxes_seen;   /* its util_wait_share_core */
     btl_ofi_rx_t rx[BTL_OFI_AM_RX];
     void *rx_buf; /* BTL_OFI_AM_RX buffers of BTL_OFI_AM_SIZE bytes */
     btl_ofi_mr_t *rx_mr;

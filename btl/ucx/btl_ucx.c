@@ -86,6 +86,7 @@
 #define BTL_UCX_PENDING_INIT  64
 #define BTL_UCX_REAP_EVERY    64   /* progress calls between scans of the pending list */
 #define BTL_UCX_DRAIN_PASSES  1024 /* progress calls of one helper drain, at most */
+#define BTL_UCX_YIELD_EVERY   16   /* batches between util_wait_share_core, no helper */
 #define BTL_UCX_AM_MAX        4096 /* largest payload sent as one active message */
 #define BTL_UCX_BATCH_DEFAULT 8192 /* bytes held back per peer (RMB_UCX_AM_BATCH) */
 #define BTL_UCX_BATCH_MIN     64
@@ -160,8 +161,10 @@ typedef struct {
      * every batch and the list of endpoints that hold one. */
     size_t batch_max, batch_cap;
     int batch_lock;
-    int helper_asleep; /* blocked in the event fd with no batch to send */
-    int fence_flushes; /* ucp_worker_fence is a flush: the PE does its own, bounded */
+    int helper_asleep;       /* blocked in the event fd with no batch to send */
+    unsigned stream_batches; /* batches sent without the helper thread */
+    uint64_t relaxes_seen;   /* their util_wait_share_core */
+    int fence_flushes;       /* ucp_worker_fence is a flush: the PE does its own, bounded */
     struct btl_ucx_ep **batched;
     int num_batched;
 } btl_ucx_iface_t;
@@ -494,11 +497,12 @@ static util_status_t btl_ucx_batch_send(btl_ucx_iface_t *uif, btl_ucx_ep_t *uep,
         status = ret == UCS_OK ? UTIL_OK : btl_ucx_fail("batch", uep->super.peer, ret);
     } else {
         if (request == NULL && !uif->helper.running) {
-            /* no helper: a stream serves its peers, and where PEs outnumber
-             * cores lets one on this core run (a peer there waiting for our
-             * answers: 0.4 s instead of 0.004; nobody takes batch_lock) */
-            if (util_wait_policy.oversubscribed) {
-                sched_yield();
+            /* no helper: a stream serves its peers, and now and then lets
+             * a PE on this core run (one waiting for our answers: 0.4 s
+             * instead of 0.04; at every batch a loop of broadcasts took
+             * twice as long). Without a helper nobody else takes batch_lock. */
+            if (++uif->stream_batches % BTL_UCX_YIELD_EVERY == 0) {
+                util_wait_share_core(&uif->relaxes_seen);
             }
             ucp_worker_progress(uif->worker);
         }

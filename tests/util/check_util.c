@@ -178,6 +178,16 @@ START_TEST(test_wait_policy)
     ck_assert_uint_eq(w.yields, yields);
     util_wait_relax(&w);
     ck_assert_uint_eq(w.yields, yields + 1);
+    /* Every such step counts as a wait that relaxed: a loop of calls that
+     * never wait (util_wait_share_core) yields only when none did since
+     * its last look, and remembers the count it saw. */
+    uint64_t seen = 0, relaxes = util_wait_relaxes;
+    util_wait_relax(&w);
+    ck_assert_uint_eq(util_wait_relaxes, relaxes + 1);
+    util_wait_share_core(&seen);
+    ck_assert_uint_eq(seen, relaxes + 1);
+    util_wait_share_core(&seen);
+    ck_assert_uint_eq(seen, relaxes + 1);
 
     /* Bad values fall back to the automatic policy. */
     setenv("RMB_WAIT_YIELD_USEC", "-7", 1);
