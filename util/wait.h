@@ -98,16 +98,16 @@ extern uint64_t util_wait_relaxes;
  * answers then gets the core only at the kernel's preemption (milliseconds
  * per answer). Such a loop calls this now and then: it yields when no wait
  * of this process has relaxed since the last call with this *seen (loops
- * that wait too, collectives, yield there already; an extra yield cost
- * their barriers a third). */
+ * that wait too, collectives, yield in their waits already). *seen may be
+ * shared by threads: any value it holds is a fine next comparison. */
 static inline void util_wait_share_core(uint64_t *seen)
 {
     uint64_t relaxes = __atomic_load_n(&util_wait_relaxes, __ATOMIC_RELAXED);
 
-    if (util_wait_policy.oversubscribed && relaxes == *seen) {
+    if (util_wait_policy.oversubscribed && relaxes == __atomic_load_n(seen, __ATOMIC_RELAXED)) {
         sched_yield();
     }
-    *seen = relaxes;
+    __atomic_store_n(seen, relaxes, __ATOMIC_RELAXED);
 }
 
 static inline void util_wait_cpu_pause(void)
