@@ -65,6 +65,11 @@ static const struct {
     {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "ofi", "tcp;ofi_rxm", "RMB_AMO_NETWORK=yes",
      300},
     {"shm + ucx tcp", L_OSHRUN, 4, 2, "auto", "ucx", "tcp,self", "RMB_AMO_NETWORK=yes", 500},
+    /* without the helper thread: only the PEs' calls move the data (over
+     * ofi, flags then travel as messages, as with the helper) */
+    {"shm + ofi tcp;ofi_rxm", L_OSHRUN, 4, 2, "auto", "ofi", "tcp;ofi_rxm",
+     "RMB_OFI_PROGRESS_USEC=0", 300},
+    {"shm + ucx tcp", L_OSHRUN, 4, 2, "auto", "ucx", "tcp,self", "RMB_UCX_PROGRESS_USEC=0", 500},
     {"mpi (Open MPI)", L_OMPI, 2, 1, "mpi", NULL, NULL, NULL, 10000},
     {"mpi (Open MPI)", L_OMPI, 4, 1, "mpi", NULL, NULL, NULL, 2000},
     /* btl/mpi's pure-RMA path: MPI RMA on the pool window, no loads/stores */
