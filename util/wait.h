@@ -102,9 +102,13 @@ extern uint64_t util_wait_relaxes;
  * shared by threads: any value it holds is a fine next comparison. */
 static inline void util_wait_share_core(uint64_t *seen)
 {
-    uint64_t relaxes = __atomic_load_n(&util_wait_relaxes, __ATOMIC_RELAXED);
+    uint64_t relaxes;
 
-    if (util_wait_policy.oversubscribed && relaxes == __atomic_load_n(seen, __ATOMIC_RELAXED)) {
+    if (!util_wait_policy.oversubscribed) {
+        return;
+    }
+    relaxes = __atomic_load_n(&util_wait_relaxes, __ATOMIC_RELAXED);
+    if (relaxes == __atomic_load_n(seen, __ATOMIC_RELAXED)) {
         sched_yield();
     }
     __atomic_store_n(seen, relaxes, __ATOMIC_RELAXED);

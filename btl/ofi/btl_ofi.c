@@ -347,8 +347,8 @@ static inline void btl_ofi_mark(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep)
 static util_status_t btl_ofi_progress(btl_iface_t *iface);
 
 /* A non-blocking operation to a peer was posted. Without the helper
- * thread, on a provider with manual progress (rxm), peers' operations land
- * only in our calls, and a stream of posts that never waits drove the
+ * thread, on a provider with manual progress (rxm: BTL_CAP_PE_PROGRESS),
+ * peers' operations land only in our calls, and a stream of posts that never waits drove the
  * provider only when it ran out of credits: the other PEs' fetch_adds were
  * answered ~10 ms apart. So every BTL_OFI_SERVE_EVERY posts the progress
  * call of a wait, and every BTL_OFI_YIELD_EVERY a turn for the other PEs on
@@ -357,9 +357,8 @@ static util_status_t btl_ofi_progress(btl_iface_t *iface);
  * stream lost a third). */
 static inline util_status_t btl_ofi_posted(btl_ofi_iface_t *oif)
 {
-    if (__builtin_expect(oif->helper.running, 1) ||
-        ++oif->posts_unserved % BTL_OFI_SERVE_EVERY != 0 ||
-        oif->info->domain_attr->data_progress != FI_PROGRESS_MANUAL) {
+    if (__builtin_expect(!(oif->super.caps & BTL_CAP_PE_PROGRESS), 1) ||
+        ++oif->posts_unserved % BTL_OFI_SERVE_EVERY != 0) {
         return UTIL_OK;
     }
     if (oif->posts_unserved % BTL_OFI_YIELD_EVERY == 0) {

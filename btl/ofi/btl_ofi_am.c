@@ -439,9 +439,6 @@ util_status_t btl_ofi_batch_add(btl_ofi_iface_t *oif, btl_ofi_ep_t *oep, const b
     if (wake) {
         btl_ofi_wake(oif);
     }
-    if (sent && status == UTIL_OK && !oif->helper.running) {
-        status = btl_ofi_poll(oif); /* no helper: a stream serves its peers */
-    }
     if (sent && status == UTIL_OK && oep->am_sent - oep->am_seen > BTL_OFI_AM_WINDOW) {
         /* A stream runs at most a window ahead of what oep's peer applied:
          * a backlog queued in the provider delayed our answers to every
