@@ -4,6 +4,7 @@
 #
 #   scripts/net-compare.sh [-n NP] [--nodes K] [--netns] [-r ROUNDS] [-i ITERS]
 #                          [-u UPDATES] [--prefix DIR] [--build DIR] [--btl B] [--provider P]
+#                          [--oshmem-mpi M]
 #
 #   -n NP          PEs (default 2)
 #   --nodes K      emulated nodes for our runs (default 2; oshrun --nodes)
@@ -15,13 +16,17 @@
 #   --build DIR    else this build tree (default ./build), built with make first
 #   --btl B        our network backend between the nodes: ucx (default) or ofi
 #   --provider P   libfabric provider for ours (--btl ofi) and its floor (default tcp;ofi_rxm)
+#   --oshmem-mpi M OSHMEM's MPI layer, which carries its collectives, across nodes:
+#                  tcp (default; what Open MPI picks where UCX finds no RDMA device:
+#                  pml ob1 over btl tcp) or ucx (pml ucx over the same UCX_TLS, so
+#                  every OSHMEM row rides UCX, the wire ours uses with --btl ucx)
 #
 # Builds bench/net_probe.c and bench/gups.c with our compiler and with Open MPI's
 # oshcc, runs ours over btl/ucx (UCX_TLS=tcp,self, the wire OSHMEM gets) or
 # btl/ofi across the emulated nodes and OSHMEM with
 # UCX_TLS=tcp,self (every PE pair over TCP on lo; its MPI layer, which
-# carries its collectives, on btl self,tcp) when --nodes > 1, with its
-# default transports on one node, and measures in the same rounds
+# carries its collectives, on btl self,tcp, or on UCX with --oshmem-mpi ucx)
+# when --nodes > 1, with its default transports on one node, and measures in the same rounds
 # the wire floors: fi_pingpong (the provider, RDM endpoint, 8 B, one-way) and,
 # when ucx-utils is installed, ucx_perftest -t ucp_am_lat (one-way). Prints the
 # median of each row, ours/OSHMEM, and ours/floor (latency rows against the
@@ -31,10 +36,10 @@
 # (and OSHMEM_UCX_TLS for its transports; OUR_UCX_TLS for ours over ucx).
 set -u
 
-np=2 nodes=2 netns="" rounds=3 iters=20000 updates=20000 prefix="" provider="tcp;ofi_rxm" btl=ucx
+np=2 nodes=2 netns="" rounds=3 iters=20000 updates=20000 prefix="" provider="tcp;ofi_rxm" btl=ucx oshmem_mpi=tcp
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$here/build
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
     -n) np=${2:?}; shift 2 ;;
@@ -47,11 +52,13 @@ while [ $# -gt 0 ]; do
     --build) build=$(cd "${2:?}" && pwd) || exit 2; shift 2 ;;
     --provider) provider=${2:?}; shift 2 ;;
     --btl) btl=${2:?}; shift 2 ;;
+    --oshmem-mpi) oshmem_mpi=${2:?}; shift 2 ;;
     -h|--help) usage ;;
     *) echo "net-compare: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
 case "$btl" in ucx|ofi) ;; *) echo "net-compare: --btl ucx or ofi" >&2; exit 2 ;; esac
+case "$oshmem_mpi" in tcp|ucx) ;; *) echo "net-compare: --oshmem-mpi tcp or ucx" >&2; exit 2 ;; esac
 for v in "$np" "$nodes" "$rounds" "$iters" "$updates"; do
     case "$v" in ''|*[!0-9]*|0) echo "net-compare: counts must be positive integers" >&2; exit 2 ;; esac
 done
@@ -102,6 +109,8 @@ ours() {  # ours PROGRAM ARGS...
 oshmem_mca="" oshmem_tls=${OSHMEM_UCX_TLS:-}
 if [ "$nodes" -gt 1 ]; then
     oshmem_mca="--mca btl self,tcp"
+    # pml ucx takes only RDMA devices unless told otherwise
+    [ "$oshmem_mpi" = ucx ] && oshmem_mca="$oshmem_mca --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any"
     oshmem_tls=${oshmem_tls:-tcp,self}
 fi
 oshmem() {  # oshmem PROGRAM ARGS... (OSHMEM 4.1.4 may crash in finalize after printing)
@@ -135,7 +144,7 @@ floor_ucx() {  # ucx_perftest ucp_am_lat one-way µs (typical)
 
 wire=$provider; [ "$btl" = ucx ] && wire="ucx (UCX_TLS=${our_tls:-default})"
 echo "net-compare: $np PEs, ours on $nodes emulated node(s) ${netns:+(netns) }over $wire," \
-     "OSHMEM with UCX_TLS=${oshmem_tls:-default}; $rounds round(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
+     "OSHMEM with UCX_TLS=${oshmem_tls:-default}${oshmem_mca:+ (MPI layer: $oshmem_mpi)}; $rounds round(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$rounds"); do
     floor_fi >>"$work/floor.txt"
     floor_ucx >>"$work/floor.txt"
