@@ -55,6 +55,7 @@ struct shmemi_team_coll {
     size_t xchg_max;     /* bytes a member sends in one exchange; 0: none for this team */
     uint64_t xdone[2]; /* flat exchanges done per parity (the hierarchical ones share the parity) */
     uint64_t ring_pos; /* broadcast ring lines used (the next entry's start) */
+    uint64_t rd_count; /* recursive-doubling operations done (teams without the ring) */
     struct shmemi_tc_hier *hier; /* node structure when the team runs hierarchically; else NULL */
 };
 

@@ -59,6 +59,9 @@
  * (every member passes the same checkpoints). Why every line carries a
  * flag: a later entry may start on a line that held data, and data there
  * could pass for a newer flag.
+ * Teams of more than SHMEMI_TC_XCHG_TEAM members have neither: their small
+ * broadcasts and reductions take log2(n) rounds of recursive doubling in
+ * the ring's lines (see "recursive doubling" below).
  * Larger messages synchronize with the barrier and move the data straight
  * between the user's symmetric objects (each member pulls or pushes its own
  * share, so nobody serializes the whole team's traffic).
@@ -97,6 +100,7 @@
 #define SHMEMI_TC_RING_LINE_DATA (SHMEMI_TC_LINE - 8u) /* data bytes of a ring line */
 #define SHMEMI_TC_RING_ENTRY_MAX 5u                    /* lines of the largest entry */
 #define SHMEMI_TC_RING_DATA      (SHMEMI_TC_RING_ENTRY_MAX * SHMEMI_TC_RING_LINE_DATA) /* 280 bytes */
+#define SHMEMI_TC_RD_BLOCK_MAX   512u /* recursive doubling's block, header included */
 
 /* The pool (same layout on every PE: allocated at init in the same order). */
 static struct {
@@ -581,6 +585,169 @@ int shmem_team_sync(shmem_team_t team)
 
 /* ---- reductions and scans -------------------------------------------------------------- */
 
+/* ---- recursive doubling (teams larger than the exchange) ------------------------------ */
+
+/* Teams of more than SHMEMI_TC_XCHG_TEAM members have no exchange and no
+ * broadcast ring. Their small broadcasts and reductions run in log2(n)
+ * rounds with a partner each (a reduction took n round trips at one member
+ * before: 1.1 ms for 8 bytes at 24 PEs on 4 nodes). The ring's lines hold
+ * flag words, per parity of the operation count and per step (0: the
+ * pre-step of a member beyond the largest power of two p2, then the
+ * rounds, then the post-step), and an area per parity. */
+static inline int shmemi_tc_rd_steps(void)
+{
+    return shmemi_tc.rounds + 2;
+}
+
+static inline size_t shmemi_tc_rd_flag_bytes(void)
+{
+    return shmemi_tc_round_up(2 * (size_t)shmemi_tc_rd_steps() * 8, SHMEMI_TC_LINE);
+}
+
+/* Bytes of a parity's area (line multiples). */
+static inline size_t shmemi_tc_rd_area(void)
+{
+    size_t room = SHMEMI_TC_RING * SHMEMI_TC_LINE - shmemi_tc_rd_flag_bytes();
+
+    return room / 2 / SHMEMI_TC_LINE * SHMEMI_TC_LINE;
+}
+
+/* A broadcast's block per step: an 8-byte header (whether it holds the
+ * root's data) and the data; at most SHMEMI_TC_RD_BLOCK_MAX bytes. */
+static inline size_t shmemi_tc_rd_block(void)
+{
+    size_t block =
+        shmemi_tc_rd_area() / (size_t)shmemi_tc_rd_steps() / SHMEMI_TC_LINE * SHMEMI_TC_LINE;
+
+    return block < SHMEMI_TC_RD_BLOCK_MAX ? block : SHMEMI_TC_RD_BLOCK_MAX;
+}
+
+static inline uint64_t *shmemi_tc_rd_flag(const struct shmemi_team_coll *c, uint64_t k, int step)
+{
+    return (uint64_t *)(c->sym + shmemi_tc.off_ring) + (k & 1) * (size_t)shmemi_tc_rd_steps() +
+           step;
+}
+
+static inline char *shmemi_tc_rd_area_of(const struct shmemi_team_coll *c, uint64_t k)
+{
+    return c->sym + shmemi_tc.off_ring + shmemi_tc_rd_flag_bytes() + (k & 1) * shmemi_tc_rd_area();
+}
+
+/* Partners: rank j (of p2) stands for members [lo(j), lo(j + 1)): two
+ * for j < rem (the even one handed its block over), one after. */
+typedef struct {
+    int n, me, p2, rem, rank, post;
+} shmemi_tc_rd_t;
+
+static inline int shmemi_tc_rd_lo(const shmemi_tc_rd_t *d, int rank)
+{
+    return rank < d->rem ? 2 * rank : rank + d->rem;
+}
+
+/* The member that acts for rank */
+static inline int shmemi_tc_rd_member(const shmemi_tc_rd_t *d, int rank)
+{
+    return rank < d->rem ? 2 * rank + 1 : rank + d->rem;
+}
+
+static void shmemi_tc_rd_init(const struct shmemi_team *team, shmemi_tc_rd_t *d)
+{
+    d->n = team->size;
+    d->me = team->my_pe;
+    for (d->p2 = 1; d->p2 * 2 <= d->n; d->p2 *= 2) {
+    }
+    d->rem = d->n - d->p2;
+    d->rank = d->me < 2 * d->rem ? (d->me % 2 ? d->me / 2 : -1) : d->me - d->rem;
+    d->post = shmemi_tc_rd_steps() - 1;
+}
+
+static void shmemi_tc_rd_send(const char *call, const struct shmemi_team *team, uint64_t k,
+                              int step, void *to, const void *from, size_t len, int member)
+{
+    shmemi_put_signal(call, to, from, len, shmemi_tc_rd_flag(team->coll, k, step), k,
+                      SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL, shmemi_tc_pe(team, member));
+}
+
+/* Every member's `bytes` into area[member * bytes] of every member (the
+ * area of operation k): after the pre-step each rank holds its members'
+ * blocks, and in round r it swaps all it holds, 2^r ranks' worth, with
+ * rank ^ 2^r. Two parities suffice: a member writes a partner's area of
+ * operation k + 2 only after that partner's message of k + 1, which the
+ * partner sent once it was done with k (partners are the same each time). */
+static char *shmemi_tc_rd_gather(const char *call, struct shmemi_team *team, const void *mine,
+                                 size_t bytes)
+{
+    struct shmemi_team_coll *c = team->coll;
+    uint64_t k = ++c->rd_count;
+    char *area = shmemi_tc_rd_area_of(c, k);
+    shmemi_tc_rd_t d;
+
+    shmemi_tc_rd_init(team, &d);
+    memcpy(area + (size_t)d.me * bytes, mine, bytes);
+    if (d.rank < 0) { /* hand over, get everything back */
+        shmemi_tc_rd_send(call, team, k, 0, area + (size_t)d.me * bytes,
+                          area + (size_t)d.me * bytes, bytes, d.me + 1);
+        shmemi_tc_wait_ge(shmemi_tc_rd_flag(c, k, d.post), k);
+        return area;
+    }
+    if (d.me < 2 * d.rem) {
+        shmemi_tc_wait_ge(shmemi_tc_rd_flag(c, k, 0), k);
+    }
+    for (int r = 0; (1 << r) < d.p2; r++) {
+        int base = d.rank & ~((1 << r) - 1), peer = d.rank ^ (1 << r);
+        size_t lo = (size_t)shmemi_tc_rd_lo(&d, base) * bytes;
+        size_t hi = (size_t)shmemi_tc_rd_lo(&d, base + (1 << r)) * bytes;
+
+        shmemi_tc_rd_send(call, team, k, 1 + r, area + lo, area + lo, hi - lo,
+                          shmemi_tc_rd_member(&d, peer));
+        shmemi_tc_wait_ge(shmemi_tc_rd_flag(c, k, 1 + r), k);
+    }
+    if (d.me < 2 * d.rem) {
+        shmemi_tc_rd_send(call, team, k, d.post, area, area, (size_t)d.n * bytes, d.me - 1);
+    }
+    return area;
+}
+
+/* The root's `len` bytes to every member, in the same rounds: a block
+ * (8-byte header: whether it holds the root's data, then the data) goes
+ * each way, and a member keeps whichever of the two has it. */
+static void shmemi_tc_rd_bcast(const char *call, struct shmemi_team *team, char *block, size_t len)
+{
+    struct shmemi_team_coll *c = team->coll;
+    uint64_t k = ++c->rd_count, has;
+    char *area = shmemi_tc_rd_area_of(c, k);
+    size_t bs = shmemi_tc_rd_block();
+    shmemi_tc_rd_t d;
+
+    shmemi_tc_rd_init(team, &d);
+    if (d.rank < 0) {
+        shmemi_tc_rd_send(call, team, k, 0, area, block, 8 + len, d.me + 1);
+        shmemi_tc_wait_ge(shmemi_tc_rd_flag(c, k, d.post), k);
+        memcpy(block, area + (size_t)d.post * bs, 8 + len);
+        return;
+    }
+    for (int step = d.me < 2 * d.rem ? 0 : 1; step <= d.post - 1; step++) {
+        int r = step - 1;
+
+        if (step > 0) {
+            if ((1 << r) >= d.p2) {
+                break;
+            }
+            shmemi_tc_rd_send(call, team, k, step, area + (size_t)step * bs, block, 8 + len,
+                              shmemi_tc_rd_member(&d, d.rank ^ (1 << r)));
+        }
+        shmemi_tc_wait_ge(shmemi_tc_rd_flag(c, k, step), k);
+        memcpy(&has, block, 8);
+        if (!has) {
+            memcpy(block, area + (size_t)step * bs, 8 + len);
+        }
+    }
+    if (d.me < 2 * d.rem) {
+        shmemi_tc_rd_send(call, team, k, d.post, area + (size_t)d.post * bs, block, 8 + len,
+                          d.me - 1);
+    }
+}
+
 /* Large vectors: member i owns segment i, gets it from every member in
  * team order, and puts the result (total, or the prefix of member j for
  * the scans) into every member's dest. Only member i touches segment i of
@@ -642,6 +809,17 @@ int shmemi_tc_reduce(const char *call, shmem_team_t team, void *dest, const void
             memset(dest, 0, bytes);
         } else if (dest != source) {
             memmove(dest, source, bytes);
+        }
+        return 0;
+    }
+    if (kind == SHMEMI_TC_REDUCE && !shmemi_tc_has_ring(team->coll) &&
+        (size_t)n * bytes <= shmemi_tc_rd_area()) {
+        /* every block everywhere, folded in team order: the flat order's bits */
+        const char *all = shmemi_tc_rd_gather(call, team, source, bytes);
+
+        memmove(dest, all, bytes);
+        for (int j = 1; j < n; j++) {
+            op(dest, all + (size_t)j * bytes, nelems);
         }
         return 0;
     }
@@ -856,6 +1034,22 @@ int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const v
     }
     if (bytes <= SHMEMI_TC_RING_DATA && shmemi_tc_has_ring(team->coll)) {
         shmemi_tc_ring_broadcast(call, team, dest, source, bytes, root, update_root);
+        return 0;
+    }
+    if (!shmemi_tc_has_ring(team->coll) && 8 + bytes <= shmemi_tc_rd_block()) {
+        _Alignas(64) char block[SHMEMI_TC_RD_BLOCK_MAX];
+        uint64_t has = me == root;
+
+        memcpy(block, &has, 8);
+        if (has) {
+            memcpy(block + 8, source, bytes);
+        } else {
+            memset(block + 8, 0, bytes);
+        }
+        shmemi_tc_rd_bcast(call, team, block, bytes);
+        if (me != root || update_root) {
+            memmove(dest, block + 8, bytes);
+        }
         return 0;
     }
     if (bytes <= team->coll->xchg_max && team->coll->hier != NULL) {
