@@ -1114,7 +1114,8 @@ int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const v
  * and, when it fits, its block; blocks that do not fit are pulled from
  * their owner's source, and then (everyone saw the same counts) all wait
  * at a barrier so no owner changes its source early. Without it (large
- * teams) counts are published in the slot and read after a barrier. */
+ * teams) a small fcollect runs as recursive doubling's gather, and the
+ * rest publish their counts in the slot and read them after a barrier. */
 int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const void *source,
                       size_t nelems, size_t elem, int fixed)
 {
@@ -1130,6 +1131,11 @@ int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const voi
     me = team->my_pe;
     if (n == 1 || (fixed && nelems == 0)) {
         if (mine != 0 && dest != source) memmove(dest, source, mine);
+        return 0;
+    }
+    if (fixed && !shmemi_tc_has_ring(c) && (size_t)n * mine <= shmemi_tc_rd_area()) {
+        /* a large team's small fcollect: every block everywhere in log2(n) rounds */
+        memmove(dest, shmemi_tc_rd_gather(call, team, source, mine), (size_t)n * mine);
         return 0;
     }
     if (c->xchg_max >= 16) {
