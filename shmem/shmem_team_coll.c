@@ -583,14 +583,12 @@ int shmem_team_sync(shmem_team_t team)
     return 0;
 }
 
-/* ---- reductions and scans -------------------------------------------------------------- */
-
 /* ---- recursive doubling (teams larger than the exchange) ------------------------------ */
 
 /* Teams of more than SHMEMI_TC_XCHG_TEAM members have no exchange and no
- * broadcast ring. Their small broadcasts and reductions run in log2(n)
- * rounds with a partner each (a reduction took n round trips at one member
- * before: 1.1 ms for 8 bytes at 24 PEs on 4 nodes). The ring's lines hold
+ * broadcast ring. Their small broadcasts, reductions and fcollects run in
+ * log2(n) rounds with a partner each (a reduction took n round trips at one
+ * member before: 1.1 ms for 8 bytes at 24 PEs on 4 nodes). The ring's lines hold
  * flag words, per parity of the operation count and per step (0: the
  * pre-step of a member beyond the largest power of two p2, then the
  * rounds, then the post-step), and an area per parity. */
@@ -747,6 +745,8 @@ static void shmemi_tc_rd_bcast(const char *call, struct shmemi_team *team, char 
                           d.me - 1);
     }
 }
+
+/* ---- reductions and scans -------------------------------------------------------------- */
 
 /* Large vectors: member i owns segment i, gets it from every member in
  * team order, and puts the result (total, or the prefix of member j for
