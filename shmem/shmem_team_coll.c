@@ -709,10 +709,23 @@ static char *shmemi_tc_rd_gather(const char *call, struct shmemi_team *team, con
 /* The root's `len` bytes to every member, in the same rounds: a block
  * (8-byte header: whether it holds the root's data, then the data) goes
  * each way, and a member keeps whichever of the two has it. */
+/* Waits for step's block and keeps it unless mine holds the root's data. */
+static void shmemi_tc_rd_take(const struct shmemi_team_coll *c, uint64_t k, int step, char *block,
+                              const char *in, size_t len)
+{
+    uint64_t has;
+
+    shmemi_tc_wait_ge(shmemi_tc_rd_flag(c, k, step), k);
+    memcpy(&has, block, 8);
+    if (!has) {
+        memcpy(block, in, 8 + len);
+    }
+}
+
 static void shmemi_tc_rd_bcast(const char *call, struct shmemi_team *team, char *block, size_t len)
 {
     struct shmemi_team_coll *c = team->coll;
-    uint64_t k = ++c->rd_count, has;
+    uint64_t k = ++c->rd_count;
     char *area = shmemi_tc_rd_area_of(c, k);
     size_t bs = shmemi_tc_rd_block();
     shmemi_tc_rd_t d;
@@ -724,26 +737,27 @@ static void shmemi_tc_rd_bcast(const char *call, struct shmemi_team *team, char 
         memcpy(block, area + (size_t)d.post * bs, 8 + len);
         return;
     }
-    for (int step = d.me < 2 * d.rem ? 0 : 1; step <= d.post - 1; step++) {
-        int r = step - 1;
+    if (d.me < 2 * d.rem) {
+        shmemi_tc_rd_take(c, k, 0, block, area, len);
+    }
+    for (int r = 0; (1 << r) < d.p2; r++) {
+        char *in = area + (size_t)(1 + r) * bs;
 
-        if (step > 0) {
-            if ((1 << r) >= d.p2) {
-                break;
-            }
-            shmemi_tc_rd_send(call, team, k, step, area + (size_t)step * bs, block, 8 + len,
-                              shmemi_tc_rd_member(&d, d.rank ^ (1 << r)));
-        }
-        shmemi_tc_wait_ge(shmemi_tc_rd_flag(c, k, step), k);
-        memcpy(&has, block, 8);
-        if (!has) {
-            memcpy(block, area + (size_t)step * bs, 8 + len);
-        }
+        shmemi_tc_rd_send(call, team, k, 1 + r, in, block, 8 + len,
+                          shmemi_tc_rd_member(&d, d.rank ^ (1 << r)));
+        shmemi_tc_rd_take(c, k, 1 + r, block, in, len);
     }
     if (d.me < 2 * d.rem) {
         shmemi_tc_rd_send(call, team, k, d.post, area + (size_t)d.post * bs, block, 8 + len,
                           d.me - 1);
     }
+}
+
+/* Whether a large team's fixed-size blocks, one per member, fit the
+ * gather (recursive doubling) */
+static inline int shmemi_tc_rd_gathers(const struct shmemi_team *team, size_t bytes)
+{
+    return !shmemi_tc_has_ring(team->coll) && (size_t)team->size * bytes <= shmemi_tc_rd_area();
 }
 
 /* ---- reductions and scans -------------------------------------------------------------- */
@@ -812,8 +826,7 @@ int shmemi_tc_reduce(const char *call, shmem_team_t team, void *dest, const void
         }
         return 0;
     }
-    if (kind == SHMEMI_TC_REDUCE && !shmemi_tc_has_ring(team->coll) &&
-        (size_t)n * bytes <= shmemi_tc_rd_area()) {
+    if (kind == SHMEMI_TC_REDUCE && shmemi_tc_rd_gathers(team, bytes)) {
         /* every block everywhere, folded in team order: the flat order's bits */
         const char *all = shmemi_tc_rd_gather(call, team, source, bytes);
 
@@ -1133,7 +1146,7 @@ int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const voi
         if (mine != 0 && dest != source) memmove(dest, source, mine);
         return 0;
     }
-    if (fixed && !shmemi_tc_has_ring(c) && (size_t)n * mine <= shmemi_tc_rd_area()) {
+    if (fixed && shmemi_tc_rd_gathers(team, mine)) {
         /* a large team's small fcollect: every block everywhere in log2(n) rounds */
         memmove(dest, shmemi_tc_rd_gather(call, team, source, mine), (size_t)n * mine);
         return 0;

@@ -348,13 +348,14 @@ static util_status_t btl_ofi_progress(btl_iface_t *iface);
 
 /* A non-blocking operation to a peer was posted. Without the helper
  * thread, on a provider with manual progress (rxm: BTL_CAP_PE_PROGRESS),
- * peers' operations land only in our calls, and a stream of posts that never waits drove the
- * provider only when it ran out of credits: the other PEs' fetch_adds were
- * answered ~10 ms apart. So every BTL_OFI_SERVE_EVERY posts the progress
- * call of a wait, and every BTL_OFI_YIELD_EVERY a turn for the other PEs on
- * this core (util_wait_share_core): the PE that waits for our answer may
- * be one (without it 1.8 s for what took 0.03; at every 16th post the
- * stream lost a third). */
+ * peers' operations land only in our calls, and a stream of posts that
+ * never waits drove the provider only when it ran out of credits: the
+ * other PEs' fetch_adds were answered ~10 ms apart. So every
+ * BTL_OFI_SERVE_EVERY posts the progress call of a wait, and every
+ * BTL_OFI_YIELD_EVERY a turn for the other PEs on this core
+ * (util_wait_share_core): the PE that waits for our answer may be one
+ * (without it 1.8 s for what took 0.03; at every 16th post the stream lost
+ * a third). */
 static inline util_status_t btl_ofi_posted(btl_ofi_iface_t *oif)
 {
     if (__builtin_expect(!(oif->super.caps & BTL_CAP_PE_PROGRESS), 1) ||
