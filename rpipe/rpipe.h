@@ -136,9 +136,12 @@ struct rpipe_channel {
     btl_rkey_t *peer_cell_rkey;
     uint64_t peer_cell_addr;
 
-    /* consumer: the message rread_nb is waiting for */
+    /* consumer: the message rread_nb is waiting for; block mode: polls of
+     * it that found nothing, and when they began (rpipe_block_size_check) */
     int pending;
     raddr_t pending_desc;
+    uint32_t pending_polls;
+    uint64_t pending_since_ns;
     /* messages written (producer) / taken (consumer): the flag's sequence in
      * tag and channel modes (rpipe_msg_seq) */
     uint64_t seq;

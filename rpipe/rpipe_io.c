@@ -19,6 +19,13 @@
 #define RPIPE_FLAG_SPIN 64
 /* Frees a consumer holds back before sending them (see rfree). */
 #define RPIPE_LAZY_FREES 16
+/* Block mode: a wait for one message looks for it under another size every
+ * this many empty polls, once this long has passed (rpipe_block_size_check). */
+#define RPIPE_SIZE_CHECK_POLLS 64
+#define RPIPE_SIZE_CHECK_NS    50000000ull
+/* ... and as far as a message this large (a look at 4 MiB is half a
+ * millisecond of loads per interval; larger sizes are not looked for) */
+#define RPIPE_SIZE_CHECK_BYTES (4ull << 20)
 
 /* Base of the memory where this side sees message bytes: the owner's own
  * region, the owner's region mapped here, or the local mirror. */
@@ -496,6 +503,8 @@ static inline int rpipe_read_done(rch_t ch, const raddr_t *desc, uint64_t payloa
         memcpy(msg + RPIPE_UHDR_BYTES, &value, 8);
     }
     ch->pending = 0;
+    ch->pending_polls = 0;
+    ch->pending_since_ns = 0;
     ch->seq++;
     rpipe_prefetch(msg + RPIPE_UHDR_BYTES, payload);
     rpipe_desc_pack(desc_p, desc->start, desc->end, desc->id, desc->wrap_from, payload, desc->block,
@@ -517,6 +526,85 @@ static inline void rpipe_tag_found_elsewhere(rch_t ch)
     }
 }
 
+/* Block mode, message memory loadable here: the payload size (user bytes)
+ * of message seq placed at unit start, found by its flag wherever a size
+ * would put it; -1 if none. */
+static int64_t rpipe_block_find_flag(rch_t ch, uint64_t start, uint64_t seq)
+{
+    raddr_t at = {.start = start};
+    const char *msg = rpipe_view(ch) + (start << ch->unit_shift);
+    uint64_t mask = rpipe_flag_mask(ch, &at), room, limit;
+
+    if ((start << ch->unit_shift) >= ch->region_bytes) {
+        return -1;
+    }
+    room = ch->region_bytes - (start << ch->unit_shift);
+    limit =
+        ch->cfg.alloc_size < RPIPE_SIZE_CHECK_BYTES ? ch->cfg.alloc_size : RPIPE_SIZE_CHECK_BYTES;
+    limit += RPIPE_UHDR_BYTES + 16;
+    limit = limit < room ? limit : room;
+    for (uint64_t off = 8; off + 8 <= limit; off += 8) {
+        uint64_t flag = __atomic_load_n((const uint64_t *)(msg + off), __ATOMIC_RELAXED) ^ mask;
+        uint64_t payload = rpipe_flag_payload(ch, flag);
+
+        if (rpipe_flag_expected(ch, flag, seq) &&
+            ((payload + RPIPE_UHDR_BYTES + 7) & ~(uint64_t)7) == off) {
+            return (int64_t)payload;
+        }
+    }
+    return -1;
+}
+
+/* Block mode: the reader places each message by the size it asks for, so
+ * a producer that allocated another size wrote the flag elsewhere (or, past
+ * a wrap, at another start) and the reader would wait for ever. A wait that
+ * has lasted RPIPE_SIZE_CHECK_NS looks for the message's flag at every
+ * place a size could have put it, at its start and at the start the other
+ * size would have wrapped to: found means the ends disagree, an error.
+ * Where message memory is not loads here (GET, not pushed) nothing is
+ * scanned: each word would be a read through the network. */
+static __attribute__((noinline, cold)) int rpipe_block_size_check(rch_t ch, const raddr_t *desc)
+{
+    uint64_t now = btl_now_ns(), want = desc->payload - RPIPE_UHDR_BYTES;
+    uint64_t start[4], seq[4];
+    unsigned n = 0;
+
+    if (ch->cfg.sync != NET_SYNC_BLKS || !rpipe_msgs_local(ch) || !rpipe_flag_has_seq(ch)) {
+        return R_PENDING;
+    }
+    if (ch->pending_since_ns == 0 || now - ch->pending_since_ns < RPIPE_SIZE_CHECK_NS) {
+        if (ch->pending_since_ns == 0) {
+            ch->pending_since_ns = now;
+        }
+        return R_PENDING;
+    }
+    ch->pending_since_ns = now; /* the next look one interval later */
+    start[n] = desc->start, seq[n++] = desc->block;
+    if (desc->flags & RMALLOC_DESC_WRAPPED) {
+        /* a smaller one fit before the wrap, there or on the next line
+         * (rpipe_block_size: a message of a line or more starts on one) */
+        uint64_t line = ch->unit <= 16 ? RPIPE_CACHE_LINE / ch->unit : 1;
+
+        start[n] = desc->wrap_from, seq[n++] = desc->block - 1;
+        if (desc->wrap_from % line != 0) {
+            start[n] = (desc->wrap_from / line + 1) * line, seq[n++] = desc->block - 1;
+        }
+    } else if (desc->start != 0) { /* a larger one wrapped (a dummy took a number) */
+        start[n] = 0, seq[n++] = desc->block + 1;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        int64_t found = rpipe_block_find_flag(ch, start[i], seq[i]);
+
+        if (found >= 0 && (uint64_t)found != want) {
+            util_error("rread: the producer (rank %d) wrote a message of %lld bytes where this "
+                       "reader asked for %llu (block sync: both ends use the same sizes, in order)",
+                       ch->cfg.peer, (long long)found, (unsigned long long)want);
+            return R_ERR_STATE;
+        }
+    }
+    return R_PENDING;
+}
+
 /* rread_nb's last steps, for its pending message: its flag, and the
  * message once the flag is the expected one. */
 static inline int rpipe_read_pending(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
@@ -532,7 +620,12 @@ static inline int rpipe_read_pending(rch_t ch, raddr_t *desc_p, void **ptr_p, si
     flag ^= rpipe_flag_mask(ch, desc);
     payload = rpipe_flag_payload(ch, flag);
     if (!rpipe_flag_expected(ch, flag, rpipe_msg_seq(ch, desc)) || payload > ch->cfg.alloc_size) {
-        return R_PENDING; /* not written yet (0, or old bytes of freed messages) */
+        /* not written yet (0, or old bytes of freed messages), or written
+         * elsewhere: a producer that used another size (block mode) */
+        if (__builtin_expect(++ch->pending_polls % RPIPE_SIZE_CHECK_POLLS == 0, 0)) {
+            return rpipe_block_size_check(ch, desc);
+        }
+        return R_PENDING;
     }
     if (payload + RPIPE_UHDR_BYTES > desc->payload) {
         util_error("rread: message of %llu bytes in a slot of %llu (peers disagree on sizes)",

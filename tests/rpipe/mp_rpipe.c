@@ -678,6 +678,74 @@ static void mode_slots(rmalloc_config_t cfg, long count)
     EXPECT_RC(rinit(NULL, NULL), R_SUCCESS);
 }
 
+/* PE 0 writes a message of exactly size bytes, the bytes check_message
+ * expects of message i. */
+static void send_sized(rch_t ch, long i, size_t size, raddr_t *d_p)
+{
+    unsigned char *p = rmalloc_mem(ch, size, d_p);
+
+    if (p == NULL) {
+        FAIL("rmalloc of %zu bytes failed", size);
+        return;
+    }
+    for (size_t k = 0; k < size; k++) {
+        p[k] = msg_byte(0, i, k);
+    }
+    *(uint64_t *)network_header(ch, *d_p) = (uint64_t)i;
+    EXPECT_RC(rwrite(ch, *d_p), R_SUCCESS);
+}
+
+/* Block mode places a message by the size each end gives, so ends that
+ * disagree would leave the reader waiting for a flag written elsewhere:
+ * rread fails with R_ERR_STATE instead, once it has waited a while. Larger
+ * and smaller, and across a wrap both ways (the producer's message wraps
+ * to the start and the reader's does not, and the reverse). Sizes above
+ * the slots' (48 bytes) on both ends: a small message is another stream. */
+static void block_size_mismatch(rmalloc_config_t base)
+{
+    static const size_t sizes[][2] = {{64, 56}, {56, 64}, {1000, 1600}, {600, 100}, {100, 600}};
+
+    for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        int wrap = sizes[k][0] == 600 || sizes[k][1] == 600;
+        rch_t ch = open_channel(base, 0, 1, 8 + k, 2048);
+        raddr_t d;
+        long i = 0;
+        void *p;
+
+        if (ch == NULL) {
+            return;
+        }
+        /* agreed 200-byte messages until less than 512 bytes remain: 100
+         * bytes still fit there, 600 wrap */
+        while (wrap) {
+            if (me == 0) {
+                send_sized(ch, i, 200, &d);
+            } else {
+                recv_exact(ch, i, 200, &d);
+                EXPECT_RC(rfree(ch, d), R_SUCCESS);
+            }
+            i++;
+            if (raddr_is_null(d) ||
+                ch->region_bytes - ((d.end << d.unit_shift) + 63) / 64 * 64 < 512) {
+                break;
+            }
+        }
+        if (me == 0) {
+            send_sized(ch, i, sizes[k][0], &d);
+        } else {
+            int rc = rread(ch, &d, &p, sizes[k][1]);
+
+            if (rc != R_ERR_STATE) {
+                FAIL("block mode: rread of %zu bytes where %zu were written returned %d (%s), "
+                     "expected R_ERR_STATE",
+                     sizes[k][1], sizes[k][0], rc, rstrerror(rc));
+            }
+        }
+        network_barrier();
+        EXPECT_RC(rpipe_close(ch), R_SUCCESS);
+    }
+}
+
 static void mode_misuse(rmalloc_config_t base)
 {
     rmalloc_config_t cfg;
@@ -786,6 +854,11 @@ static void mode_misuse(rmalloc_config_t base)
     }
     EXPECT_RC(rpipe_close(ch), R_SUCCESS);
     EXPECT_RC(network_send(npes, &d, 1), R_ERR_INVALID);
+    /* where message memory is loads here: GET through the network reads
+     * it from the producer unless pushed, and that reader is not told */
+    if (base.sync == NET_SYNC_BLKS) {
+        block_size_mismatch(base);
+    }
 }
 
 /* RDMA_ATOMIC: PE 0 and PE 1 update each other's accumulator with every
