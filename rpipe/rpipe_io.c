@@ -589,7 +589,10 @@ static __attribute__((noinline, cold)) int rpipe_block_size_check(rch_t ch, cons
         if (desc->wrap_from % line != 0) {
             start[n] = (desc->wrap_from / line + 1) * line, seq[n++] = desc->block - 1;
         }
-    } else if (desc->start != 0) { /* a larger one wrapped (a dummy took a number) */
+    } else if (desc->start != 0 && desc->end < (ch->region_bytes >> ch->unit_shift)) {
+        /* a larger one wrapped (a dummy took a number). Not where this one
+         * ends the region: the next message then starts there, numbered so,
+         * and may have been written first. */
         start[n] = 0, seq[n++] = desc->block + 1;
     }
     for (unsigned i = 0; i < n; i++) {
