@@ -400,6 +400,26 @@ util_status_t rpipe_sym_quiet(void)
     return status;
 }
 
+/* Waits as every wait does (spin, then yield or nap by the policy): across
+ * nodes a get may need its target's CPU (TCP), which may be this core's. The
+ * backends fail an operation that outlives their bound. */
+util_status_t rpipe_sym_comp_wait(btl_comp_t *comp)
+{
+    util_wait_t wait = UTIL_WAIT_INIT;
+    util_status_t status;
+
+    while ((status = btl_comp_test(comp)) == UTIL_IN_PROGRESS) {
+        rpipe_sym_enter();
+        status = btl_ctx_progress(rpipe_state.btl);
+        rpipe_sym_leave();
+        if (status < 0) {
+            return status;
+        }
+        util_wait_relax(&wait);
+    }
+    return status;
+}
+
 util_status_t rpipe_sym_fence(void)
 {
     util_status_t status;

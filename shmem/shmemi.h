@@ -260,6 +260,35 @@ static inline void shmemi_get(const char *call, void *dest, const void *src, siz
     shmemi_check_status(call, rpipe_sym_get(seg, pe, off, dest, len), pe);
 }
 
+/* shmemi_get whose data is in dest once shmemi_comp_wait(comp) returns
+ * (on node, and for a space, done on return). */
+static inline void shmemi_get_nb(const char *call, void *dest, const void *src, size_t len, int pe,
+                                 btl_comp_t *comp)
+{
+    size_t off;
+    rpipe_sym_t *seg;
+
+    shmemi_check_pe(call, pe);
+    if (len == 0) {
+        return;
+    }
+    seg = shmemi_locate_fast(src, len, &off);
+    if (__builtin_expect(seg == NULL, 0)) {
+        shmemi_space_get(call, dest, src, len, pe);
+        return;
+    }
+    shmemi_check_status(call, rpipe_sym_get_nb(seg, pe, off, dest, len, comp), pe);
+}
+
+static inline void shmemi_comp_wait(const char *call, btl_comp_t *comp)
+{
+    util_status_t status = rpipe_sym_comp_wait(comp);
+
+    if (__builtin_expect(status != UTIL_OK, 0)) {
+        shmemi_fatal("%s: %s", call, util_status_string(status));
+    }
+}
+
 /* An atomic's target: checks pe (and alignment with RMB_ARG_CHECKS); the
  * heap segment holding dest, or NULL for a space. */
 static inline rpipe_sym_t *shmemi_amo_locate(const char *call, void *dest, unsigned size, int pe,

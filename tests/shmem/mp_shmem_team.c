@@ -601,7 +601,19 @@ static void check_reduce(shmem_team_t t, size_t n)
 
 static void coll_on(shmem_team_t t, const char *name)
 {
+    /* reductions where the exchange's pieces end (across nodes: one, two
+     * and four pieces of up to 512 bytes, then the segments) */
+    static const size_t rsizes[] = {64, 65, 128, 129, 256, 257};
+
     if (t == SHMEM_TEAM_INVALID) return;
+    for (size_t k = 0; k < sizeof(rsizes) / sizeof(rsizes[0]); k++) {
+        int before = errors;
+        check_reduce(t, rsizes[k]);
+        if (errors != before) {
+            fprintf(stderr, "PE %d: reduce errors on team %s with %zu elements\n", me, name,
+                    rsizes[k]);
+        }
+    }
     for (size_t k = 0; k < NSIZES; k++) {
         int before = errors;
         check_broadcast(t, sizes[k]);
