@@ -54,6 +54,7 @@ struct shmemi_team_coll {
     uint64_t xchg_count; /* exchanges done on this team */
     size_t xchg_max;     /* bytes a member sends in one exchange; 0: none for this team */
     int spans_nodes;     /* members on more than one node */
+    size_t wide_max;     /* bytes a member sends in one wide exchange; 0: none for this team */
     uint64_t xdone[2]; /* flat exchanges done per parity (the hierarchical ones share the parity) */
     uint64_t ring_pos; /* broadcast ring lines used (the next entry's start) */
     uint64_t rd_count; /* recursive-doubling operations done (teams without the ring) */

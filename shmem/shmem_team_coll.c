@@ -41,6 +41,9 @@
  * that everyone has entered. Two buffers suffice: a member writing a
  * buffer for exchange k + 2 has finished exchange k + 1, which needed my
  * signal of exchange k + 1, sent after I finished reading exchange k.
+ * SHMEM_TEAM_WORLD of a job across nodes also has a wide exchange, blocks
+ * of SHMEMI_TC_WIDE_CHUNK bytes outside the pool with the exchange's own
+ * flags and parities (so the argument holds across both kinds).
  * Small broadcasts do not wait for the others: the root puts its data with
  * the flags into the next lines of every member's ring and returns, so
  * consecutive broadcasts overlap (on a team spanning nodes: of its node's
@@ -67,9 +70,10 @@
  * share, so nobody serializes the whole team's traffic).
  *
  * Reductions combine in team order (member 0's value on the left), so all
- * members get bit-identical results; above the exchange size each member
- * reduces one segment of the vector over the whole team and writes the
- * result into every member's dest (a reduce-scatter then allgather).
+ * members get bit-identical results; above the exchange size (on a team
+ * spanning nodes: above a few exchanges, wide ones for the world) each
+ * member reduces one segment of the vector over the whole team and writes
+ * the result into every member's dest (a reduce-scatter then allgather).
  *
  * Teams spanning nodes run in two levels (SHMEM_COLL_HIER): the first
  * member of each node in team order is its leader. The barrier, small
@@ -92,11 +96,13 @@
 #include <string.h>
 
 #define SHMEMI_TC_LINE           64
-#define SHMEMI_TC_SLOT_BYTES     4096u  /* pool budget: 64 slots, 256 KiB */
-#define SHMEMI_TC_XCHG_TEAM      16     /* teams up to this size use the exchange */
-#define SHMEMI_TC_CHUNK_MAX      512u   /* bytes one member contributes to an exchange */
-#define SHMEMI_TC_STAGE          4096u  /* staging buffers of the large-message paths */
-#define SHMEMI_TC_XCHG_PIECES    4      /* exchanges a reduction across nodes may take */
+#define SHMEMI_TC_SLOT_BYTES     4096u /* pool budget: 64 slots, 256 KiB */
+#define SHMEMI_TC_XCHG_TEAM      16    /* teams up to this size use the exchange */
+#define SHMEMI_TC_CHUNK_MAX      512u  /* bytes one member contributes to an exchange */
+#define SHMEMI_TC_STAGE          4096u /* staging buffers of the large-message paths */
+#define SHMEMI_TC_XCHG_PIECES    4     /* exchanges a reduction across nodes may take */
+#define SHMEMI_TC_WIDE_CHUNK     4096u /* the wide exchange's block (SHMEM_TEAM_WORLD across nodes) */
+#define SHMEMI_TC_WIDE_PIECES    4     /* wide exchanges a reduction may take */
 #define SHMEMI_TC_GATHER         65536u /* a reduction round's gets, all members */
 #define SHMEMI_TC_GATHER_STACK   8192u  /* ... held on the stack up to this */
 #define SHMEMI_TC_RING           128    /* broadcast ring lines (a checkpoint every half) */
@@ -112,6 +118,7 @@ static struct {
     size_t off_xflag, off_misc, off_hcnt, off_hflag, off_ring_ack, off_xbuf, off_ring;
     /* offsets inside a slot */
     size_t chunk;   /* xbuf block size */
+    char *wide;     /* the wide exchange's buffers [2][members] (a job across nodes) */
     int rounds;     /* dissemination rounds of the world */
     size_t members; /* xbuf blocks per parity */
     uint64_t used;  /* slots in use by my teams */
@@ -245,6 +252,11 @@ void shmemi_tc_init(void)
     }
     /* zero before the barrier that ends shmem_init: nobody signals earlier */
     memset(shmemi_tc.base, 0, shmemi_tc.slot_bytes * SHMEMI_TC_SLOTS);
+    if (bootstrap_num_nodes() > 1 &&
+        rmalloc_symm_alloc(shmemi.symm, 2 * shmemi_tc.members * SHMEMI_TC_WIDE_CHUNK, 64,
+                           (void **)&shmemi_tc.wide) != UTIL_OK) {
+        shmemi_fatal("shmem_init: cannot place the wide exchange in the symmetric heap");
+    }
 }
 
 uint64_t shmemi_tc_free_mask(void)
@@ -342,6 +354,8 @@ int shmemi_tc_attach(struct shmemi_team *team, int slot)
         c->spans_nodes = bootstrap_node_of(shmemi_team_world_pe(team, i)) !=
                          bootstrap_node_of(shmemi_team_world_pe(team, 0));
     }
+    c->wide_max =
+        slot == 0 && c->xchg_max != 0 && shmemi_tc.wide != NULL ? SHMEMI_TC_WIDE_CHUNK : 0;
     team->coll = c;
     shmemi_tc.used |= 1ULL << slot;
     shmemi_tc.owner[slot] = team;
@@ -575,6 +589,40 @@ static const char *shmemi_tc_exchange(const char *call, struct shmemi_team *team
     return shmemi_tc_xbuf(c, parity, 0);
 }
 
+/* The exchange with blocks of SHMEMI_TC_WIDE_CHUNK bytes (the world team
+ * of a job across nodes): my block is wide_mine(team); returns the buffer
+ * holding every member's (member j's at j * SHMEMI_TC_WIDE_CHUNK). The
+ * flags, counts and parities are the exchange's own, so the two-buffer
+ * argument above holds whichever of the two kinds each exchange takes. */
+static inline char *shmemi_tc_wide_buf(const struct shmemi_team *team, int parity, int member)
+{
+    return shmemi_tc.wide +
+           ((size_t)parity * shmemi_tc.members + (size_t)member) * SHMEMI_TC_WIDE_CHUNK;
+}
+
+static inline char *shmemi_tc_wide_mine(const struct shmemi_team *team)
+{
+    return shmemi_tc_wide_buf(team, (int)(team->coll->xchg_count & 1), team->my_pe);
+}
+
+static const char *shmemi_tc_wide_exchange(const char *call, struct shmemi_team *team, size_t len)
+{
+    struct shmemi_team_coll *c = team->coll;
+    int parity = (int)(c->xchg_count++ & 1), n = team->size, me = team->my_pe;
+    uint64_t done = ++c->xdone[parity];
+    char *mine = shmemi_tc_wide_buf(team, parity, me);
+
+    for (int i = 1; i < n; i++) {
+        shmemi_put_signal(call, mine, mine, len, shmemi_tc_xflag(c, parity, me), done,
+                          SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
+                          shmemi_tc_pe(team, (me + i) % n));
+    }
+    for (int i = 1; i < n; i++) {
+        shmemi_tc_wait_ge(shmemi_tc_xflag(c, parity, (me + i) % n), done);
+    }
+    return shmemi_tc_wide_buf(team, parity, 0);
+}
+
 static inline int shmemi_tc_bad_team(const char *call, shmem_team_t team)
 {
     shmemi_check_init(call);
@@ -781,6 +829,17 @@ static inline size_t shmemi_tc_xchg_reduce_max(const struct shmemi_team_coll *c)
     return c->xchg_max * (c->spans_nodes ? SHMEMI_TC_XCHG_PIECES : 1);
 }
 
+/* Whether a reduction of bytes takes the wide exchange (the world team of
+ * a job across nodes, up to 16 members): past four pieces the segments
+ * cost less (2 PEs on 2 nodes over UCX, µs, segments / wide: 4 KiB 86-157
+ * / 18-37, 8 KiB 94-196 / 40-79, 16 KiB 119-247 / 72-126, 64 KiB 123-140 /
+ * 170-447; 4 PEs on 2 nodes, 4 KiB 265-281 / 57-84). */
+static inline int shmemi_tc_wide_reduces(const struct shmemi_team *team, size_t bytes)
+{
+    return team->coll->spans_nodes && team->coll->wide_max != 0 &&
+           bytes <= team->coll->wide_max * SHMEMI_TC_WIDE_PIECES;
+}
+
 /* Large vectors: member i owns segment i, gets it from every member in
  * team order, and puts the result (total, or the prefix of member j for
  * the scans) into every member's dest. Only member i touches segment i of
@@ -881,30 +940,35 @@ int shmemi_tc_reduce(const char *call, shmem_team_t team, void *dest, const void
         }
         return 0;
     }
-    if (bytes <= shmemi_tc_xchg_reduce_max(team->coll) && team->coll->xchg_max >= elem) {
+    if (team->coll->xchg_max >= elem &&
+        (bytes <= shmemi_tc_xchg_reduce_max(team->coll) || shmemi_tc_wide_reduces(team, bytes))) {
         /* the exchange, piece by piece: each piece one message to every
          * member, and consecutive pieces overlap (two parities) */
-        size_t step = team->coll->xchg_max / elem * elem;
+        int wide = bytes > shmemi_tc_xchg_reduce_max(team->coll);
+        size_t step = (wide ? team->coll->wide_max : team->coll->xchg_max) / elem * elem;
+        size_t stride = wide ? SHMEMI_TC_WIDE_CHUNK : shmemi_tc.chunk;
 
         for (size_t off = 0; off < bytes; off += step) {
             size_t len = bytes - off < step ? bytes - off : step, m = len / elem;
             const char *all;
 
             /* the piece before dest may overwrite it (in place) */
-            memcpy(shmemi_tc_mine(team), (const char *)source + off, len);
-            if (team->coll->hier != NULL && kind == SHMEMI_TC_REDUCE) {
+            memcpy(wide ? shmemi_tc_wide_mine(team) : shmemi_tc_mine(team),
+                   (const char *)source + off, len);
+            if (!wide && team->coll->hier != NULL && kind == SHMEMI_TC_REDUCE) {
                 memcpy((char *)dest + off, shmemi_tc_hier_exchange(call, team, len, op, m, -1),
                        len);
                 continue;
             }
-            all = shmemi_tc_exchange(call, team, len);
+            all = wide ? shmemi_tc_wide_exchange(call, team, len)
+                       : shmemi_tc_exchange(call, team, len);
             if (last < 0) {
                 memset((char *)dest + off, 0, len);
                 continue;
             }
             memcpy((char *)dest + off, all, len);
             for (int j = 1; j <= last; j++) {
-                op((char *)dest + off, all + (size_t)j * shmemi_tc.chunk, m);
+                op((char *)dest + off, all + (size_t)j * stride, m);
             }
         }
         return 0;
