@@ -623,6 +623,57 @@ static const char *shmemi_tc_wide_exchange(const char *call, struct shmemi_team 
     return shmemi_tc_wide_buf(team, parity, 0);
 }
 
+/* ---- pieces: collectives across nodes through a few exchanges --------------------------
+ * On a team spanning nodes, a collective of up to a few exchanges' worth
+ * per member beats the large paths' barriers and network round trips (gets,
+ * puts and quiet): each piece is one message to every member, and
+ * consecutive pieces overlap (two parities). On one node the large paths'
+ * copies and barriers cost less (a 1 KiB reduction at 2 PEs: 0.6 us, in two
+ * pieces 0.9). Reductions, 2 PEs on 2 nodes over UCX, µs, large path /
+ * pieces: 1 KiB (2 pieces) 75-142 / 25-48, 2 KiB 76-155 / 51-59, 4 KiB in
+ * 8 pieces 79-92 / 97-170; in the world's wide pieces 4 KiB 86-157 / 18-37,
+ * 8 KiB 94-196 / 40-79, 16 KiB 119-247 / 72-126, 64 KiB 123-140 / 170-447;
+ * 4 PEs on 2 nodes, 4 KiB 265-281 / 57-84. */
+
+/* The piece size for bytes per member (a multiple of elem), 0 when not
+ * this way; *wide_p: the pieces take the wide exchange. */
+static size_t shmemi_tc_piece_step(const struct shmemi_team *team, size_t bytes, size_t elem,
+                                   int *wide_p)
+{
+    const struct shmemi_team_coll *c = team->coll;
+
+    *wide_p = 0;
+    if (c->xchg_max < elem) {
+        return 0;
+    }
+    if (bytes <= c->xchg_max * (c->spans_nodes ? SHMEMI_TC_XCHG_PIECES : 1)) {
+        return c->xchg_max / elem * elem;
+    }
+    if (c->spans_nodes && c->wide_max != 0 && bytes <= c->wide_max * SHMEMI_TC_WIDE_PIECES) {
+        *wide_p = 1;
+        return c->wide_max / elem * elem;
+    }
+    return 0;
+}
+
+static inline char *shmemi_tc_piece_mine(const struct shmemi_team *team, int wide)
+{
+    return wide ? shmemi_tc_wide_mine(team) : shmemi_tc_mine(team);
+}
+
+/* The exchange of my piece (len bytes of shmemi_tc_piece_mine): every
+ * member's, member j's at j * shmemi_tc_piece_stride(wide). */
+static inline const char *shmemi_tc_piece_exchange(const char *call, struct shmemi_team *team,
+                                                   int wide, size_t len)
+{
+    return wide ? shmemi_tc_wide_exchange(call, team, len) : shmemi_tc_exchange(call, team, len);
+}
+
+static inline size_t shmemi_tc_piece_stride(int wide)
+{
+    return wide ? SHMEMI_TC_WIDE_CHUNK : shmemi_tc.chunk;
+}
+
 static inline int shmemi_tc_bad_team(const char *call, shmem_team_t team)
 {
     shmemi_check_init(call);
@@ -817,29 +868,6 @@ static inline int shmemi_tc_rd_gathers(const struct shmemi_team *team, size_t by
 
 /* ---- reductions and scans -------------------------------------------------------------- */
 
-/* Up to how many bytes a reduction goes through the exchange, in pieces
- * of xchg_max: every member sends its whole vector to every member, one
- * message a piece, and folds them all. On a team spanning nodes that beats
- * the segments' barriers and network round trips up to a few pieces (2
- * PEs on 2 nodes over UCX: 1 KiB 75-142 -> 25-48 us, 2 KiB 76-155 -> 51-59;
- * 4 KiB in 8 pieces 79-92 -> 97-170); on one node the segments' copies
- * and barriers cost less (1 KiB at 2 PEs: 0.6 us, in two pieces 0.9). */
-static inline size_t shmemi_tc_xchg_reduce_max(const struct shmemi_team_coll *c)
-{
-    return c->xchg_max * (c->spans_nodes ? SHMEMI_TC_XCHG_PIECES : 1);
-}
-
-/* Whether a reduction of bytes takes the wide exchange (the world team of
- * a job across nodes, up to 16 members): past four pieces the segments
- * cost less (2 PEs on 2 nodes over UCX, µs, segments / wide: 4 KiB 86-157
- * / 18-37, 8 KiB 94-196 / 40-79, 16 KiB 119-247 / 72-126, 64 KiB 123-140 /
- * 170-447; 4 PEs on 2 nodes, 4 KiB 265-281 / 57-84). */
-static inline int shmemi_tc_wide_reduces(const struct shmemi_team *team, size_t bytes)
-{
-    return team->coll->spans_nodes && team->coll->wide_max != 0 &&
-           bytes <= team->coll->wide_max * SHMEMI_TC_WIDE_PIECES;
-}
-
 /* Large vectors: member i owns segment i, gets it from every member in
  * team order, and puts the result (total, or the prefix of member j for
  * the scans) into every member's dest. Only member i touches segment i of
@@ -910,8 +938,8 @@ static void shmemi_tc_reduce_segments(const char *call, struct shmemi_team *team
 int shmemi_tc_reduce(const char *call, shmem_team_t team, void *dest, const void *source,
                      size_t nelems, size_t elem, shmemi_tc_op_t op, int kind)
 {
-    size_t bytes = nelems * elem;
-    int n, me, last;
+    size_t bytes = nelems * elem, step;
+    int n, me, last, wide;
 
     if (shmemi_tc_bad_team(call, team)) {
         return -1;
@@ -940,28 +968,22 @@ int shmemi_tc_reduce(const char *call, shmem_team_t team, void *dest, const void
         }
         return 0;
     }
-    if (team->coll->xchg_max >= elem &&
-        (bytes <= shmemi_tc_xchg_reduce_max(team->coll) || shmemi_tc_wide_reduces(team, bytes))) {
-        /* the exchange, piece by piece: each piece one message to every
-         * member, and consecutive pieces overlap (two parities) */
-        int wide = bytes > shmemi_tc_xchg_reduce_max(team->coll);
-        size_t step = (wide ? team->coll->wide_max : team->coll->xchg_max) / elem * elem;
-        size_t stride = wide ? SHMEMI_TC_WIDE_CHUNK : shmemi_tc.chunk;
+    step = shmemi_tc_piece_step(team, bytes, elem, &wide);
+    if (step != 0) {
+        size_t stride = shmemi_tc_piece_stride(wide);
 
         for (size_t off = 0; off < bytes; off += step) {
             size_t len = bytes - off < step ? bytes - off : step, m = len / elem;
             const char *all;
 
             /* the piece before dest may overwrite it (in place) */
-            memcpy(wide ? shmemi_tc_wide_mine(team) : shmemi_tc_mine(team),
-                   (const char *)source + off, len);
+            memcpy(shmemi_tc_piece_mine(team, wide), (const char *)source + off, len);
             if (!wide && team->coll->hier != NULL && kind == SHMEMI_TC_REDUCE) {
                 memcpy((char *)dest + off, shmemi_tc_hier_exchange(call, team, len, op, m, -1),
                        len);
                 continue;
             }
-            all = wide ? shmemi_tc_wide_exchange(call, team, len)
-                       : shmemi_tc_exchange(call, team, len);
+            all = shmemi_tc_piece_exchange(call, team, wide, len);
             if (last < 0) {
                 memset((char *)dest + off, 0, len);
                 continue;
@@ -1149,7 +1171,8 @@ static void shmemi_tc_ring_broadcast(const char *call, struct shmemi_team *team,
 int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const void *source,
                         size_t bytes, int root, int update_root)
 {
-    int me;
+    size_t step;
+    int me, wide;
 
     if (shmemi_tc_bad_team(call, team) || root < 0 || root >= team->size) {
         return -1;
@@ -1207,6 +1230,25 @@ int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const v
         }
         return 0;
     }
+    if (team->coll->spans_nodes && (step = shmemi_tc_piece_step(team, bytes, 1, &wide)) != 0) {
+        /* the root's pieces; the others send empty blocks (they are in) */
+        for (size_t off = 0; off < bytes; off += step) {
+            size_t len = bytes - off < step ? bytes - off : step;
+            const char *all;
+
+            if (me == root) {
+                memcpy(shmemi_tc_piece_mine(team, wide), (const char *)source + off, len);
+            }
+            all = shmemi_tc_piece_exchange(call, team, wide, me == root ? len : 0);
+            if (me != root || update_root) {
+                memmove((char *)dest + off,
+                        me == root ? (const char *)source + off
+                                   : all + (size_t)root * shmemi_tc_piece_stride(wide),
+                        len);
+            }
+        }
+        return 0;
+    }
     if (team->coll->hier != NULL) {
         /* the leaders (and the root's node) pull from the root, then the
          * other nodes from their leader: one network copy per node */
@@ -1250,8 +1292,8 @@ int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const voi
                       size_t nelems, size_t elem, int fixed)
 {
     struct shmemi_team_coll *c;
-    size_t off = 0, mine = nelems * elem;
-    int n, me;
+    size_t off = 0, mine = nelems * elem, step;
+    int n, me, wide;
 
     if (shmemi_tc_bad_team(call, team)) {
         return -1;
@@ -1266,6 +1308,22 @@ int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const voi
     if (fixed && shmemi_tc_rd_gathers(team, mine)) {
         /* a large team's small fcollect: every block everywhere in log2(n) rounds */
         memmove(dest, shmemi_tc_rd_gather(call, team, source, mine), (size_t)n * mine);
+        return 0;
+    }
+    if (fixed && c->spans_nodes && mine + 16 > c->xchg_max &&
+        (step = shmemi_tc_piece_step(team, mine, 1, &wide)) != 0) {
+        /* every member's block in pieces, piece k of all in exchange k */
+        for (size_t at = 0; at < mine; at += step) {
+            size_t len = mine - at < step ? mine - at : step;
+            const char *all;
+
+            memcpy(shmemi_tc_piece_mine(team, wide), (const char *)source + at, len);
+            all = shmemi_tc_piece_exchange(call, team, wide, len);
+            for (int j = 0; j < n; j++) {
+                memcpy((char *)dest + (size_t)j * mine + at,
+                       all + (size_t)j * shmemi_tc_piece_stride(wide), len);
+            }
+        }
         return 0;
     }
     if (c->xchg_max >= 16) {
