@@ -622,15 +622,15 @@ class CFile:
 # RMA
 rma = CFile("shmem_typed_rma.c", [
     "", "The typed and sized RMA routines (put, get, p, g, iput, iget, ibput, ibget,",
-    "put_nbi, get_nbi), each also as shmem_ctx_*: one call into shmemi_put or",
-    "shmemi_get (shmemi.h) or a strided helper (shmem_rma_inl.h)."],
+    "put_nbi, get_nbi), each also as shmem_ctx_*: one call into shmemi_put,",
+    "shmemi_get or shmemi_get_nbi (shmemi.h) or a strided helper (shmem_rma_inl.h)."],
     ["shmem/shmem.h", "shmem/shmemi.h", "shmem/shmem_rma_inl.h"])
 for ct, n in RMA:
     rma.comment(f"{ct}")
     rma.both(f"shmem_{n}_put", f"shmemi_put(CALL, dest, source, nelems * sizeof({ct}), PE);")
     rma.both(f"shmem_{n}_get", f"shmemi_get(CALL, dest, source, nelems * sizeof({ct}), PE);")
     rma.both(f"shmem_{n}_put_nbi", f"shmemi_put(CALL, dest, source, nelems * sizeof({ct}), PE);")
-    rma.both(f"shmem_{n}_get_nbi", f"shmemi_get(CALL, dest, source, nelems * sizeof({ct}), PE);")
+    rma.both(f"shmem_{n}_get_nbi", f"shmemi_get_nbi(CALL, dest, source, nelems * sizeof({ct}), PE);")
     rma.both(f"shmem_{n}_p", f"shmemi_put(CALL, dest, &value, sizeof({ct}), PE);")
     rma.both(f"shmem_{n}_g", f"{ct} value;\nshmemi_get(CALL, &value, source, sizeof({ct}), PE);\nreturn value;")
     for fn in ("iput", "iget"):
@@ -643,7 +643,7 @@ for s in SIZES:
     rma.both(f"shmem_put{s}", f"shmemi_put(CALL, dest, source, nelems * {b}, PE);")
     rma.both(f"shmem_get{s}", f"shmemi_get(CALL, dest, source, nelems * {b}, PE);")
     rma.both(f"shmem_put{s}_nbi", f"shmemi_put(CALL, dest, source, nelems * {b}, PE);")
-    rma.both(f"shmem_get{s}_nbi", f"shmemi_get(CALL, dest, source, nelems * {b}, PE);")
+    rma.both(f"shmem_get{s}_nbi", f"shmemi_get_nbi(CALL, dest, source, nelems * {b}, PE);")
     for fn in ("iput", "iget"):
         rma.both(f"shmem_{fn}{s}", f"shmemi_{fn}(CALL, dest, source, dst, sst, nelems, {b}, PE);")
     for fn in ("ibput", "ibget"):

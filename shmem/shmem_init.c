@@ -110,6 +110,7 @@ static void shmemi_setup_heap(void)
         shmemi_fatal("shmem_init: cannot create the heap allocator: %s",
                      util_status_string(status));
     }
+    btl_comp_init(&shmemi.nbi_gets);
     /* internal objects: identical sequence on every PE, hence symmetric */
     shmemi.coll_buf_size = SHMEMI_INTERNAL_HEAP / 2;
     if (rmalloc_symm_alloc(shmemi.symm, 2 * SHMEMI_BARRIER_ROUNDS * 8, 64,

@@ -29,7 +29,7 @@ void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe)
 
 void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe)
 {
-    shmemi_get("shmem_getmem_nbi", dest, source, nelems, pe);
+    shmemi_get_nbi("shmem_getmem_nbi", dest, source, nelems, pe);
 }
 
 void shmem_ctx_putmem(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe)
@@ -52,8 +52,8 @@ void shmem_ctx_putmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_
 
 void shmem_ctx_getmem_nbi(shmem_ctx_t ctx, void *dest, const void *source, size_t nelems, int pe)
 {
-    shmemi_get("shmem_ctx_getmem_nbi", dest, source, nelems,
-               shmemi_ctx_pe("shmem_ctx_getmem_nbi", ctx, pe));
+    shmemi_get_nbi("shmem_ctx_getmem_nbi", dest, source, nelems,
+                   shmemi_ctx_pe("shmem_ctx_getmem_nbi", ctx, pe));
 }
 
 /* ---- address queries ---- */

@@ -36,6 +36,7 @@ typedef struct shmemi_state {
     uint64_t coll_epoch;
     void *coll_buf; /* per-PE scratch for collectives */
     size_t coll_buf_size;
+    btl_comp_t nbi_gets; /* get_nbi in flight across the network: shmemi_quiet waits */
 } shmemi_state_t;
 
 extern shmemi_state_t shmemi;
@@ -287,6 +288,14 @@ static inline void shmemi_comp_wait(const char *call, btl_comp_t *comp)
     if (__builtin_expect(status != UTIL_OK, 0)) {
         shmemi_fatal("%s: %s", call, util_status_string(status));
     }
+}
+
+/* get_nbi: in dest by the next quiet (or anything that quiets: barrier,
+ * context destruction, finalize); across the network gets to any PEs fly
+ * together. */
+static inline void shmemi_get_nbi(const char *call, void *dest, const void *src, size_t len, int pe)
+{
+    shmemi_get_nb(call, dest, src, len, pe, &shmemi.nbi_gets);
 }
 
 /* An atomic's target: checks pe (and alignment with RMB_ARG_CHECKS); the

@@ -73,6 +73,42 @@ static void ctx_ring(shmem_ctx_t ctx, shmem_team_t team, long *buf, int tag)
     shmem_barrier_all();
 }
 
+/* get_nbi from every PE at once (typed, sized, mem; default context and a
+ * created one): in place after quiet, and with sizes that cross the
+ * network's message thresholds. */
+static void get_nbi_all(shmem_ctx_t ctx)
+{
+    enum { L = 300 };
+    long *src = shmem_malloc(L * sizeof(long));
+    long *got = malloc((size_t)npes * 3 * L * sizeof(long));
+
+    for (int i = 0; i < L; i++) src[i] = me * 100000L + i;
+    shmem_barrier_all();
+    for (int p = 0; p < npes; p++) {
+        long *g = got + (size_t)p * 3 * L;
+        shmem_long_get_nbi(g, src, 1, p);
+        shmem_get64_nbi(g + 1, src + 1, 40, p);
+        shmem_ctx_getmem_nbi(ctx, g + 41, src + 41, (L - 41) * sizeof(long), p);
+        shmem_ctx_long_get_nbi(ctx, g + L, src, L, p);
+        shmem_getmem_nbi(g + 2 * L, src, L * sizeof(long), p);
+    }
+    shmem_ctx_quiet(ctx);
+    shmem_quiet();
+    for (int p = 0; p < npes; p++) {
+        for (int i = 0; i < 3 * L; i++) {
+            long want = p * 100000L + i % L;
+            if (got[(size_t)p * 3 * L + (size_t)i] != want) {
+                CHECK(0, "get_nbi from PE %d [%d] = %ld, expected %ld", p, i,
+                      got[(size_t)p * 3 * L + (size_t)i], want);
+                break;
+            }
+        }
+    }
+    shmem_barrier_all(); /* nobody frees src while a get may read it */
+    free(got);
+    shmem_free(src);
+}
+
 static void mode_ctx(void)
 {
     int right = right_of(me, npes), left = left_of(me, npes);
@@ -98,6 +134,8 @@ static void mode_ctx(void)
     CHECK(shmem_team_create_ctx(SHMEM_TEAM_INVALID, 0, &tctx) != 0 && tctx == SHMEM_CTX_INVALID,
           "team_create_ctx(INVALID)");
     shmem_ctx_destroy(SHMEM_CTX_INVALID); /* no operation */
+    get_nbi_all(SHMEM_CTX_DEFAULT);
+    get_nbi_all(ctx);
 
     /* RMA through a world context: the same ring as the default one */
     {
