@@ -283,7 +283,11 @@ static inline void shmemi_get_nb(const char *call, void *dest, const void *src, 
 
 static inline void shmemi_comp_wait(const char *call, btl_comp_t *comp)
 {
-    util_status_t status = rpipe_sym_comp_wait(comp);
+    util_status_t status = btl_comp_test(comp);
+
+    if (status == UTIL_IN_PROGRESS) {
+        status = rpipe_sym_comp_wait(comp);
+    }
 
     if (__builtin_expect(status != UTIL_OK, 0)) {
         shmemi_fatal("%s: %s", call, util_status_string(status));
