@@ -1293,6 +1293,8 @@ int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const voi
 {
     struct shmemi_team_coll *c;
     size_t off = 0, mine = nelems * elem, step;
+    uint64_t *counts = NULL;
+    btl_comp_t comp;
     int n, me, wide;
 
     if (shmemi_tc_bad_team(call, team)) {
@@ -1337,6 +1339,7 @@ int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const voi
             memcpy(block + 16, source, mine);
         }
         all = shmemi_tc_exchange(call, team, 16 + (mine <= cap ? mine : 0));
+        btl_comp_init(&comp);
         for (int j = 0; j < n; j++) {
             const char *b = all + (size_t)j * shmemi_tc.chunk;
             size_t count, len;
@@ -1349,35 +1352,51 @@ int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const voi
                 pulled = 1;
                 if (j == me) {
                     memmove((char *)dest + off, source, len);
-                } else {
-                    shmemi_get(call, (char *)dest + off, source, len, shmemi_tc_pe(team, j));
+                } else { /* the pulls fly together */
+                    shmemi_get_nb(call, (char *)dest + off, source, len, shmemi_tc_pe(team, j),
+                                  &comp);
                 }
             }
             off += len;
         }
         if (pulled) {
+            shmemi_comp_wait(call, &comp);
             shmemi_tc_barrier(call, team);
         }
         return 0;
     }
     if (!fixed) {
         __atomic_store_n(&shmemi_tc_misc(c)[SHMEMI_MISC_COUNT], (uint64_t)nelems, __ATOMIC_RELAXED);
+        counts = malloc(sizeof(uint64_t) * (size_t)n);
+        if (counts == NULL) {
+            shmemi_fatal("%s: no memory for %d counts", call, n);
+        }
     }
     shmemi_tc_barrier(call, team);
-    for (int j = 0; j < n; j++) {
-        uint64_t count = nelems;
-        int pe = shmemi_tc_pe(team, j);
-
-        if (!fixed && j != me) {
-            shmemi_get(call, &count, &shmemi_tc_misc(c)[SHMEMI_MISC_COUNT], 8, pe);
+    if (!fixed) { /* every count first (they place the blocks), all at once */
+        btl_comp_init(&comp);
+        for (int j = 0; j < n; j++) {
+            counts[j] = nelems;
+            if (j != me) {
+                shmemi_get_nb(call, &counts[j], &shmemi_tc_misc(c)[SHMEMI_MISC_COUNT], 8,
+                              shmemi_tc_pe(team, j), &comp);
+            }
         }
+        shmemi_comp_wait(call, &comp);
+    }
+    btl_comp_init(&comp);
+    for (int j = 0; j < n; j++) {
+        size_t len = (fixed ? nelems : (size_t)counts[j]) * elem;
+
         if (j == me) {
             memmove((char *)dest + off, source, mine);
         } else {
-            shmemi_get(call, (char *)dest + off, source, (size_t)count * elem, pe);
+            shmemi_get_nb(call, (char *)dest + off, source, len, shmemi_tc_pe(team, j), &comp);
         }
-        off += (size_t)count * elem;
+        off += len;
     }
+    shmemi_comp_wait(call, &comp);
+    free(counts);
     shmemi_tc_barrier(call, team);
     return 0;
 }
