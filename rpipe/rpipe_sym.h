@@ -181,28 +181,9 @@ static inline util_status_t rpipe_sym_put(rpipe_sym_t *sym, int pe, size_t offse
     return status;
 }
 
-static inline util_status_t rpipe_sym_get(rpipe_sym_t *sym, int pe, size_t offset, void *dst,
-                                          size_t len)
-{
-    rpipe_sym_peer_t *peer;
-    util_status_t status = rpipe_sym_peer(sym, pe, &peer);
-
-    if (__builtin_expect(peer->ptr != NULL, 1)) {
-        memcpy(dst, peer->ptr + offset, len);
-        return UTIL_OK;
-    }
-    if (status != UTIL_OK) {
-        return status;
-    }
-    rpipe_sym_enter();
-    status = btl_get(peer->ep, dst, len, NULL, peer->base + offset, peer->rkey);
-    rpipe_sym_leave();
-    return status;
-}
-
-/* A get whose data is in dst once rpipe_sym_comp_wait(comp) has returned:
- * across the network several (to any PEs) fly together; on node it is done
- * on return. comp starts btl_comp_init'ed. */
+/* A get whose data is in dst once rpipe_sym_comp_wait(comp) has returned
+ * (comp NULL: on return): across the network several (to any PEs) fly
+ * together; on node it is done on return. comp starts btl_comp_init'ed. */
 static inline util_status_t rpipe_sym_get_nb(rpipe_sym_t *sym, int pe, size_t offset, void *dst,
                                              size_t len, btl_comp_t *comp)
 {
@@ -224,6 +205,12 @@ static inline util_status_t rpipe_sym_get_nb(rpipe_sym_t *sym, int pe, size_t of
 
 /* Waits for every operation counted in comp (rpipe_sym_get_nb). */
 util_status_t rpipe_sym_comp_wait(btl_comp_t *comp);
+
+static inline util_status_t rpipe_sym_get(rpipe_sym_t *sym, int pe, size_t offset, void *dst,
+                                          size_t len)
+{
+    return rpipe_sym_get_nb(sym, pe, offset, dst, len, NULL);
+}
 
 /* Atomics on 4- or 8-byte words. On node they are CPU atomics on the
  * mapping; across nodes the network's. (A word must not be updated both

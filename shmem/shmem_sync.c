@@ -23,14 +23,11 @@
 
 void shmemi_quiet(void)
 {
-    /* get_nbi's data in place (the network's quiet may not wait for gets) */
-    util_status_t status = btl_comp_test(&shmemi.nbi_gets) == UTIL_OK
-                               ? UTIL_OK
-                               : rpipe_sym_comp_wait(&shmemi.nbi_gets);
+    util_status_t status;
 
-    if (status == UTIL_OK) {
-        status = rpipe_sym_quiet();
-    }
+    /* get_nbi's data in place (the network's quiet may not wait for gets) */
+    shmemi_comp_wait("shmem_quiet", &shmemi.nbi_gets);
+    status = rpipe_sym_quiet();
     if (status != UTIL_OK) {
         shmemi_fatal("shmem_quiet: %s", util_status_string(status));
     }

@@ -244,25 +244,8 @@ static inline void shmemi_put(const char *call, void *dest, const void *src, siz
     shmemi_check_status(call, rpipe_sym_put(seg, pe, off, src, len), pe);
 }
 
-static inline void shmemi_get(const char *call, void *dest, const void *src, size_t len, int pe)
-{
-    size_t off;
-    rpipe_sym_t *seg;
-
-    shmemi_check_pe(call, pe);
-    if (len == 0) {
-        return;
-    }
-    seg = shmemi_locate_fast(src, len, &off);
-    if (__builtin_expect(seg == NULL, 0)) {
-        shmemi_space_get(call, dest, src, len, pe);
-        return;
-    }
-    shmemi_check_status(call, rpipe_sym_get(seg, pe, off, dest, len), pe);
-}
-
-/* shmemi_get whose data is in dest once shmemi_comp_wait(comp) returns
- * (on node, and for a space, done on return). */
+/* A get whose data is in dest once shmemi_comp_wait(comp) returns (comp
+ * NULL, on node, and for a space: on return). */
 static inline void shmemi_get_nb(const char *call, void *dest, const void *src, size_t len, int pe,
                                  btl_comp_t *comp)
 {
@@ -281,14 +264,18 @@ static inline void shmemi_get_nb(const char *call, void *dest, const void *src, 
     shmemi_check_status(call, rpipe_sym_get_nb(seg, pe, off, dest, len, comp), pe);
 }
 
+static inline void shmemi_get(const char *call, void *dest, const void *src, size_t len, int pe)
+{
+    shmemi_get_nb(call, dest, src, len, pe, NULL);
+}
+
 static inline void shmemi_comp_wait(const char *call, btl_comp_t *comp)
 {
-    util_status_t status = btl_comp_test(comp);
+    util_status_t status = btl_comp_test(comp); /* inline: nothing out is one compare */
 
     if (status == UTIL_IN_PROGRESS) {
         status = rpipe_sym_comp_wait(comp);
     }
-
     if (__builtin_expect(status != UTIL_OK, 0)) {
         shmemi_fatal("%s: %s", call, util_status_string(status));
     }
