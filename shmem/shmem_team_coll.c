@@ -562,65 +562,50 @@ static void shmemi_tc_barrier(const char *call, struct shmemi_team *team)
     }
 }
 
+/* Block `member` of parity's exchange buffer: the slot's (blocks of
+ * shmemi_tc.chunk) or, wide, the wide exchange's: blocks of
+ * SHMEMI_TC_WIDE_CHUNK outside the pool, for the world team of a job across
+ * nodes. Both kinds share the flags, counts and parities, so the two-buffer
+ * argument above holds whichever kind each exchange takes. */
+static inline char *shmemi_tc_block(const struct shmemi_team *team, int wide, int parity,
+                                    int member)
+{
+    return wide ? shmemi_tc.wide +
+                      ((size_t)parity * shmemi_tc.members + (size_t)member) * SHMEMI_TC_WIDE_CHUNK
+                : shmemi_tc_xbuf(team->coll, parity, member);
+}
+
 /* My block of the next exchange (fill it, then call shmemi_tc_exchange). */
 static inline char *shmemi_tc_mine(const struct shmemi_team *team)
 {
-    return shmemi_tc_xbuf(team->coll, (int)(team->coll->xchg_count & 1), team->my_pe);
+    return shmemi_tc_block(team, 0, (int)(team->coll->xchg_count & 1), team->my_pe);
 }
 
 /* Sends the first len bytes of my block to every member and returns the
- * buffer holding every member's block (member j's at j * shmemi_tc.chunk)
- * once all have arrived. */
+ * buffer holding every member's block (member j's at j times the block
+ * size) once all have arrived. */
+static const char *shmemi_tc_exchange_of(const char *call, struct shmemi_team *team, int wide,
+                                         size_t len)
+{
+    struct shmemi_team_coll *c = team->coll;
+    int parity = (int)(c->xchg_count++ & 1), n = team->size, me = team->my_pe;
+    uint64_t done = ++c->xdone[parity];
+    char *mine = shmemi_tc_block(team, wide, parity, me);
+
+    for (int i = 1; i < n; i++) {
+        shmemi_put_signal(call, mine, mine, len, shmemi_tc_xflag(c, parity, me), done,
+                          SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
+                          shmemi_tc_pe(team, (me + i) % n));
+    }
+    for (int i = 1; i < n; i++) {
+        shmemi_tc_wait_ge(shmemi_tc_xflag(c, parity, (me + i) % n), done);
+    }
+    return shmemi_tc_block(team, wide, parity, 0);
+}
+
 static const char *shmemi_tc_exchange(const char *call, struct shmemi_team *team, size_t len)
 {
-    struct shmemi_team_coll *c = team->coll;
-    int parity = (int)(c->xchg_count++ & 1), n = team->size, me = team->my_pe;
-    uint64_t done = ++c->xdone[parity];
-    char *mine = shmemi_tc_xbuf(c, parity, me);
-
-    for (int i = 1; i < n; i++) {
-        shmemi_put_signal(call, mine, mine, len, shmemi_tc_xflag(c, parity, me), done,
-                          SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
-                          shmemi_tc_pe(team, (me + i) % n));
-    }
-    for (int i = 1; i < n; i++) {
-        shmemi_tc_wait_ge(shmemi_tc_xflag(c, parity, (me + i) % n), done);
-    }
-    return shmemi_tc_xbuf(c, parity, 0);
-}
-
-/* The exchange with blocks of SHMEMI_TC_WIDE_CHUNK bytes (the world team
- * of a job across nodes): my block is wide_mine(team); returns the buffer
- * holding every member's (member j's at j * SHMEMI_TC_WIDE_CHUNK). The
- * flags, counts and parities are the exchange's own, so the two-buffer
- * argument above holds whichever of the two kinds each exchange takes. */
-static inline char *shmemi_tc_wide_buf(const struct shmemi_team *team, int parity, int member)
-{
-    return shmemi_tc.wide +
-           ((size_t)parity * shmemi_tc.members + (size_t)member) * SHMEMI_TC_WIDE_CHUNK;
-}
-
-static inline char *shmemi_tc_wide_mine(const struct shmemi_team *team)
-{
-    return shmemi_tc_wide_buf(team, (int)(team->coll->xchg_count & 1), team->my_pe);
-}
-
-static const char *shmemi_tc_wide_exchange(const char *call, struct shmemi_team *team, size_t len)
-{
-    struct shmemi_team_coll *c = team->coll;
-    int parity = (int)(c->xchg_count++ & 1), n = team->size, me = team->my_pe;
-    uint64_t done = ++c->xdone[parity];
-    char *mine = shmemi_tc_wide_buf(team, parity, me);
-
-    for (int i = 1; i < n; i++) {
-        shmemi_put_signal(call, mine, mine, len, shmemi_tc_xflag(c, parity, me), done,
-                          SHMEM_SIGNAL_SET | SHMEMI_SIGNAL_INTERNAL,
-                          shmemi_tc_pe(team, (me + i) % n));
-    }
-    for (int i = 1; i < n; i++) {
-        shmemi_tc_wait_ge(shmemi_tc_xflag(c, parity, (me + i) % n), done);
-    }
-    return shmemi_tc_wide_buf(team, parity, 0);
+    return shmemi_tc_exchange_of(call, team, 0, len);
 }
 
 /* ---- pieces: collectives across nodes through a few exchanges --------------------------
@@ -656,17 +641,11 @@ static size_t shmemi_tc_piece_step(const struct shmemi_team *team, size_t bytes,
     return 0;
 }
 
+/* My block of the next piece (then shmemi_tc_exchange_of(.., wide, ..):
+ * member j's piece at j * shmemi_tc_piece_stride(wide)). */
 static inline char *shmemi_tc_piece_mine(const struct shmemi_team *team, int wide)
 {
-    return wide ? shmemi_tc_wide_mine(team) : shmemi_tc_mine(team);
-}
-
-/* The exchange of my piece (len bytes of shmemi_tc_piece_mine): every
- * member's, member j's at j * shmemi_tc_piece_stride(wide). */
-static inline const char *shmemi_tc_piece_exchange(const char *call, struct shmemi_team *team,
-                                                   int wide, size_t len)
-{
-    return wide ? shmemi_tc_wide_exchange(call, team, len) : shmemi_tc_exchange(call, team, len);
+    return shmemi_tc_block(team, wide, (int)(team->coll->xchg_count & 1), team->my_pe);
 }
 
 static inline size_t shmemi_tc_piece_stride(int wide)
@@ -983,7 +962,7 @@ int shmemi_tc_reduce(const char *call, shmem_team_t team, void *dest, const void
                        len);
                 continue;
             }
-            all = shmemi_tc_piece_exchange(call, team, wide, len);
+            all = shmemi_tc_exchange_of(call, team, wide, len);
             if (last < 0) {
                 memset((char *)dest + off, 0, len);
                 continue;
@@ -1239,7 +1218,7 @@ int shmemi_tc_broadcast(const char *call, shmem_team_t team, void *dest, const v
             if (me == root) {
                 memcpy(shmemi_tc_piece_mine(team, wide), (const char *)source + off, len);
             }
-            all = shmemi_tc_piece_exchange(call, team, wide, me == root ? len : 0);
+            all = shmemi_tc_exchange_of(call, team, wide, me == root ? len : 0);
             if (me != root || update_root) {
                 memmove((char *)dest + off,
                         me == root ? (const char *)source + off
@@ -1320,7 +1299,7 @@ int shmemi_tc_collect(const char *call, shmem_team_t team, void *dest, const voi
             const char *all;
 
             memcpy(shmemi_tc_piece_mine(team, wide), (const char *)source + at, len);
-            all = shmemi_tc_piece_exchange(call, team, wide, len);
+            all = shmemi_tc_exchange_of(call, team, wide, len);
             for (int j = 0; j < n; j++) {
                 memcpy((char *)dest + (size_t)j * mine + at,
                        all + (size_t)j * shmemi_tc_piece_stride(wide), len);
