@@ -19,7 +19,11 @@
 rpipe_sym_t shmemi_no_segment;
 shmemi_state_t shmemi = {.heap = &shmemi_no_segment};
 
-#define SHMEMI_INTERNAL_HEAP (1u << 20) /* sync objects and collective scratch */
+/* The library's part of the heap, on top of SHMEM_SYMMETRIC_SIZE: sync
+ * objects, the collective scratch, the team pool (up to 768 KiB) and, for a
+ * job across nodes, the wide exchange (up to 128 KiB). */
+#define SHMEMI_INTERNAL_HEAP (2u << 20)
+#define SHMEMI_COLL_BUF      (512u << 10) /* the active-set collectives' scratch */
 
 /* One line with the sizes: what was asked, what is free, and the knob. */
 static void shmemi_heap_exhausted(const char *call, size_t size) __attribute__((noreturn, cold));
@@ -112,7 +116,7 @@ static void shmemi_setup_heap(void)
     }
     btl_comp_init(&shmemi.nbi_gets);
     /* internal objects: identical sequence on every PE, hence symmetric */
-    shmemi.coll_buf_size = SHMEMI_INTERNAL_HEAP / 2;
+    shmemi.coll_buf_size = SHMEMI_COLL_BUF;
     if (rmalloc_symm_alloc(shmemi.symm, 2 * SHMEMI_BARRIER_ROUNDS * 8, 64,
                            (void **)&shmemi.barrier_flags) != UTIL_OK ||
         rmalloc_symm_alloc(shmemi.symm, (size_t)shmemi.n_pes * 8, 64,

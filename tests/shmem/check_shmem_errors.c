@@ -142,7 +142,7 @@ START_TEST(test_heap_exhausted)
     setenv("SHMEM_SYMMETRIC_SIZE", "1M", 1);
     expect_error(2, "heap", 2,
                  NEEDLES("shmem_malloc(3145728)", "exhausted", "3145728 bytes requested",
-                         "heap of 2097152", "SHMEM_SYMMETRIC_SIZE=1048576"));
+                         "heap of 3145728", "SHMEM_SYMMETRIC_SIZE=1048576"));
     unsetenv("SHMEM_SYMMETRIC_SIZE");
 }
 END_TEST
