@@ -123,7 +123,15 @@ typedef struct rmalloc_config {
     unsigned context;             /* 0..255: tells apart channels of one rank pair */
     unsigned queue_len;           /* tag queue / sync channel entries (0: default) */
     uint64_t atomic_type;         /* RDMA_ATOMIC: operation applied by rwrite (RATOMIC_*) */
+    size_t slot_payload;          /* messages up to this size skip the allocator: fixed
+                                       slots (0: 48 bytes; at most RSLOT_PAYLOAD_MAX) */
 } rmalloc_config_t;
+
+/* The largest slot_payload: a channel whose messages keep one size (a halo
+ * row, a per-pair pack) sets it to that size, and each message is a slot of
+ * that size whose free is a count, with no allocator on its path. Both ends
+ * set the same value; unit_size must be 64 or less. */
+#define RSLOT_PAYLOAD_MAX 65520u
 
 /* RDMA_ATOMIC channels: messages are one 8-byte operand; rwrite applies
  * atomic_type with it to the consumer's accumulator before the message
@@ -171,8 +179,8 @@ RMALLOC_API int rwrite_nb(rch_t ch, raddr_t desc);
  * the producer allocated; other modes: at most size, larger is
  * R_ERR_TRUNCATED); *desc_p gets its descriptor (desc.payload is its size)
  * and *ptr_p a pointer to it, valid until rfree. rread_nb returns R_PENDING
- * when no message has arrived. NET_SYNC_BLKS, sizes over 48 bytes at both
- * ends (up to 4 MiB): a producer that wrote another size than the reader
+ * when no message has arrived. NET_SYNC_BLKS, sizes past the slots at both
+ * ends (over 48 bytes, or over slot_payload; up to 4 MiB): a producer that wrote another size than the reader
  * asks for is found once the read has waited 50 ms, R_ERR_STATE with a
  * message (not where a GET reader reads the producer's memory through the
  * network, RMB_RPIPE_GET_PUSH=no). */

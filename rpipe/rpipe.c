@@ -729,6 +729,17 @@ static util_status_t rpipe_check_config(const rmalloc_config_t *cfg)
                    "heuristics)");
         return UTIL_ERR_INVALID;
     }
+    if (cfg->slot_payload != 0) {
+        const char *why = cfg->slot_payload > RSLOT_PAYLOAD_MAX
+                              ? "is above RSLOT_PAYLOAD_MAX (65520)"
+                          : cfg->unit_size > RPIPE_CACHE_LINE ? "needs unit_size 64 or less"
+                          : cfg->op == RDMA_ATOMIC            ? "is not for RDMA_ATOMIC"
+                                                              : NULL;
+        if (why != NULL) {
+            util_error("rpipe: slot_payload %zu %s", cfg->slot_payload, why);
+            return UTIL_ERR_INVALID;
+        }
+    }
     if (!(cfg->watermark > 0.0 && cfg->watermark <= 1.0)) {
         util_error("rpipe: watermark %g is out of range (0, 1]", cfg->watermark);
         return UTIL_ERR_INVALID;
@@ -765,17 +776,23 @@ static uint64_t rpipe_region_bytes(const rmalloc_config_t *cfg, uint64_t unit)
 }
 
 /* Small-message slots of a channel: RMB_RPIPE_SLOTS, fewer where the
- * capacity is small (their payload stays below it), none for RDMA_ATOMIC
- * (a message is an operation on the accumulator), for units above a slot,
- * or where flags carry no sequence (the tag-mode reader needs it). */
-static uint32_t rpipe_channel_slots(const rch_t ch)
+ * capacity is small (a ring full of the largest slot messages stays within
+ * it), none for RDMA_ATOMIC (a message is an operation on the accumulator),
+ * for units above a line, or where flags carry no sequence (the tag-mode
+ * reader needs it). A slot is the lines that the user header, slot_payload
+ * and the flag fill. */
+static uint32_t rpipe_channel_slots(rch_t ch)
 {
     uint32_t n = rpipe_state.slots;
+    uint64_t payload = ch->cfg.slot_payload != 0 ? ch->cfg.slot_payload : RPIPE_SLOT_PAYLOAD;
 
-    if (ch->cfg.op == RDMA_ATOMIC || ch->unit > RPIPE_SLOT_BYTES || !rpipe_flag_has_seq(ch)) {
+    ch->slot_bytes = (uint32_t)((payload + RPIPE_UHDR_BYTES + 8 + RPIPE_CACHE_LINE - 1) &
+                                ~(uint64_t)(RPIPE_CACHE_LINE - 1));
+    ch->slot_payload = ch->slot_bytes - RPIPE_UHDR_BYTES - 8;
+    if (ch->cfg.op == RDMA_ATOMIC || ch->unit > RPIPE_CACHE_LINE || !rpipe_flag_has_seq(ch)) {
         return 0;
     }
-    while (n > 1 && (uint64_t)n * RPIPE_SLOT_BYTES > ch->cfg.alloc_size) {
+    while (n > 1 && (uint64_t)n * payload > ch->cfg.alloc_size) {
         n >>= 1;
     }
     return n >= 2 ? n : 0;
@@ -784,7 +801,7 @@ static uint32_t rpipe_channel_slots(const rch_t ch)
 /* Byte offset of the slot header line (the consumer's free count). */
 static uint64_t rpipe_slot_header_offset(const rch_t ch)
 {
-    return (ch->region_bytes + RPIPE_SLOT_BYTES - 1) & ~(uint64_t)(RPIPE_SLOT_BYTES - 1);
+    return (ch->region_bytes + RPIPE_CACHE_LINE - 1) & ~(uint64_t)(RPIPE_CACHE_LINE - 1);
 }
 
 int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
@@ -815,10 +832,10 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     ch->nslots = rpipe_channel_slots(ch);
     ch->unit_shift = (uint16_t)__builtin_ctzll(ch->unit);
     ch->slot_header = rpipe_slot_header_offset(ch);
-    ch->slot_start0 = (ch->slot_header + RPIPE_SLOT_BYTES) >> ch->unit_shift;
-    ch->view_bytes = ch->nslots == 0
-                         ? ch->region_bytes
-                         : ch->slot_header + (uint64_t)(ch->nslots + 1) * RPIPE_SLOT_BYTES;
+    ch->slot_start0 = (ch->slot_header + RPIPE_CACHE_LINE) >> ch->unit_shift;
+    ch->view_bytes = ch->nslots == 0 ? ch->region_bytes
+                                     : ch->slot_header + RPIPE_CACHE_LINE +
+                                           (uint64_t)ch->nslots * ch->slot_bytes;
     rpipe_channel_keys(ch);
     for (rch_t other = rpipe_state.channels; other != NULL; other = other->next) {
         if (strcmp(other->key_mine, ch->key_mine) == 0) {
@@ -907,6 +924,7 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     meta.sync_key_len = (uint32_t)key_len;
     meta.atomic_type = cfg->op == RDMA_ATOMIC ? cfg->atomic_type : 0;
     meta.slots = ch->nslots;
+    meta.slot_bytes = ch->slot_bytes;
     if (status == UTIL_OK && ch->cell_mem != NULL) {
         meta.cell_addr = (uint64_t)(uintptr_t)ch->cell;
         status = btl_mem_pack(ch->cell_mem, meta.cell_key, sizeof(meta.cell_key), &key_len);
@@ -994,10 +1012,12 @@ util_status_t rpipe_connect(rch_t ch)
                    ch->key_mine, rpipe_state.rank, ch->cfg.peer);
         return UTIL_ERR_INVALID;
     }
-    if (meta.slots != ch->nslots) {
-        util_error("rpipe: the two ends of channel %s disagree on small-message slots (%u on "
-                   "rank %d, %u on rank %d: set RMB_RPIPE_SLOTS alike)",
-                   ch->key_mine, ch->nslots, rpipe_state.rank, meta.slots, ch->cfg.peer);
+    if (meta.slots != ch->nslots || (ch->nslots != 0 && meta.slot_bytes != ch->slot_bytes)) {
+        util_error("rpipe: the two ends of channel %s disagree on small-message slots (%u of %u "
+                   "bytes on rank %d, %u of %u on rank %d: set RMB_RPIPE_SLOTS and slot_payload "
+                   "alike)",
+                   ch->key_mine, ch->nslots, ch->slot_bytes, rpipe_state.rank, meta.slots,
+                   meta.slot_bytes, ch->cfg.peer);
         return UTIL_ERR_INVALID;
     }
     status = btl_ctx_ep(rpipe_state.btl, ch->cfg.peer, &ch->ep);

@@ -18,10 +18,11 @@
  * the flag, so rmalloc_desc_flag_offset() is exactly flag_offset. The user
  * sees desc.payload without the 8 header bytes (rpipe_desc_store_user()).
  *
- * Small-message slots. Messages of up to RPIPE_SLOT_PAYLOAD bytes go to a
- * ring of one-line slots after the region, outside the allocator: user
- * header, payload, and the flag in the line's last 8 bytes, so a reader
- * polls a slot without knowing the size. The consumer frees slots by
+ * Small-message slots. Messages of up to slot_payload bytes (the config's;
+ * by default RPIPE_SLOT_PAYLOAD, one line a slot) go to a ring of slots
+ * after the region, outside the allocator: user header, payload, and the
+ * flag in the slot's last 8 bytes, so a reader polls a slot without
+ * knowing the size. The consumer frees slots by
  * publishing how many it freed in order (the slot header line before the
  * first slot); the producer reads that count only when the ring looks
  * full. Block mode: both ends pick the slots by size (their sizes agree),
@@ -44,10 +45,8 @@
 #define RPIPE_UHDR_BYTES 8u
 #define RPIPE_FLAG_MARK  0xA5u /* low byte of a set flag; then payload size and sequence */
 
-#define RPIPE_CACHE_LINE   64u /* the prefetch stride and a slot */
-#define RPIPE_SLOT_BYTES   RPIPE_CACHE_LINE
-#define RPIPE_SLOT_FLAG    (RPIPE_SLOT_BYTES - 8u)
-#define RPIPE_SLOT_PAYLOAD (RPIPE_SLOT_FLAG - RPIPE_UHDR_BYTES)
+#define RPIPE_CACHE_LINE   64u /* the prefetch stride, the slot header and the smallest slot */
+#define RPIPE_SLOT_PAYLOAD (RPIPE_CACHE_LINE - 8u - RPIPE_UHDR_BYTES) /* the default slot's */
 #define RPIPE_SLOTS_MAX    64u /* the consumer's free mask is one word */
 /* raddr_t.flags of a slot message (rmalloc's own flags are the low bits) */
 #define RPIPE_DESC_SLOT (1u << 15)
@@ -62,7 +61,7 @@ typedef struct rpipe_meta {
     uint8_t region_key[BTL_RKEY_PACKED_MAX];
     uint8_t sync_key[BTL_RKEY_PACKED_MAX];
     uint64_t atomic_type, cell_addr; /* RDMA_ATOMIC: the consumer's accumulator */
-    uint32_t cell_key_len, slots;
+    uint32_t cell_key_len, slots, slot_bytes;
     uint8_t cell_key[BTL_RKEY_PACKED_MAX];
 } rpipe_meta_t;
 
@@ -153,6 +152,8 @@ struct rpipe_channel {
      * freed out of order; slot_unwritten: tag/channel producer, a slot is
      * allocated and not written yet. */
     uint32_t nslots;
+    uint32_t slot_bytes;   /* a slot: whole lines, the flag in its last 8 bytes */
+    uint32_t slot_payload; /* the largest payload a slot holds: slot_bytes - 16 */
     int slots_on;
     uint64_t slot_header; /* byte offset of the slot header line in the view */
     char *slot_mem;       /* that line where this side sees it (set at connect) */

@@ -143,7 +143,7 @@ int rmalloc_nb(rch_t ch, size_t size, raddr_t *desc_p)
             return status;
         }
     }
-    if (size <= RPIPE_SLOT_PAYLOAD && ch->slots_on) {
+    if (size <= ch->slot_payload && ch->slots_on) {
         int placed = rpipe_slot_alloc(ch, size, desc_p);
 
         if (placed != R_ERR_NOT_FOUND) {
@@ -238,7 +238,7 @@ raddr_t rmalloc(rch_t ch, size_t size)
 {
     raddr_t desc;
 
-    if (ch != NULL && ch->producer && ch->slots_on && size <= RPIPE_SLOT_PAYLOAD &&
+    if (ch != NULL && ch->producer && ch->slots_on && size <= ch->slot_payload &&
         ch->deferred_n == 0 && rpipe_slot_alloc(ch, size, &desc) == R_SUCCESS) {
         return desc;
     }
@@ -674,7 +674,7 @@ int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
             return status;
         }
     }
-    if (ch->slots_on && (rpipe_slot_block(ch) ? !ch->pending && size <= RPIPE_SLOT_PAYLOAD : 1)) {
+    if (ch->slots_on && (rpipe_slot_block(ch) ? !ch->pending && size <= ch->slot_payload : 1)) {
         /* block: small sizes are the slots' alone; tag/channel: the next
          * slot or the next region message, whichever has the sequence */
         int taken = rpipe_slot_take(ch, size, desc_p, ptr_p);
@@ -731,7 +731,7 @@ static void rpipe_wait_flag(rch_t ch, size_t size, rpipe_wait_t *wait)
     if (rpipe_state.deferred == 0 && wait->polls < rpipe_state.spin) {
         int block = rpipe_slot_block(ch);
 
-        if (ch->slots_on && (!block || (!ch->pending && size <= RPIPE_SLOT_PAYLOAD))) {
+        if (ch->slots_on && (!block || (!ch->pending && size <= ch->slot_payload))) {
             word[nw++] = rpipe_slot_next_flag(ch);
         }
         if (block && nw > 0) {
@@ -793,8 +793,7 @@ static __attribute__((noinline)) int rpipe_slot_read(rch_t ch, raddr_t *desc_p, 
             unsigned n;
 
             for (n = 0; n < RPIPE_FLAG_SPIN; n++) {
-                if ((__atomic_load_n(flag, __ATOMIC_RELAXED) & (RPIPE_SLOT_SEQ_BITS | 0xffu)) ==
-                    want) {
+                if ((__atomic_load_n(flag, __ATOMIC_RELAXED) & RPIPE_SLOT_CHECK) == want) {
                     break;
                 }
             }
@@ -815,7 +814,7 @@ int rread(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size)
     int status;
 
     if (ch != NULL && !ch->producer && ch->slots_on && rpipe_slot_block(ch) && !ch->pending &&
-        size <= RPIPE_SLOT_PAYLOAD && ch->deferred_n == 0 && desc_p != NULL && ptr_p != NULL) {
+        size <= ch->slot_payload && ch->deferred_n == 0 && desc_p != NULL && ptr_p != NULL) {
         status = rpipe_slot_take(ch, size, desc_p, ptr_p);
         return status != R_PENDING ? status : rpipe_slot_read(ch, desc_p, ptr_p, size);
     }

@@ -1,9 +1,10 @@
 /*
  * Small-message slots (rpipe.h): the inline steps of rmalloc, rwrite,
- * rread and rfree for messages of up to RPIPE_SLOT_PAYLOAD bytes. A slot
- * is one line: user header, payload, and the flag in the last 8 bytes.
+ * rread and rfree for messages of up to the channel's slot_payload bytes.
+ * A slot is whole lines (one by default): user header, payload, and the
+ * flag in the last 8 bytes.
  *
- * The flag is mark, payload size and a 48-bit sequence, with no hash of the
+ * The flag is mark, payload size and a 40-bit sequence, with no hash of the
  * place (rpipe_flag_value): no payload byte reaches the flag's word, so it
  * holds 0 or a flag written there, and a sequence that never wraps tells
  * the message expected from an older one. So rfree does not clear it: the
@@ -19,7 +20,8 @@
 #include "btl/btl_inl.h"
 #include "util/log.h"
 
-#define RPIPE_SLOT_SEQ_BITS (~UINT64_C(0xffff))
+#define RPIPE_SLOT_SEQ_BITS (~UINT64_C(0xffffff))
+#define RPIPE_SLOT_CHECK    (RPIPE_SLOT_SEQ_BITS | 0xffu) /* sequence and mark */
 
 static inline int rpipe_slot_block(const struct rpipe_channel *ch)
 {
@@ -28,18 +30,24 @@ static inline int rpipe_slot_block(const struct rpipe_channel *ch)
 
 static inline uint64_t rpipe_slot_flag(uint64_t seq, uint64_t user_payload)
 {
-    return (seq << 16) | (user_payload << 8) | RPIPE_FLAG_MARK;
+    return (seq << 24) | (user_payload << 8) | RPIPE_FLAG_MARK;
 }
 
-/* The line of slot number n, and the unit where it starts. */
+/* Slot number n (after the header line), its flag, and the unit where it
+ * starts. */
 static inline char *rpipe_slot_line(const struct rpipe_channel *ch, uint64_t n)
 {
-    return ch->slot_mem + RPIPE_SLOT_BYTES * (1 + (n & (ch->nslots - 1)));
+    return ch->slot_mem + RPIPE_CACHE_LINE + (uint64_t)ch->slot_bytes * (n & (ch->nslots - 1));
+}
+
+static inline uint64_t *rpipe_slot_flag_at(const struct rpipe_channel *ch, char *line)
+{
+    return (uint64_t *)(line + ch->slot_bytes - 8);
 }
 
 static inline uint64_t rpipe_slot_start(const struct rpipe_channel *ch, uint64_t n)
 {
-    return ch->slot_start0 + ((n & (ch->nslots - 1)) << (6 - ch->unit_shift));
+    return ch->slot_start0 + ((n & (ch->nslots - 1)) * (ch->slot_bytes >> ch->unit_shift));
 }
 
 /* Writes the user's descriptor of slot n holding user_payload bytes. */
@@ -48,7 +56,7 @@ static inline void rpipe_slot_desc(const struct rpipe_channel *ch, uint64_t n,
 {
     uint64_t start = rpipe_slot_start(ch, n);
 
-    rpipe_desc_pack(d, start, start + (RPIPE_SLOT_BYTES >> ch->unit_shift), (UINT64_C(1) << 63) | n,
+    rpipe_desc_pack(d, start, start + (ch->slot_bytes >> ch->unit_shift), (UINT64_C(1) << 63) | n,
                     0, user_payload, (uint32_t)n, ch->unit_shift, RPIPE_DESC_SLOT);
 }
 
@@ -141,7 +149,7 @@ static inline __attribute__((always_inline)) int rpipe_slot_write(rch_t ch, cons
     uint64_t flag;
     char *line;
 
-    if (__builtin_expect(d->payload > RPIPE_SLOT_PAYLOAD || d->start != rpipe_slot_start(ch, n) ||
+    if (__builtin_expect(d->payload > ch->slot_payload || d->start != rpipe_slot_start(ch, n) ||
                              (rpipe_slot_block(ch) ? age >= ch->slot_next - ch->slot_freed
                                                    : !ch->slot_unwritten || n + 1 != ch->slot_next),
                          0)) {
@@ -151,12 +159,12 @@ static inline __attribute__((always_inline)) int rpipe_slot_write(rch_t ch, cons
     flag = rpipe_slot_flag(rpipe_slot_block(ch) ? n : ch->seq, d->payload);
     line = rpipe_slot_line(ch, n);
     if (!rpipe_msgs_pushed(ch)) {
-        __atomic_store_n((uint64_t *)(line + RPIPE_SLOT_FLAG), flag, __ATOMIC_RELEASE);
+        __atomic_store_n(rpipe_slot_flag_at(ch, line), flag, __ATOMIC_RELEASE);
     } else {
         uint64_t off = (uint64_t)(line - ch->region);
         util_status_t status = btl_put_flag(
             ch->ep, line, RPIPE_UHDR_BYTES + d->payload, ch->region_mem, ch->peer_region_addr + off,
-            ch->peer_region_rkey, ch->peer_region_addr + off + RPIPE_SLOT_FLAG,
+            ch->peer_region_rkey, ch->peer_region_addr + off + ch->slot_bytes - 8,
             ch->peer_region_rkey, flag, NULL);
         if (status != UTIL_OK) {
             return status;
@@ -173,12 +181,11 @@ static inline __attribute__((always_inline)) int rpipe_slot_take(rch_t ch, size_
 {
     uint64_t n = ch->slot_next;
     char *line = rpipe_slot_line(ch, n);
-    uint64_t flag = btl_flag_load((const uint64_t *)(line + RPIPE_SLOT_FLAG));
-    uint64_t payload = (flag >> 8) & 0xffu;
+    uint64_t flag = btl_flag_load(rpipe_slot_flag_at(ch, line));
+    uint64_t payload = (flag >> 8) & 0xffffu;
 
-    if ((flag & (RPIPE_SLOT_SEQ_BITS | 0xffu)) !=
-            rpipe_slot_flag(rpipe_slot_block(ch) ? n : ch->seq, 0) ||
-        payload > RPIPE_SLOT_PAYLOAD) {
+    if ((flag & RPIPE_SLOT_CHECK) != rpipe_slot_flag(rpipe_slot_block(ch) ? n : ch->seq, 0) ||
+        payload > ch->slot_payload) {
         return R_PENDING;
     }
     if (payload > size) {
@@ -205,8 +212,8 @@ static inline __attribute__((always_inline)) int rpipe_slot_free(rch_t ch, const
                          0)) {
         goto invalid;
     }
-    flag = (uint64_t *)(rpipe_slot_line(ch, n) + RPIPE_SLOT_FLAG);
-    if ((__atomic_load_n(flag, __ATOMIC_RELAXED) & 0xffffu) !=
+    flag = rpipe_slot_flag_at(ch, rpipe_slot_line(ch, n));
+    if ((__atomic_load_n(flag, __ATOMIC_RELAXED) & 0xffffffu) !=
         ((d->payload << 8) | RPIPE_FLAG_MARK)) {
         goto invalid;
     }
@@ -230,18 +237,17 @@ static inline void *rpipe_slot_mem(const struct rpipe_channel *ch, const raddr_t
     uint64_t units = d->start - ch->slot_start0;
 
     if (d->unit_shift != ch->unit_shift ||
-        units >= ((uint64_t)ch->nslots << (6 - ch->unit_shift)) ||
-        d->end - d->start != (RPIPE_SLOT_BYTES >> ch->unit_shift) ||
-        d->payload > RPIPE_SLOT_PAYLOAD) {
+        units >= (uint64_t)ch->nslots * (ch->slot_bytes >> ch->unit_shift) ||
+        d->end - d->start != (ch->slot_bytes >> ch->unit_shift) || d->payload > ch->slot_payload) {
         return NULL;
     }
-    return ch->slot_mem + RPIPE_SLOT_BYTES + (units << ch->unit_shift) + RPIPE_UHDR_BYTES;
+    return ch->slot_mem + RPIPE_CACHE_LINE + (units << ch->unit_shift) + RPIPE_UHDR_BYTES;
 }
 
 /* Where the next slot's flag is, for a wait to watch. */
 static inline const uint64_t *rpipe_slot_next_flag(const struct rpipe_channel *ch)
 {
-    return (const uint64_t *)(rpipe_slot_line(ch, ch->slot_next) + RPIPE_SLOT_FLAG);
+    return rpipe_slot_flag_at(ch, rpipe_slot_line(ch, ch->slot_next));
 }
 
 #endif

@@ -46,6 +46,8 @@ static rch_t open_channel(int peer, int producer, int kind, size_t bytes)
     cfg.sync = NET_SYNC_BLKS;
     cfg.context = (unsigned)kind;
     cfg.alloc_size = DEPTH * bytes;
+    /* every message has this size: slots of it keep the allocator off the path */
+    cfg.slot_payload = bytes <= RSLOT_PAYLOAD_MAX ? bytes : 0;
     check(rpipe(&ch, &cfg), "rpipe");
     return ch;
 }

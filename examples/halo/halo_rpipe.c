@@ -43,6 +43,8 @@ static rch_t open_channel(int peer, int producer, size_t row_bytes)
     cfg.algorithm = NEXT_FIT;
     cfg.sync = NET_SYNC_BLKS;
     cfg.alloc_size = DEPTH * row_bytes;
+    /* every message has this size: slots of it keep the allocator off the path */
+    cfg.slot_payload = row_bytes <= RSLOT_PAYLOAD_MAX ? row_bytes : 0;
     check(rpipe(&ch, &cfg), "rpipe");
     return ch;
 }

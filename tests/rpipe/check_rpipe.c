@@ -75,10 +75,12 @@ START_TEST(test_stale)
 }
 END_TEST
 
-/* small-message slots, every sync mode and direction, shm and ofi */
+/* small-message slots, of one line and (slotswide) of slot_payload 200,
+ * every sync mode and direction, shm and ofi */
 START_TEST(test_slots)
 {
-    const char *args[] = {"slots", ops[_i % 2], syncs[_i / 2], "next", "2000", NULL};
+    const char *args[] = {
+        _i < 6 ? "slots" : "slotswide", ops[_i % 2], syncs[(_i / 2) % 3], "next", "2000", NULL};
 
     run(2, "auto", NULL, PROG, args);
     if (btl_component_find("ofi") != NULL) { /* across the network: PUT, and GET pushed */
@@ -237,7 +239,7 @@ int main(void)
     tcase_add_loop_test(tc, test_heuristics, 0, 16);
     tcase_add_loop_test(tc, test_reorder, 0, 4);
     tcase_add_loop_test(tc, test_stale, 0, 2);
-    tcase_add_loop_test(tc, test_slots, 0, 6);
+    tcase_add_loop_test(tc, test_slots, 0, 12);
     tcase_add_loop_test(tc, test_barrier_burst, 0, 12);
     tcase_add_loop_test(tc, test_pe_counts, 2, 9);
     tcase_add_loop_test(tc, test_misuse, 0, 6);

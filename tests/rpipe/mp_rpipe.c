@@ -17,6 +17,7 @@
  *       slots     small-message slots: held, freed out of order, full
  *                 (block waits, tag/channel use the region), written out
  *                 of order, misused, ends that disagree (2 PEs);
+ *       slotswide as slots, with slots of 200 bytes (slot_payload);
  *       getpush   GET: the four combinations of RMB_RPIPE_GET_PUSH on the
  *                 two ends; the consumer's decides whether messages are
  *                 pushed where memory is not mapped (2 PEs);
@@ -494,8 +495,9 @@ static void mode_alltoall(rmalloc_config_t cfg, long count)
  * written in reverse order arrive in write order. Round 3: count messages
  * of 1..96 bytes, a slot or the region by size. Misuse: a slot freed twice,
  * written twice (tag/channel), a forged slot descriptor. Last: ends that
- * disagree on RMB_RPIPE_SLOTS, and bad values of it and of
- * RMB_RPIPE_PREFETCH, are refused. */
+ * disagree on RMB_RPIPE_SLOTS (slotswide: on slot_payload), and bad values
+ * of it, of slot_payload and of RMB_RPIPE_PREFETCH, are refused. slotswide
+ * runs it all with slot_payload 200 (slots of four lines). */
 /* Receives message i of exactly size bytes from PE 0 (context 3). */
 static void recv_exact(rch_t ch, long i, size_t size, raddr_t *d_p)
 {
@@ -510,10 +512,11 @@ static void recv_exact(rch_t ch, long i, size_t size, raddr_t *d_p)
     check_message(0, 3, i, d_p, p, size, network_header(ch, *d_p));
 }
 
-static void mode_slots(rmalloc_config_t cfg, long count)
+static void mode_slots(rmalloc_config_t cfg, long count, size_t slot_payload)
 {
     enum { CAP = 1024 };
     int block = cfg.sync == NET_SYNC_BLKS, on;
+    size_t full, big;
     long token = 0, n = 0, i = 0;
     uint64_t rng = 0x51075107u;
     raddr_t held[RPIPE_SLOTS_MAX], d;
@@ -524,9 +527,15 @@ static void mode_slots(rmalloc_config_t cfg, long count)
         FAIL("slots runs on 2 PEs");
         return;
     }
+    cfg.slot_payload = slot_payload;
     ch = open_channel(cfg, 0, 1, 3, CAP);
     if (ch == NULL) {
         return;
+    }
+    full = ch->slot_payload; /* the largest message a slot holds */
+    big = 2 * full;          /* round 3's sizes: slots and region */
+    if (full < (slot_payload ? slot_payload : RPIPE_SLOT_PAYLOAD) || full > RSLOT_PAYLOAD_MAX) {
+        FAIL("slot_payload %zu gave slots of %zu bytes", slot_payload, full);
     }
     if (me == 0) {
         send_one(ch, 1, 3, n++, 8); /* connects: slots_on is known now */
@@ -541,7 +550,7 @@ static void mode_slots(rmalloc_config_t cfg, long count)
     if (me == 0 && on) {
         /* round 1: fill the slots (one is in use already) */
         for (; n < (long)ch->nslots; n++) {
-            send_one(ch, 1, 3, n, RPIPE_SLOT_PAYLOAD);
+            send_one(ch, 1, 3, n, full);
         }
         EXPECT_RC(network_recv(1, &token, sizeof(token)), R_SUCCESS); /* all read, held */
         if (block) {
@@ -560,7 +569,7 @@ static void mode_slots(rmalloc_config_t cfg, long count)
         EXPECT_RC(network_send(1, &token, sizeof(token)), R_SUCCESS);
         EXPECT_RC(network_recv(1, &token, sizeof(token)), R_SUCCESS); /* all freed */
         if (block) {
-            send_one(ch, 1, 3, n++, RPIPE_SLOT_PAYLOAD);
+            send_one(ch, 1, 3, n++, full);
         }
         /* round 2 */
         if (!block) {
@@ -589,7 +598,7 @@ static void mode_slots(rmalloc_config_t cfg, long count)
         }
     } else if (on) {
         for (; i < (long)ch->nslots; i++) {
-            recv_exact(ch, i, msg_size(0, 1, 3, i, RPIPE_SLOT_PAYLOAD), &held[i]);
+            recv_exact(ch, i, msg_size(0, 1, 3, i, full), &held[i]);
             if (raddr_is_null(held[i])) {
                 return;
             }
@@ -612,7 +621,7 @@ static void mode_slots(rmalloc_config_t cfg, long count)
         EXPECT_RC(rfree(ch, held[0]), R_ERR_INVALID); /* freed twice */
         EXPECT_RC(network_send(0, &token, sizeof(token)), R_SUCCESS);
         if (block) {
-            recv_exact(ch, i, msg_size(0, 1, 3, i, RPIPE_SLOT_PAYLOAD), &d);
+            recv_exact(ch, i, msg_size(0, 1, 3, i, full), &d);
             i++;
             EXPECT_RC(rfree(ch, d), R_SUCCESS);
         } else {
@@ -627,12 +636,12 @@ static void mode_slots(rmalloc_config_t cfg, long count)
     /* round 3: a slot or the region by size */
     for (long k = 0; k < count; k++) {
         if (me == 0) {
-            send_one(ch, 1, 3, n++, 96);
+            send_one(ch, 1, 3, n++, big);
             continue;
         }
-        recv_one(ch, 0, 3, i, 96, &d);
+        recv_one(ch, 0, 3, i, big, &d);
         if (!raddr_is_null(d)) {
-            if (on && block && (d.payload <= RPIPE_SLOT_PAYLOAD) != !!(d.flags & RPIPE_DESC_SLOT)) {
+            if (on && block && (d.payload <= full) != !!(d.flags & RPIPE_DESC_SLOT)) {
                 FAIL("block message %ld of %llu bytes: slot %d", i, (unsigned long long)d.payload,
                      !!(d.flags & RPIPE_DESC_SLOT));
             }
@@ -643,7 +652,8 @@ static void mode_slots(rmalloc_config_t cfg, long count)
     if (me == 0 && on) { /* misuse: a slot the producer never allocated */
         d = rmalloc(ch, 8);
         d.block += 5;
-        d.start = ch->slot_start0 + (ch->nslots << 6 >> ch->unit_shift); /* past the last */
+        d.start =
+            ch->slot_start0 + ch->nslots * (ch->slot_bytes >> ch->unit_shift); /* past the last */
         if (rmem(ch, d) != NULL) {
             FAIL("rmem gave a pointer for a slot outside the channel");
         }
@@ -652,10 +662,13 @@ static void mode_slots(rmalloc_config_t cfg, long count)
     network_barrier();
     rpipe_close(ch);
 
-    /* the ends disagree on the slots: refused on both, with a message */
+    /* the ends disagree on the slots (their number, or their size with
+     * slot_payload): refused on both, with a message */
     EXPECT_RC(rexit(), R_SUCCESS);
-    if (me == 1) {
+    if (me == 1 && slot_payload == 0) {
         setenv("RMB_RPIPE_SLOTS", "8", 1);
+    } else if (me == 1) {
+        cfg.slot_payload = slot_payload + 50; /* as many slots, of 5 lines */
     }
     EXPECT_RC(rinit(NULL, NULL), R_SUCCESS);
     ch = open_channel(cfg, 0, 1, 4, CAP);
@@ -666,6 +679,19 @@ static void mode_slots(rmalloc_config_t cfg, long count)
             EXPECT_RC(rread_nb(ch, &d, &p, 8), R_ERR_INVALID);
         }
     }
+    EXPECT_RC(rexit(), R_SUCCESS);
+    unsetenv("RMB_RPIPE_SLOTS");
+    EXPECT_RC(rinit(NULL, NULL), R_SUCCESS);
+    /* slot_payload out of range, or with units above a line, or atomic */
+    cfg.peer = 1 - me;
+    cfg.slot_payload = RSLOT_PAYLOAD_MAX + 1;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.slot_payload = 64;
+    cfg.unit_size = 128;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.unit_size = 8;
+    cfg.op = RDMA_ATOMIC;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
     EXPECT_RC(rexit(), R_SUCCESS);
     setenv("RMB_RPIPE_SLOTS", "3", 1);
     EXPECT_RC(rinit(NULL, NULL), R_ERR_INVALID);
@@ -1153,7 +1179,9 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "messages"))
         mode_messages();
     else if (!strcmp(mode, "slots"))
-        mode_slots(cfg, count);
+        mode_slots(cfg, count, 0);
+    else if (!strcmp(mode, "slotswide"))
+        mode_slots(cfg, count, 200);
     else if (!strcmp(mode, "atomic"))
         mode_atomic(cfg, count);
     else if (!strcmp(mode, "getpush"))
