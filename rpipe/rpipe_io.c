@@ -469,27 +469,6 @@ static util_status_t rpipe_load_flag(rch_t ch, const raddr_t *desc, uint64_t *fl
     return btl_get(ch->ep, flag_p, 8, NULL, ch->peer_region_addr + off, ch->peer_region_rkey);
 }
 
-/* The payload was written by another core (or the network) and the caller
- * may read it in any order: ask for all its lines now, so they come in
- * together instead of one demand miss after another (em3d reads its values
- * at random). Only the first RMB_RPIPE_PREFETCH bytes: more would evict
- * what the caller works on. */
-static inline void rpipe_prefetch(const char *payload, uint64_t bytes)
-{
-    const uint64_t line = RPIPE_CACHE_LINE;
-    uint64_t n = bytes < rpipe_state.prefetch ? bytes : rpipe_state.prefetch, off = 0;
-
-    for (; off + 4 * line <= n; off += 4 * line) { /* a quarter of the loop's own instructions */
-        __builtin_prefetch(payload + off);
-        __builtin_prefetch(payload + off + line);
-        __builtin_prefetch(payload + off + 2 * line);
-        __builtin_prefetch(payload + off + 3 * line);
-    }
-    for (; off < n; off += line) {
-        __builtin_prefetch(payload + off);
-    }
-}
-
 /* rread_nb's last step: the pending message of `payload` bytes is the
  * caller's. */
 static inline int rpipe_read_done(rch_t ch, const raddr_t *desc, uint64_t payload, raddr_t *desc_p,
