@@ -496,7 +496,7 @@ static void mode_alltoall(rmalloc_config_t cfg, long count)
  * of 1..96 bytes, a slot or the region by size. Misuse: a slot freed twice,
  * written twice (tag/channel), a forged slot descriptor. Last: ends that
  * disagree on RMB_RPIPE_SLOTS (slotswide: on slot_payload), and bad values
- * of it, of slot_payload and of RMB_RPIPE_PREFETCH, are refused. slotswide
+ * of it and of RMB_RPIPE_PREFETCH, are refused (bad slot_payload: misuse). slotswide
  * runs it all with slot_payload 200 (slots of four lines). */
 /* Receives message i of exactly size bytes from PE 0 (context 3). */
 static void recv_exact(rch_t ch, long i, size_t size, raddr_t *d_p)
@@ -680,19 +680,6 @@ static void mode_slots(rmalloc_config_t cfg, long count, size_t slot_payload)
         }
     }
     EXPECT_RC(rexit(), R_SUCCESS);
-    unsetenv("RMB_RPIPE_SLOTS");
-    EXPECT_RC(rinit(NULL, NULL), R_SUCCESS);
-    /* slot_payload out of range, or with units above a line, or atomic */
-    cfg.peer = 1 - me;
-    cfg.slot_payload = RSLOT_PAYLOAD_MAX + 1;
-    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
-    cfg.slot_payload = 64;
-    cfg.unit_size = 128;
-    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
-    cfg.unit_size = 8;
-    cfg.op = RDMA_ATOMIC;
-    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
-    EXPECT_RC(rexit(), R_SUCCESS);
     setenv("RMB_RPIPE_SLOTS", "3", 1);
     EXPECT_RC(rinit(NULL, NULL), R_ERR_INVALID);
     unsetenv("RMB_RPIPE_SLOTS");
@@ -795,6 +782,16 @@ static void mode_misuse(rmalloc_config_t base)
     cfg.context = 300;
     EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
     cfg.context = 0;
+    cfg.slot_payload = RSLOT_PAYLOAD_MAX + 1;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.slot_payload = 64; /* with units above a line, or atomic */
+    cfg.unit_size = 128;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.unit_size = 8;
+    cfg.op = RDMA_ATOMIC;
+    EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
+    cfg.op = base.op;
+    cfg.slot_payload = 0;
     cfg.sync = NET_SYNC_BLKS;
     cfg.algorithm = BEST_FIT;
     EXPECT_RC(rpipe(&ch, &cfg), R_ERR_INVALID);
