@@ -497,7 +497,7 @@ static void mode_alltoall(rmalloc_config_t cfg, long count)
  * written twice (tag/channel), a forged slot descriptor. Last: ends that
  * disagree on RMB_RPIPE_SLOTS (slotswide: on slot_payload), and bad values
  * of it and of RMB_RPIPE_PREFETCH, are refused (bad slot_payload: misuse). slotswide
- * runs it all with slot_payload 200 (slots of four lines). */
+ * runs it all with slot_payload 200 (slots of four lines) and 64-byte units. */
 /* Receives message i of exactly size bytes from PE 0 (context 3). */
 static void recv_exact(rch_t ch, long i, size_t size, raddr_t *d_p)
 {
@@ -528,6 +528,9 @@ static void mode_slots(rmalloc_config_t cfg, long count, size_t slot_payload)
         return;
     }
     cfg.slot_payload = slot_payload;
+    if (slot_payload != 0) {
+        cfg.unit_size = RPIPE_CACHE_LINE; /* the largest unit slots take */
+    }
     ch = open_channel(cfg, 0, 1, 3, CAP);
     if (ch == NULL) {
         return;
