@@ -4,7 +4,8 @@
  *   oshrun -n 2 bench/rpipe_bench [-put|-get] [all|floor|lat|floorlat|bw|table|irregular] [max_bytes]
  * The backend is the btl's choice (RMB_BTL=shm|ofi, FI_PROVIDER=...).
  * RPIPE_BENCH_SYNC=block|tag|channel runs lat and bw for that sync mode only
- * (for profilers; the other columns print 0).
+ * (for profilers; the other columns print 0). RPIPE_BENCH_SLOT=BYTES sets
+ * every channel's slot_payload (messages up to that size in fixed slots).
  *   floor      two processes ping-pong on one shared cache-line flag, no
  *              library: the machine's one-way floor for rwrite->rread
  *   lat        one-way latency (ping-pong / 2: rmalloc, rwrite, rread,
@@ -77,6 +78,8 @@ static void check(int rc, const char *what)
     }
 }
 
+static size_t slot_payload; /* RPIPE_BENCH_SLOT */
+
 /* Both ends of a data channel (0 -> 1) and an echo channel (1 -> 0). */
 static pair_t open_pair(rsync_mode_t sync, ralloc_algorithm_t alg, size_t capacity, size_t unit)
 {
@@ -90,6 +93,7 @@ static pair_t open_pair(rsync_mode_t sync, ralloc_algorithm_t alg, size_t capaci
     cfg.algorithm = alg;
     cfg.alloc_size = capacity;
     cfg.unit_size = unit;
+    cfg.slot_payload = slot_payload;
     cfg.context = next_context++;
     /* PUT: the producer is rdma_active; GET: the consumer. */
     cfg.rdma_active = (rank == 0) != op_get;
@@ -466,6 +470,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "rpipe_bench: rinit failed\n");
         return 1;
     }
+    if (getenv("RPIPE_BENCH_SLOT") != NULL) {
+        char *end;
+        unsigned long v = strtoul(getenv("RPIPE_BENCH_SLOT"), &end, 10);
+
+        if (*end != '\0' || v > RSLOT_PAYLOAD_MAX) {
+            if (rank == 0) {
+                fprintf(stderr, "rpipe_bench: RPIPE_BENCH_SLOT=%s is not a size up to %u\n",
+                        getenv("RPIPE_BENCH_SLOT"), RSLOT_PAYLOAD_MAX);
+            }
+            rexit();
+            return 2;
+        }
+        slot_payload = v;
+    }
     if (nranks != 2) {
         if (rank == 0) fprintf(stderr, "rpipe_bench: run with 2 ranks (oshrun -n 2)\n");
         rexit();
@@ -477,9 +495,9 @@ int main(int argc, char **argv)
     }
     memset(src_buf, 0x5a, (size_t)max);
     if (rank == 0) {
-        printf("# rpipe_bench %s %s, btl %s%s%s\n", dir + 1, what, btl ? btl : "auto",
-               getenv("FI_PROVIDER") ? ", FI_PROVIDER=" : "",
-               getenv("FI_PROVIDER") ? getenv("FI_PROVIDER") : "");
+        printf("# rpipe_bench %s %s, btl %s%s%s, slot_payload %zu\n", dir + 1, what,
+               btl ? btl : "auto", getenv("FI_PROVIDER") ? ", FI_PROVIDER=" : "",
+               getenv("FI_PROVIDER") ? getenv("FI_PROVIDER") : "", slot_payload);
     }
     if (all || floorlat || !strcmp(what, "floor")) {
         double t = bench_floor(1000000);
