@@ -258,7 +258,17 @@ void *rmem(rch_t ch, raddr_t desc)
 
 void *rmalloc_mem(rch_t ch, size_t size, raddr_t *desc_p)
 {
-    raddr_t desc = rmalloc(ch, size);
+    raddr_t desc;
+
+    if (ch != NULL && ch->producer && ch->slots_on && size <= ch->slot_payload &&
+        ch->deferred_n == 0 && desc_p != NULL) {
+        uint64_t n = ch->slot_next; /* the slot rpipe_slot_alloc hands out */
+
+        if (rpipe_slot_alloc(ch, size, desc_p) == R_SUCCESS) {
+            return rpipe_slot_line(ch, n) + RPIPE_UHDR_BYTES;
+        }
+    }
+    desc = rmalloc(ch, size);
 
     if (desc_p != NULL) {
         *desc_p = desc;
