@@ -180,10 +180,10 @@ RMALLOC_API int rwrite_nb(rch_t ch, raddr_t desc);
  * R_ERR_TRUNCATED); *desc_p gets its descriptor (desc.payload is its size)
  * and *ptr_p a pointer to it, valid until rfree. rread_nb returns R_PENDING
  * when no message has arrived. NET_SYNC_BLKS, sizes past the slots at both
- * ends (over 48 bytes, or over slot_payload; up to 4 MiB): a producer that wrote another size than the reader
- * asks for is found once the read has waited 50 ms, R_ERR_STATE with a
- * message (not where a GET reader reads the producer's memory through the
- * network, RMB_RPIPE_GET_PUSH=no). */
+ * ends (over 48 bytes, or over slot_payload; up to 4 MiB): a producer that
+ * wrote another size than the reader asks for is found once the read has
+ * waited 50 ms, R_ERR_STATE with a message (not where a GET reader reads
+ * the producer's memory through the network, RMB_RPIPE_GET_PUSH=no). */
 RMALLOC_API int rread(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size);
 RMALLOC_API int rread_nb(rch_t ch, raddr_t *desc_p, void **ptr_p, size_t size);
 /* rread into buf (size bytes) and rfree; *len_p (may be NULL) gets the length. */

@@ -22,10 +22,9 @@
  * by default RPIPE_SLOT_PAYLOAD, one line a slot) go to a ring of slots
  * after the region, outside the allocator: user header, payload, and the
  * flag in the slot's last 8 bytes, so a reader polls a slot without
- * knowing the size. The consumer frees slots by
- * publishing how many it freed in order (the slot header line before the
- * first slot); the producer reads that count only when the ring looks
- * full. Block mode: both ends pick the slots by size (their sizes agree),
+ * knowing the size. The consumer frees slots by publishing how many it
+ * freed in order (the slot header line before the first slot); the
+ * producer reads that count only when the ring looks full. Block mode: both ends pick the slots by size (their sizes agree),
  * and the flag's sequence is the slot's number. Tag and channel modes: a
  * slot is taken only while no other slot is allocated and unwritten, so
  * slots are written in ring order; the flag carries the write sequence

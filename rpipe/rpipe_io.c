@@ -267,8 +267,10 @@ void *rmalloc_mem(rch_t ch, size_t size, raddr_t *desc_p)
         if (rpipe_slot_alloc(ch, size, desc_p) == R_SUCCESS) {
             return rpipe_slot_line(ch, n) + RPIPE_UHDR_BYTES;
         }
+        desc = rpipe_malloc(ch, size); /* the slots were tried (rmalloc's fast path) */
+    } else {
+        desc = rmalloc(ch, size);
     }
-    desc = rmalloc(ch, size);
 
     if (desc_p != NULL) {
         *desc_p = desc;

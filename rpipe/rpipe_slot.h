@@ -6,8 +6,8 @@
  *
  * The flag is mark, payload size and a 40-bit sequence, with no hash of the
  * place (rpipe_flag_value): no payload byte reaches the flag's word, so it
- * holds 0 or a flag written there, and a sequence that never wraps tells
- * the message expected from an older one. So rfree does not clear it: the
+ * holds 0 or a flag written there, and the sequence tells the message
+ * expected from an older one (docs/rpipe.md: why 40 bits suffice). So rfree does not clear it: the
  * consumer never writes a slot's line, which otherwise would move to the
  * consumer and back once more per message, and on x86 its store would
  * have to land before the consumer's next message (stores become visible
