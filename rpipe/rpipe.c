@@ -779,16 +779,12 @@ static uint64_t rpipe_region_bytes(const rmalloc_config_t *cfg, uint64_t unit)
  * capacity is small (a ring full of the largest slot messages stays within
  * it), none for RDMA_ATOMIC (a message is an operation on the accumulator),
  * for units above a line, or where flags carry no sequence (the tag-mode
- * reader needs it). A slot is the lines that the user header, slot_payload
- * and the flag fill. */
-static uint32_t rpipe_channel_slots(rch_t ch)
+ * reader needs it). */
+static uint32_t rpipe_channel_slots(const rch_t ch)
 {
     uint32_t n = rpipe_state.slots;
     uint64_t payload = ch->cfg.slot_payload != 0 ? ch->cfg.slot_payload : RPIPE_SLOT_PAYLOAD;
 
-    ch->slot_bytes = (uint32_t)((payload + RPIPE_UHDR_BYTES + 8 + RPIPE_CACHE_LINE - 1) &
-                                ~(uint64_t)(RPIPE_CACHE_LINE - 1));
-    ch->slot_payload = ch->slot_bytes - RPIPE_UHDR_BYTES - 8;
     if (ch->cfg.op == RDMA_ATOMIC || ch->unit > RPIPE_CACHE_LINE || !rpipe_flag_has_seq(ch)) {
         return 0;
     }
@@ -796,6 +792,16 @@ static uint32_t rpipe_channel_slots(rch_t ch)
         n >>= 1;
     }
     return n >= 2 ? n : 0;
+}
+
+/* Bytes of a slot: the lines that the user header, the configured payload
+ * and the flag fill. */
+static uint32_t rpipe_slot_bytes(const rmalloc_config_t *cfg)
+{
+    uint64_t payload = cfg->slot_payload != 0 ? cfg->slot_payload : RPIPE_SLOT_PAYLOAD;
+
+    return (uint32_t)((payload + RPIPE_UHDR_BYTES + 8 + RPIPE_CACHE_LINE - 1) &
+                      ~(uint64_t)(RPIPE_CACHE_LINE - 1));
 }
 
 /* Byte offset of the slot header line (the consumer's free count). */
@@ -829,6 +835,8 @@ int rpipe(rch_t *ch_p, const rmalloc_config_t *cfg)
     ch->owner = (cfg->op == RDMA_GET) ? ch->producer : !ch->producer;
     ch->unit = cfg->unit_size < 8 ? 8 : cfg->unit_size;
     ch->region_bytes = rpipe_region_bytes(cfg, ch->unit);
+    ch->slot_bytes = rpipe_slot_bytes(cfg);
+    ch->slot_payload = ch->slot_bytes - RPIPE_UHDR_BYTES - 8; /* a slot holds up to this */
     ch->nslots = rpipe_channel_slots(ch);
     ch->unit_shift = (uint16_t)__builtin_ctzll(ch->unit);
     ch->slot_header = rpipe_slot_header_offset(ch);

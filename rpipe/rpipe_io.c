@@ -238,8 +238,7 @@ raddr_t rmalloc(rch_t ch, size_t size)
 {
     raddr_t desc;
 
-    if (ch != NULL && ch->producer && ch->slots_on && size <= ch->slot_payload &&
-        ch->deferred_n == 0 && rpipe_slot_alloc(ch, size, &desc) == R_SUCCESS) {
+    if (rpipe_slot_fast(ch, size) && rpipe_slot_alloc(ch, size, &desc) == R_SUCCESS) {
         return desc;
     }
     return rpipe_malloc(ch, size);
@@ -260,8 +259,7 @@ void *rmalloc_mem(rch_t ch, size_t size, raddr_t *desc_p)
 {
     raddr_t desc;
 
-    if (ch != NULL && ch->producer && ch->slots_on && size <= ch->slot_payload &&
-        ch->deferred_n == 0 && desc_p != NULL) {
+    if (rpipe_slot_fast(ch, size) && desc_p != NULL) {
         uint64_t n = ch->slot_next; /* the slot rpipe_slot_alloc hands out */
 
         if (rpipe_slot_alloc(ch, size, desc_p) == R_SUCCESS) {

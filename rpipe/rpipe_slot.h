@@ -141,6 +141,14 @@ static inline __attribute__((always_inline)) int rpipe_slot_alloc(rch_t ch, size
     return R_SUCCESS;
 }
 
+/* Producer: whether rmalloc's inline path may try a slot for size bytes
+ * (connected with slots, nothing deferred to flush first). */
+static inline int rpipe_slot_fast(const struct rpipe_channel *ch, size_t size)
+{
+    return ch != NULL && ch->producer && ch->slots_on && size <= ch->slot_payload &&
+           ch->deferred_n == 0;
+}
+
 /* Producer, rwrite of a slot: checks that this end allocated it and may
  * write it, then stores (or puts) the flag after the payload. */
 static inline __attribute__((always_inline)) int rpipe_slot_write(rch_t ch, const raddr_t *d)
@@ -172,27 +180,6 @@ static inline __attribute__((always_inline)) int rpipe_slot_write(rch_t ch, cons
     }
     ch->seq++;
     return R_SUCCESS;
-}
-
-/* The payload was written by another core (or the network) and the caller
- * may read it in any order: ask for all its lines now, so they come in
- * together instead of one demand miss after another (em3d reads its values
- * at random). Only the first RMB_RPIPE_PREFETCH bytes: more would evict
- * what the caller works on. */
-static inline void rpipe_prefetch(const char *payload, uint64_t bytes)
-{
-    const uint64_t line = RPIPE_CACHE_LINE;
-    uint64_t n = bytes < rpipe_state.prefetch ? bytes : rpipe_state.prefetch, off = 0;
-
-    for (; off + 4 * line <= n; off += 4 * line) { /* a quarter of the loop's own instructions */
-        __builtin_prefetch(payload + off);
-        __builtin_prefetch(payload + off + line);
-        __builtin_prefetch(payload + off + 2 * line);
-        __builtin_prefetch(payload + off + 3 * line);
-    }
-    for (; off < n; off += line) {
-        __builtin_prefetch(payload + off);
-    }
 }
 
 /* Consumer: takes the next slot's message if its flag carries the sequence
