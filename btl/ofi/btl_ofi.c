@@ -119,7 +119,7 @@ util_status_t btl_ofi_status(ssize_t ret)
 
 util_status_t btl_ofi_fail(const char *call, ssize_t ret)
 {
-    util_error("btl/ofi: %s: %s", call, fi_strerror((int)-ret));
+    util_error("btl/ofi: %s: %s", call, btl_ofi_lib.strerror((int)-ret));
     return btl_ofi_status(ret);
 }
 
@@ -208,7 +208,7 @@ static util_status_t btl_ofi_poll_tx(btl_ofi_iface_t *oif)
     if (ret < 0) {
         return btl_ofi_fail("fi_cq_readerr", ret);
     }
-    util_error("btl/ofi: operation failed: %s (%s)", fi_strerror(err.err),
+    util_error("btl/ofi: operation failed: %s (%s)", btl_ofi_lib.strerror(err.err),
                fi_cq_strerror(oif->cq, err.prov_errno, err.err_data, NULL, 0));
     status = btl_ofi_status(-(ssize_t)err.err);
     if (err.op_context != NULL) {
@@ -1176,7 +1176,7 @@ util_status_t btl_ofi_reg(btl_ofi_iface_t *oif, void *addr, size_t size, btl_ofi
     ret = fi_mr_reg(oif->domain, addr, size, FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE,
                     0, (oif->mr_mode & FI_MR_PROV_KEY) ? 0 : oif->next_key, 0, &mr->mr, NULL);
     if (ret != 0) {
-        util_error("btl/ofi: fi_mr_reg(%p, %zu): %s", addr, size, fi_strerror(-ret));
+        util_error("btl/ofi: fi_mr_reg(%p, %zu): %s", addr, size, btl_ofi_lib.strerror(-ret));
         free(mr);
         return btl_ofi_status(ret);
     }
@@ -1186,7 +1186,7 @@ util_status_t btl_ofi_reg(btl_ofi_iface_t *oif, void *addr, size_t size, btl_ofi
             ret = fi_mr_enable(mr->mr);
         }
         if (ret != 0) {
-            util_error("btl/ofi: binding MR to the endpoint: %s", fi_strerror(-ret));
+            util_error("btl/ofi: binding MR to the endpoint: %s", btl_ofi_lib.strerror(-ret));
             fi_close(&mr->mr->fid);
             free(mr);
             return btl_ofi_status(ret);
@@ -1213,7 +1213,7 @@ static void btl_ofi_unreg(btl_ofi_mr_t *mr)
     int ret = fi_close(&mr->mr->fid);
 
     if (ret != 0) {
-        util_warn("btl/ofi: fi_close(mr): %s", fi_strerror(-ret));
+        util_warn("btl/ofi: fi_close(mr): %s", btl_ofi_lib.strerror(-ret));
     }
     free(mr);
 }
@@ -1336,7 +1336,7 @@ util_status_t btl_ofi_ep_open(btl_ofi_iface_t *oif, int peer, btl_ofi_ep_t **oep
     ret = fi_av_insert(oif->av, addr, 1, &oep->addr, 0, NULL);
     if (ret != 1) {
         util_error("btl/ofi: fi_av_insert for peer %d: %s", peer,
-                   ret < 0 ? fi_strerror(-ret) : "address rejected");
+                   ret < 0 ? btl_ofi_lib.strerror(-ret) : "address rejected");
         free(oep);
         return ret < 0 ? btl_ofi_status(ret) : UTIL_ERR_UNREACHABLE;
     }
@@ -1406,7 +1406,7 @@ static void btl_ofi_close_fid(struct fid *fid, const char *what)
     }
     ret = fi_close(fid);
     if (ret != 0) {
-        util_warn("btl/ofi: fi_close(%s): %s", what, fi_strerror(-ret));
+        util_warn("btl/ofi: fi_close(%s): %s", what, btl_ofi_lib.strerror(-ret));
     }
 }
 
@@ -1427,7 +1427,7 @@ static void btl_ofi_teardown(btl_ofi_iface_t *oif)
     btl_ofi_close_fid(oif->domain != NULL ? &oif->domain->fid : NULL, "domain");
     btl_ofi_close_fid(oif->fabric != NULL ? &oif->fabric->fid : NULL, "fabric");
     if (oif->info != NULL) {
-        fi_freeinfo(oif->info);
+        btl_ofi_lib.freeinfo(oif->info);
     }
     if (oif->wake_fd >= 0) {
         close(oif->wake_fd);
@@ -1491,7 +1491,7 @@ static int btl_ofi_amo_complete(btl_ofi_iface_t *oif, int wide)
 /* What the backend asks of a provider (the same for btl_ofi_describe). */
 static struct fi_info *btl_ofi_hints(void)
 {
-    struct fi_info *hints = fi_allocinfo();
+    struct fi_info *hints = btl_ofi_lib.dupinfo(NULL);
 
     if (hints == NULL) {
         return NULL;
@@ -1527,22 +1527,22 @@ static util_status_t btl_ofi_getinfo(struct fi_info **info_p)
     if (prov != NULL && prov[0] != '\0') {
         hints->fabric_attr->prov_name = strdup(prov);
         if (hints->fabric_attr->prov_name == NULL) {
-            fi_freeinfo(hints);
+            btl_ofi_lib.freeinfo(hints);
             return UTIL_ERR_NO_MEMORY;
         }
     }
     /* Messages too where the provider has them (flag order message). */
     hints->caps |= FI_MSG;
-    ret = fi_getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &list);
+    ret = btl_ofi_lib.getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &list);
     if (ret != 0) {
         hints->caps &= ~(uint64_t)FI_MSG;
-        ret = fi_getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &list);
+        ret = btl_ofi_lib.getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &list);
     }
-    fi_freeinfo(hints);
+    btl_ofi_lib.freeinfo(hints);
     if (ret != 0) {
         util_error("btl/ofi: no RDM provider with RMA and atomics%s%s: %s",
                    prov != NULL && prov[0] != '\0' ? " named " : "", prov != NULL ? prov : "",
-                   fi_strerror(-ret));
+                   btl_ofi_lib.strerror(-ret));
         return btl_ofi_status(ret);
     }
     /* Without an explicit choice, skip shm: it reaches one node only. */
@@ -1557,8 +1557,8 @@ static util_status_t btl_ofi_getinfo(struct fi_info **info_p)
             pick = list;
         }
     }
-    *info_p = fi_dupinfo(pick);
-    fi_freeinfo(list);
+    *info_p = btl_ofi_lib.dupinfo(pick);
+    btl_ofi_lib.freeinfo(list);
     return *info_p != NULL ? UTIL_OK : UTIL_ERR_NO_MEMORY;
 }
 
@@ -1720,21 +1720,27 @@ static const btl_ops_t btl_ofi_ops = {
  * is not shm unless RMB_OFI_PROVIDER or FI_PROVIDER names one. */
 static int btl_ofi_describe(btl_describe_func_t report, void *arg)
 {
-    struct fi_info *hints = btl_ofi_hints(), *list = NULL;
+    struct fi_info *hints, *list = NULL;
     char line[256], version[32];
     int ret, count = 0;
 
-    snprintf(version, sizeof(version), "libfabric %u.%u", FI_MAJOR(fi_version()),
-             FI_MINOR(fi_version()));
+    if (btl_ofi_lib_open() != UTIL_OK) {
+        report(arg, "ofi", "library", "libfabric cannot be loaded (the error above)");
+        return 0;
+    }
+    hints = btl_ofi_hints();
+    snprintf(version, sizeof(version), "libfabric %u.%u", FI_MAJOR(btl_ofi_lib.version()),
+             FI_MINOR(btl_ofi_lib.version()));
     report(arg, "ofi", "library", version);
     if (hints == NULL) {
         return 0;
     }
     (void)setenv("FI_SOCKETS_PE_WAITTIME", "0", 0); /* as btl_ofi_getinfo */
-    ret = fi_getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &list);
-    fi_freeinfo(hints);
+    ret = btl_ofi_lib.getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &list);
+    btl_ofi_lib.freeinfo(hints);
     if (ret != 0) {
-        snprintf(line, sizeof(line), "none with RDM, RMA and atomics (%s)", fi_strerror(-ret));
+        snprintf(line, sizeof(line), "none with RDM, RMA and atomics (%s)",
+                 btl_ofi_lib.strerror(-ret));
         report(arg, "ofi", "provider", line);
         return 0;
     }
@@ -1753,7 +1759,7 @@ static int btl_ofi_describe(btl_describe_func_t report, void *arg)
         report(arg, "ofi", "provider", line);
         count++;
     }
-    fi_freeinfo(list);
+    btl_ofi_lib.freeinfo(list);
     return count > 0;
 }
 
@@ -1822,15 +1828,15 @@ static size_t btl_ofi_am_inject_size(btl_ofi_iface_t *oif)
     hints->fabric_attr->prov_name = strdup(oif->info->fabric_attr->prov_name);
     hints->tx_attr->inject_size = BTL_OFI_AM_SIZE;
     if (hints->fabric_attr->prov_name != NULL &&
-        fi_getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &got) == 0 && got != NULL &&
+        btl_ofi_lib.getinfo(BTL_OFI_API_VERSION, NULL, NULL, 0, hints, &got) == 0 && got != NULL &&
         got->tx_attr->inject_size >= BTL_OFI_AM_SIZE) {
         oif->info->tx_attr->inject_size = BTL_OFI_AM_SIZE; /* the endpoint takes it from here */
         size = BTL_OFI_AM_SIZE;
     }
     if (got != NULL) {
-        fi_freeinfo(got);
+        btl_ofi_lib.freeinfo(got);
     }
-    fi_freeinfo(hints);
+    btl_ofi_lib.freeinfo(hints);
     return size;
 }
 
@@ -1900,6 +1906,9 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         status = btl_wait_bound_init(&oif->bound, "btl/ofi", "RMB_OFI_TIMEOUT_SEC");
     }
     if (status == UTIL_OK) {
+        status = btl_ofi_lib_open();
+    }
+    if (status == UTIL_OK) {
         status = btl_ofi_getinfo(&oif->info);
     }
     if (status != UTIL_OK) {
@@ -1926,7 +1935,7 @@ static util_status_t btl_ofi_iface_open(btl_ctx_t *ctx, int index, btl_iface_t *
         goto err;
     }
 
-    ret = fi_fabric(oif->info->fabric_attr, &oif->fabric, NULL);
+    ret = btl_ofi_lib.fabric(oif->info->fabric_attr, &oif->fabric, NULL);
     if (ret != 0) {
         status = btl_ofi_fail("fi_fabric", ret);
         goto err;

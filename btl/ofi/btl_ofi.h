@@ -23,6 +23,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* libfabric's entry points, loaded by btl_ofi_lib_open (btl_ofi_lib.c) */
+typedef struct {
+    int (*getinfo)(uint32_t version, const char *node, const char *service, uint64_t flags,
+                   const struct fi_info *hints, struct fi_info **info);
+    void (*freeinfo)(struct fi_info *info);
+    struct fi_info *(*dupinfo)(const struct fi_info *info);
+    int (*fabric)(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+    const char *(*strerror)(int errnum);
+    uint32_t (*version)(void);
+} btl_ofi_lib_t;
+
+extern btl_ofi_lib_t btl_ofi_lib;
+
+/* Loads libfabric once per process; a one-line error where it cannot. */
+util_status_t btl_ofi_lib_open(void);
+
 #define BTL_OFI_API_VERSION FI_VERSION(1, 10)
 #define BTL_OFI_ADDR_MAX    128 /* bytes of a published fi_getname address */
 #define BTL_OFI_SPINS_BEFORE_YIELD                                                                 \

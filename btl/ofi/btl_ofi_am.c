@@ -127,7 +127,7 @@ util_status_t btl_ofi_am_poll(btl_ofi_iface_t *oif)
 
             memset(&err, 0, sizeof(err));
             if (fi_cq_readerr(oif->rx_cq, &err, 0) > 0 && err.err != FI_ECANCELED) {
-                util_error("btl/ofi: receiving a message: %s (%s)", fi_strerror(err.err),
+                util_error("btl/ofi: receiving a message: %s (%s)", btl_ofi_lib.strerror(err.err),
                            fi_cq_strerror(oif->rx_cq, err.prov_errno, err.err_data, NULL, 0));
                 status = btl_ofi_status(-(ssize_t)err.err);
                 if (err.op_context != NULL) {
