@@ -993,7 +993,10 @@ START_TEST(test_flag_fence)
         T_OK(btl_ctx_quiet(be->ctx));
     } else if (t_rank % 2 == 1) {
         T_OK(t_barrier());
-        usleep(2000000); /* no btl call */
+        /* no btl call: plain loads until the write lands, 2 s at most */
+        for (int ms = 0; ms < 2000 && btl_flag_load(&mine[7]) != 1; ms++) {
+            usleep(1000);
+        }
         T_ASSERT(btl_flag_load(&mine[7]) == 1 && mine[6] == 0xabc,
                  "a flagged write to a sleeping target was not applied: flag %llu, word 0x%llx",
                  (unsigned long long)mine[7], (unsigned long long)mine[6]);

@@ -10,11 +10,11 @@
  *       oshrun -n 2 tests/btl/mp_btl_timeout
  *
  * The wire must need the target's progress (tcp;ofi_rxm, UCX over TCP)
- * and the helper progress thread must be off, so that a PE asleep serves
- * nothing. PE 1
- * sleeps T_STALL_S seconds; PE 0 meanwhile sees both waits time out. Then
- * PE 1 tells PE 0 it is awake and serves until PE 0 is done. Exits 0 only
- * when every check passed; each failure prints one line.
+ * and the helper progress thread must be off, so that a PE away from the
+ * btl serves nothing. PE 1 stalls in the launcher's barrier (no btl call)
+ * until PE 0 has seen both its waits time out and joins it. Then PE 1
+ * tells PE 0 it is awake and serves until PE 0 is done. Exits 0 only when
+ * every check passed; each failure prints one line.
  *
  * With T_HELPER_PE0=1 in the environment PE 0 runs its helper thread
  * (RMB_*_PROGRESS_USEC=1000) and, before its quiet, holds a batched put
@@ -33,13 +33,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define T_BIG     (1u << 20)
-#define T_AWAKE   T_BIG         /* offset of PE 1's "awake" word, in PE 0's arena */
-#define T_DONE    (T_BIG + 64)  /* offset of PE 0's "done" word, in PE 1's arena */
-#define T_HELLO   (T_BIG + 128) /* connection warm-up word, both ways */
-#define T_HELD    (T_BIG + 192) /* PE 0's batched put, in PE 1's arena (T_HELPER_PE0) */
-#define T_ARENA   (T_BIG + 4096)
-#define T_STALL_S 5
+#define T_BIG    (1u << 20)
+#define T_AWAKE  T_BIG         /* offset of PE 1's "awake" word, in PE 0's arena */
+#define T_DONE   (T_BIG + 64)  /* offset of PE 0's "done" word, in PE 1's arena */
+#define T_HELLO  (T_BIG + 128) /* connection warm-up word, both ways */
+#define T_HELD   (T_BIG + 192) /* PE 0's batched put, in PE 1's arena (T_HELPER_PE0) */
+#define T_ARENA  (T_BIG + 4096)
+#define T_LATE_S 4 /* a wait that ends later waited for the peer */
 
 typedef struct {
     uint64_t base;
@@ -144,7 +144,10 @@ int main(void)
     }
 
     if (rank == 1) {
-        sleep(T_STALL_S); /* no btl call: nothing of PE 0's is served */
+        /* no btl call: nothing of PE 0's is served */
+        if (bootstrap_barrier() != UTIL_OK) {
+            bootstrap_abort(1, "mp_btl_timeout: stall barrier failed");
+        }
         T_CHECK(btl_amo_post(ep, BTL_AMO_SET, 8, raddr + T_AWAKE, rk, 1) == UTIL_OK,
                 "telling PE 0 I am awake");
         T_CHECK(t_wait_value(ctx, (volatile uint64_t *)(arena + T_DONE), 1, 30) == 0,
@@ -172,7 +175,7 @@ int main(void)
         dt = t_now() - t0;
         T_CHECK(status == UTIL_ERR_TIMEOUT, "quiet returned %s, expected ERR_TIMEOUT",
                 util_status_name(status));
-        T_CHECK(dt >= 0.9 && dt < T_STALL_S, "quiet gave up after %.2f s (limit 1 s)", dt);
+        T_CHECK(dt >= 0.9 && dt < T_LATE_S, "quiet gave up after %.2f s (limit 1 s)", dt);
 
         /* 2. a non-blocking get (no wire completes it locally: the data
          * comes from the stalled peer): its btl_comp_t fails with the
@@ -186,9 +189,12 @@ int main(void)
         dt = t_now() - t0;
         T_CHECK(status == UTIL_ERR_TIMEOUT, "comp_wait returned %s, expected ERR_TIMEOUT",
                 util_status_name(status));
-        T_CHECK(dt >= 0.9 && dt < T_STALL_S, "comp_wait gave up after %.2f s (limit 1 s)", dt);
+        T_CHECK(dt >= 0.9 && dt < T_LATE_S, "comp_wait gave up after %.2f s (limit 1 s)", dt);
 
         /* 3. the peer serves again: everything completes, data is there. */
+        if (bootstrap_barrier() != UTIL_OK) {
+            bootstrap_abort(1, "mp_btl_timeout: stall barrier failed");
+        }
         T_CHECK(t_wait_value(ctx, (volatile uint64_t *)(arena + T_AWAKE), 1, 30) == 0,
                 "PE 1 never woke up");
         status = btl_quiet(ep->iface);

@@ -387,7 +387,7 @@ int mp_run_suite(Suite *suite)
     SRunner *runner = srunner_create(suite);
     int failed;
 
-    srunner_run_all(runner, CK_NORMAL);
+    srunner_run_all(runner, CK_ENV); /* CK_VERBOSITY=verbose: a line per test */
     failed = srunner_ntests_failed(runner);
     srunner_free(runner);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
