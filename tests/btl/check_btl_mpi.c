@@ -100,7 +100,7 @@ static void t_lsan_mpi(void)
     if (getenv("LSAN_OPTIONS") != NULL) {
         setenv("LSAN_OPTIONS",
                "suppressions=" RMB_TEST_LSAN_MPI_SUPP
-               ":fast_unwind_on_malloc=0:print_suppressions=0",
+               ":fast_unwind_on_malloc=0:print_suppressions=0:symbolize=0",
                1);
     }
 }

@@ -171,7 +171,7 @@ START_TEST(test_memmodel)
         if (getenv("LSAN_OPTIONS") != NULL) { /* sanitizer builds: what MPI_Init keeps */
             setenv("LSAN_OPTIONS",
                    "suppressions=" RMB_TEST_LSAN_MPI_SUPP
-                   ":fast_unwind_on_malloc=0:print_suppressions=0",
+                   ":fast_unwind_on_malloc=0:print_suppressions=0:symbolize=0",
                    1);
         }
     } else {
