@@ -63,12 +63,12 @@ END_TEST
  * suite forces every backend it tests (one context each), so this is not
  * auto's choice (check_multinode runs that); one backend per run, where
  * one run of every backend twice took 22 s each. */
-static const char *const net_backends[] = {"ucx", "ofi"};
+static const char *const net_backends[] = {"ucx", "ofi", "verbs"};
 
 START_TEST(test_net_2_nodes)
 {
     if (btl_component_find(net_backends[_i]) == NULL) {
-        printf("SKIP %s on 2 nodes: not built\n", net_backends[_i]);
+        printf("SKIP %s on 2 nodes: not built (verbs: or no RDMA device)\n", net_backends[_i]);
         return;
     }
     /* as test_ofi_forced at 4 PEs: 100,000 notified puts took 10 s over ofi */
@@ -292,7 +292,7 @@ int main(void)
     tcase_add_test(ucx, test_ucx_err_mode_bad);
     suite_add_tcase(s, ucx);
     tcase_set_timeout(net, 300);
-    tcase_add_loop_test(net, test_net_2_nodes, 0, 2);
+    tcase_add_loop_test(net, test_net_2_nodes, 0, 3);
     tcase_add_loop_test(net, test_timeout, 0, 2);
     suite_add_tcase(s, net);
     return mp_run_suite(s);
