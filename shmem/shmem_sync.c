@@ -52,7 +52,10 @@ void shmem_fence(void)
 
 void (*shmemi_world_barrier)(void);
 
-static void shmemi_barrier_flags(void)
+/* Aligned: where its flag loop fell in the cache line moved barrier_all on
+ * 2 PEs from 0.17 to 0.24 us when unrelated code earlier in the library
+ * grew by 80 bytes. */
+__attribute__((aligned(64))) static void shmemi_barrier_flags(void)
 {
     uint64_t epoch;
     int n = shmemi.n_pes, me = shmemi.my_pe;
