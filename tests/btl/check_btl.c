@@ -293,7 +293,7 @@ int main(void)
     suite_add_tcase(s, ucx);
     tcase_set_timeout(net, 300);
     tcase_add_loop_test(net, test_net_2_nodes, 0, 3);
-    tcase_add_loop_test(net, test_timeout, 0, 2);
+    tcase_add_loop_test(net, test_timeout, 0, 2); /* ucx and ofi (net_backends[0..1]) */
     suite_add_tcase(s, net);
     return mp_run_suite(s);
 }
